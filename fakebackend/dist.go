@@ -1,0 +1,187 @@
+package fakebackend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// A Dist is a service-time distribution. Sample must be safe to call with
+// different *rand.Rand from different goroutines; a Dist holds no state.
+type Dist interface {
+	// Sample draws one service time. The result is never negative.
+	Sample(r *rand.Rand) time.Duration
+	// Mean is the distribution's expected value.
+	Mean() time.Duration
+	// String returns the distribution in the syntax ParseDist reads.
+	String() string
+}
+
+// Constant always takes D.
+type Constant struct{ D time.Duration }
+
+// Exp is exponential with the given mean.
+type Exp struct{ Avg time.Duration }
+
+// Uniform is uniform on [Min, Max].
+type Uniform struct{ Min, Max time.Duration }
+
+// LogNormal is log-normal, given by its median and 99th percentile, which is
+// how people know their latencies.
+type LogNormal struct{ Median, P99 time.Duration }
+
+var (
+	_ Dist = Constant{}
+	_ Dist = Exp{}
+	_ Dist = Uniform{}
+	_ Dist = LogNormal{}
+)
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740408408
+
+func (c Constant) Sample(*rand.Rand) time.Duration { return c.D }
+func (c Constant) Mean() time.Duration             { return c.D }
+func (c Constant) String() string                  { return fmtDur(c.D) }
+
+func (e Exp) Sample(r *rand.Rand) time.Duration {
+	return time.Duration(r.ExpFloat64() * float64(e.Avg))
+}
+func (e Exp) Mean() time.Duration { return e.Avg }
+func (e Exp) String() string      { return "exp:" + fmtDur(e.Avg) }
+
+func (u Uniform) Sample(r *rand.Rand) time.Duration {
+	if u.Max <= u.Min {
+		return u.Min
+	}
+	return u.Min + time.Duration(r.Int64N(int64(u.Max-u.Min)+1))
+}
+func (u Uniform) Mean() time.Duration { return u.Min + (u.Max-u.Min)/2 }
+func (u Uniform) String() string      { return "uniform:" + fmtDur(u.Min) + ".." + fmtDur(u.Max) }
+
+func (l LogNormal) sigma() float64 { return math.Log(float64(l.P99)/float64(l.Median)) / z99 }
+
+func (l LogNormal) Sample(r *rand.Rand) time.Duration {
+	v := float64(l.Median) * math.Exp(l.sigma()*r.NormFloat64())
+	if v > math.MaxInt64/2 {
+		v = math.MaxInt64 / 2
+	}
+	return time.Duration(v)
+}
+func (l LogNormal) Mean() time.Duration {
+	s := l.sigma()
+	return time.Duration(float64(l.Median) * math.Exp(s*s/2))
+}
+func (l LogNormal) String() string {
+	return "lognormal:median=" + fmtDur(l.Median) + ",p99=" + fmtDur(l.P99)
+}
+
+// fmtDur prints d the short way: 2m rather than 2m0s.
+func fmtDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// ErrDist is wrapped by every error ParseDist returns.
+var ErrDist = errors.New("bad service-time distribution")
+
+const distExamples = `want e.g. 2s, exp:1s, uniform:2m..4m or lognormal:median=30ms,p99=200ms`
+
+// ParseDist reads a service-time distribution: a constant duration ("2s"),
+// "exp:MEAN", "uniform:MIN..MAX" or "lognormal:median=D,p99=D".
+func ParseDist(s string) (Dist, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s (%s)", ErrDist, s, why, distExamples)
+	}
+	kind, arg, found := strings.Cut(strings.TrimSpace(s), ":")
+	if !found {
+		d, err := parseDur(kind)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		return Constant{d}, nil
+	}
+	switch strings.ToLower(kind) {
+	case "const", "constant":
+		d, err := parseDur(arg)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		return Constant{d}, nil
+	case "exp":
+		arg = strings.TrimPrefix(arg, "mean=")
+		d, err := parseDur(arg)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		if d == 0 {
+			return nil, bad("the mean must be above 0")
+		}
+		return Exp{d}, nil
+	case "uniform":
+		lo, hi, ok := strings.Cut(arg, "..")
+		if !ok {
+			return nil, bad("uniform needs MIN..MAX")
+		}
+		a, err := parseDur(lo)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		b, err := parseDur(hi)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		if b < a {
+			return nil, bad("MAX is below MIN")
+		}
+		return Uniform{a, b}, nil
+	case "lognormal":
+		var l LogNormal
+		for _, kv := range strings.Split(arg, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok {
+				return nil, bad(fmt.Sprintf("%q is not KEY=DURATION", kv))
+			}
+			d, err := parseDur(v)
+			if err != nil {
+				return nil, bad(err.Error())
+			}
+			switch k {
+			case "median", "p50":
+				l.Median = d
+			case "p99":
+				l.P99 = d
+			default:
+				return nil, bad(fmt.Sprintf("unknown parameter %q (want median and p99)", k))
+			}
+		}
+		if l.Median <= 0 || l.P99 <= 0 {
+			return nil, bad("lognormal needs median and p99, both above 0")
+		}
+		if l.P99 < l.Median {
+			return nil, bad("p99 is below the median")
+		}
+		return l, nil
+	}
+	return nil, bad(fmt.Sprintf("unknown kind %q", kind))
+}
+
+func parseDur(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(s))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,301 @@
+package fakebackend
+
+import (
+	"fmt"
+	"time"
+)
+
+// AbortPolicy says what a worker does when the client of its request goes
+// away.
+type AbortPolicy uint8
+
+const (
+	// Continue is gunicorn's sync worker: it does not notice the client left
+	// and finishes the work, holding the worker until then. Requests still in
+	// the backlog are run too when their turn comes, since the kernel has
+	// queued the whole request.
+	Continue AbortPolicy = iota
+	// Cancel frees the worker, or drops the queued request, at once.
+	Cancel
+)
+
+func (a AbortPolicy) String() string {
+	if a == Cancel {
+		return "cancel"
+	}
+	return "continue"
+}
+
+// ParseAbortPolicy reads "continue" or "cancel".
+func ParseAbortPolicy(s string) (AbortPolicy, error) {
+	switch s {
+	case "", "continue":
+		return Continue, nil
+	case "cancel":
+		return Cancel, nil
+	}
+	return 0, fmt.Errorf("on_client_abort %q: want continue or cancel", s)
+}
+
+// DefaultBacklog is gunicorn's default listen backlog.
+const DefaultBacklog = 2048
+
+// Config describes a pool of sync workers.
+type Config struct {
+	// Workers is the number of worker processes, each serving one request
+	// at a time. Zero means 1.
+	Workers int
+	// Backlog is how many requests may wait for a worker. Zero means
+	// DefaultBacklog; a negative value means none may wait.
+	Backlog int
+	// Timeout is gunicorn's worker timeout: a request still running this
+	// long after a worker took it is killed with its worker. Zero means no
+	// timeout.
+	Timeout time.Duration
+	// OnClientAbort says what happens to the work of a client that left.
+	// The zero value is Continue.
+	OnClientAbort AbortPolicy
+}
+
+func (c Config) workers() int {
+	if c.Workers <= 0 {
+		return 1
+	}
+	return c.Workers
+}
+
+func (c Config) backlog() int {
+	switch {
+	case c.Backlog == 0:
+		return DefaultBacklog
+	case c.Backlog < 0:
+		return 0
+	}
+	return c.Backlog
+}
+
+// State is where a Job is in the pool.
+type State uint8
+
+const (
+	Pending   State = iota // not yet given to the pool
+	Queued                 // waiting in the backlog
+	Running                // a worker has it
+	Done                   // the work ended and a response was written
+	Killed                 // the worker timeout killed it
+	Refused                // the backlog was full
+	Cancelled              // its client left and the policy is Cancel
+)
+
+var stateNames = [...]string{"pending", "queued", "running", "done", "killed", "refused", "cancelled"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// A Job is one request's work. The caller fills Service (and Data, which the
+// pool never reads) and hands it to Pool.Arrive; the pool fills the rest.
+type Job struct {
+	Service time.Duration // how long the work takes once a worker has it
+	Data    any           // the caller's; the pool does not touch it
+
+	Arrived   time.Time // set by Arrive
+	Started   time.Time // when a worker took it; zero while queued
+	Abandoned bool      // its client went away
+
+	state      State
+	prev, next *Job // backlog links
+}
+
+// State returns where the job is.
+func (j *Job) State() State { return j.state }
+
+// Pool is the pure model of gunicorn's sync worker pool: workers, a FIFO
+// backlog and the arbiter's timeout. It holds no clock and starts no
+// goroutine: every method takes the current time, and the caller arranges to
+// call Finish at the time End reports. That makes one model serve both the
+// live backend (driven by real timers) and the simulator (virtual time).
+//
+// A Pool is not safe for concurrent use; the live backend guards it with a
+// mutex.
+type Pool struct {
+	cfg     Config
+	busy    int
+	queued  int
+	head    *Job
+	tail    *Job
+	last    time.Time // time of the last state change, for busy time
+	started bool
+
+	stats Stats
+}
+
+// Stats are a pool's counters. Busy time is the integral of busy workers over
+// time, so Utilization is BusyTime / (Workers × elapsed).
+type Stats struct {
+	Workers   int           `json:"workers"`
+	Backlog   int           `json:"backlog"`
+	Busy      int           `json:"busy"`
+	Queued    int           `json:"queued"`
+	BusyMax   int           `json:"busy_max"`
+	QueueMax  int           `json:"queue_max"`
+	Arrived   uint64        `json:"arrived"`
+	Served    uint64        `json:"served"`
+	Killed    uint64        `json:"killed"`
+	Refused   uint64        `json:"refused"`
+	Cancelled uint64        `json:"cancelled"`
+	Abandoned uint64        `json:"abandoned"`
+	BusyTime  time.Duration `json:"busy_time_ns"`
+}
+
+// NewPool returns an empty pool with every worker idle.
+func NewPool(cfg Config) *Pool {
+	p := &Pool{cfg: cfg}
+	p.stats.Workers = cfg.workers()
+	p.stats.Backlog = cfg.backlog()
+	return p
+}
+
+// Config returns the pool's configuration.
+func (p *Pool) Config() Config { return p.cfg }
+
+// advance accounts busy time up to now. Time that goes backwards (two live
+// goroutines reading the clock in one order and locking in the other) counts
+// as no time.
+func (p *Pool) advance(now time.Time) {
+	if p.started && now.After(p.last) {
+		p.stats.BusyTime += time.Duration(p.busy) * now.Sub(p.last)
+	}
+	if !p.started || now.After(p.last) {
+		p.last = now
+		p.started = true
+	}
+}
+
+// Arrive gives j to the pool at now. It returns Running when an idle worker
+// took it (j.Started = now), Queued when it waits in the backlog, or Refused
+// when the backlog is full.
+func (p *Pool) Arrive(now time.Time, j *Job) State {
+	p.advance(now)
+	p.stats.Arrived++
+	j.Arrived = now
+	if p.busy < p.cfg.workers() {
+		p.start(now, j)
+		return Running
+	}
+	if p.queued >= p.cfg.backlog() {
+		j.state = Refused
+		p.stats.Refused++
+		return Refused
+	}
+	j.state = Queued
+	j.prev, j.next = p.tail, nil
+	if p.tail != nil {
+		p.tail.next = j
+	} else {
+		p.head = j
+	}
+	p.tail = j
+	p.queued++
+	p.stats.QueueMax = max(p.stats.QueueMax, p.queued)
+	return Queued
+}
+
+func (p *Pool) start(now time.Time, j *Job) {
+	j.state = Running
+	j.Started = now
+	p.busy++
+	p.stats.BusyMax = max(p.stats.BusyMax, p.busy)
+}
+
+func (p *Pool) unlink(j *Job) {
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		p.head = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	} else {
+		p.tail = j.prev
+	}
+	j.prev, j.next = nil, nil
+	p.queued--
+}
+
+// End returns when a running job leaves its worker and whether it is killed
+// then: Started+Service, or Started+Timeout if that comes first.
+func (p *Pool) End(j *Job) (at time.Time, killed bool) {
+	if t := p.cfg.Timeout; t > 0 && j.Service >= t {
+		return j.Started.Add(t), true
+	}
+	return j.Started.Add(j.Service), false
+}
+
+// Finish ends a running job at now, the time End reported, marking it Done or
+// Killed, and gives the freed worker to the head of the backlog. It returns
+// that job (now Running, Started = now) or nil. Finish on a job that is not
+// running does nothing and returns nil.
+func (p *Pool) Finish(now time.Time, j *Job) (next *Job) {
+	if j.state != Running {
+		return nil
+	}
+	p.advance(now)
+	if _, killed := p.End(j); killed {
+		j.state = Killed
+		p.stats.Killed++
+	} else {
+		j.state = Done
+		p.stats.Served++
+	}
+	return p.free(now)
+}
+
+func (p *Pool) free(now time.Time) *Job {
+	p.busy--
+	next := p.head
+	if next == nil {
+		return nil
+	}
+	p.unlink(next)
+	p.start(now, next)
+	return next
+}
+
+// Abandon records at now that j's client went away. Under Continue nothing
+// else changes: the work goes on. Under Cancel a queued job leaves the
+// backlog and a running one frees its worker, which takes the head of the
+// backlog; that job is returned (now Running), or nil.
+func (p *Pool) Abandon(now time.Time, j *Job) (next *Job) {
+	if j.Abandoned || j.state == Pending || j.state > Running {
+		return nil
+	}
+	j.Abandoned = true
+	p.stats.Abandoned++
+	if p.cfg.OnClientAbort != Cancel {
+		return nil
+	}
+	p.advance(now)
+	p.stats.Cancelled++
+	if j.state == Queued {
+		p.unlink(j)
+		j.state = Cancelled
+		return nil
+	}
+	j.state = Cancelled
+	return p.free(now)
+}
+
+// Stats returns the counters, with busy time accounted up to now.
+func (p *Pool) Stats(now time.Time) Stats {
+	p.advance(now)
+	s := p.stats
+	s.Busy, s.Queued = p.busy, p.queued
+	return s
+}
+
+// Busy returns the number of busy workers and of queued jobs.
+func (p *Pool) Busy() (busy, queued int) { return p.busy, p.queued }

@@ -1,0 +1,76 @@
+package loadgen
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome is how one request ended. Every request ends as exactly one
+// Outcome; see DESIGN.md "Outcomes".
+type Outcome uint8
+
+// The outcomes, in the order results.json lists their counts.
+const (
+	OK             Outcome = iota // 2xx or 3xx
+	Rejected                      // the limiter said no (the limit status, 503 by default)
+	BackendError                  // 502: refused by a full backlog, or the worker was killed
+	GatewayTimeout                // 504: the proxy's read timeout
+	ClientTimeout                 // the client gave up before an answer came
+	Dropped                       // an open-model arrival that could not be sent
+	Error                         // anything else: transport errors, other statuses
+	NumOutcomes                   // the number of outcomes; not an outcome
+)
+
+var outcomeNames = [NumOutcomes]string{"ok", "rejected", "backend_errors", "gateway_timeouts", "client_timeouts", "dropped", "errors"}
+
+// String returns the outcome's name as results.json spells its count.
+func (o Outcome) String() string {
+	if o < NumOutcomes {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Classify maps an HTTP status to an outcome. rejectStatuses are the statuses
+// the limiter answers with (503 by default); a status in that set counts as
+// Rejected even when a backend could have sent it, because the scenario knows
+// its backend never does.
+func Classify(status int, rejectStatuses []int) Outcome {
+	for _, s := range rejectStatuses {
+		if status == s {
+			return Rejected
+		}
+	}
+	switch {
+	case status >= 200 && status < 400:
+		return OK
+	case status == 502:
+		return BackendError
+	case status == 504:
+		return GatewayTimeout
+	}
+	return Error
+}
+
+// Result is one request's end, as an engine reports it. All durations are
+// model time: a live engine divides what it measured by the time scale.
+type Result struct {
+	Tenant   int32         // index into the scenario's expanded tenants
+	Route    int16         // index into the scenario's backend routes
+	Outcome  Outcome       // how it ended
+	Status   int16         // the HTTP status, 0 when none came back
+	Intended time.Duration // when it was meant to be sent, from the start of the run
+	Latency  time.Duration // from Intended to the end (response, error or give-up)
+}
+
+// A Sink receives results. Engines call Add from one goroutine at a time
+// unless the sink says otherwise.
+type Sink interface {
+	Add(*Result)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(*Result)
+
+// Add calls f(r).
+func (f SinkFunc) Add(r *Result) { f(r) }
