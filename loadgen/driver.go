@@ -1,0 +1,578 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"stampede/scenarios"
+)
+
+// Defaults of DriverOptions.
+const (
+	// DefaultTenantInFlight caps one open-model tenant's requests in flight
+	// when its Load.MaxInFlight is zero.
+	DefaultTenantInFlight = 10000
+	// DefaultMaxInFlight caps all open-model requests in flight together.
+	// Each one holds a goroutine and a TCP connection (HTTP/1.1 sends one
+	// request per connection at a time), so the cap also bounds the file
+	// descriptors a run takes.
+	DefaultMaxInFlight = 10000
+	// resultBuffer is how many results may wait for the sink goroutine before
+	// producers block on it.
+	resultBuffer = 8192
+)
+
+// errDrainExpired is the cause of the run context's cancellation when the
+// drain period after the last send ran out.
+var errDrainExpired = errors.New("loadgen: drain period over")
+
+// DriverOptions configure NewDriver.
+type DriverOptions struct {
+	// Target is the base URL requests go to; a route's path is appended to
+	// its path. Required, http only.
+	Target *url.URL
+	// Tenants are the scenario's expanded tenants. Result.Tenant is
+	// Tenants[i].Index.
+	Tenants []scenarios.Tenant
+	// Routes are the scenario's backend routes; a tenant's weighted routes
+	// index them, and Result.Route is that index.
+	Routes []scenarios.Route
+	// Horizon is the model time during which load is generated (the
+	// scenario's Duration). A tenant's Stop of zero, or past Horizon, means
+	// Horizon.
+	Horizon time.Duration
+	// TimeScale plays model time this many times real time: 0.01 runs a
+	// model second in 10 ms of wall time. Zero means 1.
+	TimeScale float64
+	// Seed seeds every tenant's random stream (TenantRand).
+	Seed uint64
+	// RejectStatuses are the statuses the limiter answers with; see
+	// Classify. Nil means 503 only.
+	RejectStatuses []int
+	// MaxInFlight caps open-model requests in flight over all tenants; an
+	// arrival over it is Dropped. Zero means DefaultMaxInFlight. Closed-model
+	// users are not counted: their number already bounds them.
+	MaxInFlight int
+	// Drain bounds, in wall time, how long requests still in flight at the
+	// horizon may take. When it runs out they are abandoned and recorded as
+	// ClientTimeout (the client, this driver, gave up). Zero means wait for
+	// every one; client timeouts and the proxy's read timeout then bound the
+	// wait.
+	Drain time.Duration
+	// Sample, when not nil, is called about every SampleEvery of wall time
+	// with the model time elapsed, from the goroutine that calls Sink.Add, so
+	// it may record into the same non-concurrent recorder.
+	Sample func(at time.Duration)
+	// SampleEvery is the wall-time period of Sample. Zero means one model
+	// second, but no more often than every 5 ms.
+	SampleEvery time.Duration
+	// Counters, when not nil, receive the driver's live counts, so a caller
+	// that set them up before Run can poll them while it runs. Nil means the
+	// driver keeps its own; Driver.Progress reads them either way.
+	Counters *Counters
+}
+
+// Counters are a driver's live counts, for progress displays. The zero value
+// is ready to use; it is safe for concurrent use, every field updated
+// atomically.
+type Counters struct {
+	start     atomic.Int64  // wall start of the run, Unix nanoseconds; 0 before
+	scale     atomic.Uint64 // float64 bits of the time scale
+	sent      atomic.Uint64
+	inFlight  atomic.Int64
+	abandoned atomic.Uint64
+	outcomes  [NumOutcomes]atomic.Uint64
+}
+
+// Progress is a snapshot of Counters.
+type Progress struct {
+	Elapsed   time.Duration       // model time since the start of the run; 0 before it
+	Sent      uint64              // requests sent
+	InFlight  int64               // requests sent whose end is not yet known
+	Outcomes  [NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
+	Abandoned uint64              // requests cut off by cancellation of Run's context; never recorded
+}
+
+// Done returns the number of results handed to the sink.
+func (p Progress) Done() uint64 {
+	var n uint64
+	for _, c := range p.Outcomes {
+		n += c
+	}
+	return n
+}
+
+// Snapshot returns the counts now. The fields are read one by one, so a
+// request that ends during the call may be seen both in flight and done.
+func (c *Counters) Snapshot() Progress {
+	var p Progress
+	if s := c.start.Load(); s != 0 {
+		scale := math.Float64frombits(c.scale.Load())
+		if scale <= 0 {
+			scale = 1
+		}
+		p.Elapsed = time.Duration(float64(time.Since(time.Unix(0, s))) / scale)
+	}
+	p.Sent = c.sent.Load()
+	p.InFlight = c.inFlight.Load()
+	p.Abandoned = c.abandoned.Load()
+	for i := range c.outcomes {
+		p.Outcomes[i] = c.outcomes[i].Load()
+	}
+	return p
+}
+
+// tenant is one tenant's sending state.
+type tenant struct {
+	index     int32
+	host      string
+	load      *scenarios.Load
+	rt        http.RoundTripper
+	timeout   time.Duration // wall
+	cap       int64         // open model: in-flight cap
+	inFlight  atomic.Int64  // open model: incremented by the scheduler only
+	mix       Mix
+	routeOf   []int // weighted-route position → backend route index
+	stop      time.Duration
+	rng       *rand.Rand // open model: the scheduler's; closed model: seeds the users'
+	arrivals  *Arrivals
+	userSeeds [][2]uint64
+}
+
+// Driver sends a scenario's load over HTTP: open-model tenants at their
+// intended times from one scheduler goroutine, closed-model users as one
+// goroutine each. Latency counts from the intended send time and is
+// converted to model time. A Driver runs once; Progress is safe to call from
+// any goroutine at any time.
+type Driver struct {
+	opts       DriverOptions
+	scale      float64
+	reject     []int
+	maxFlight  int64
+	urls       []*url.URL
+	tenants    []*tenant
+	transports []*http.Transport
+	counters   *Counters
+	openFlight atomic.Int64
+	ran        atomic.Bool
+}
+
+// NewDriver validates opts and prepares one HTTP transport per distinct
+// client address. It sends nothing.
+func NewDriver(opts DriverOptions) (*Driver, error) {
+	if opts.Target == nil || opts.Target.Scheme != "http" || opts.Target.Host == "" {
+		return nil, fmt.Errorf("loadgen: target %v: want an http:// URL with a host", opts.Target)
+	}
+	d := &Driver{opts: opts, scale: opts.TimeScale, reject: opts.RejectStatuses, counters: opts.Counters}
+	if d.scale == 0 {
+		d.scale = 1
+	}
+	if d.scale < 0 || math.IsNaN(d.scale) || math.IsInf(d.scale, 0) {
+		return nil, fmt.Errorf("loadgen: time scale %v: want a positive number", opts.TimeScale)
+	}
+	if d.reject == nil {
+		d.reject = []int{http.StatusServiceUnavailable}
+	}
+	d.maxFlight = int64(opts.MaxInFlight)
+	if d.maxFlight <= 0 {
+		d.maxFlight = DefaultMaxInFlight
+	}
+	if d.counters == nil {
+		d.counters = new(Counters)
+	}
+	if len(opts.Routes) > math.MaxInt16 {
+		return nil, fmt.Errorf("loadgen: %d routes: at most %d", len(opts.Routes), math.MaxInt16)
+	}
+	base := strings.TrimSuffix(opts.Target.Path, "/")
+	for _, r := range opts.Routes {
+		u := *opts.Target
+		u.Path = base + r.Path
+		u.RawPath = ""
+		d.urls = append(d.urls, &u)
+	}
+	loopback := isLoopbackV4(opts.Target.Hostname())
+	byAddr := map[string]*http.Transport{}
+	for i := range opts.Tenants {
+		sc := &opts.Tenants[i]
+		if sc.Load == nil {
+			return nil, fmt.Errorf("loadgen: tenant %s: no load", sc.Name)
+		}
+		if len(sc.Load.Routes) == 0 {
+			return nil, fmt.Errorf("loadgen: tenant %s: no routes", sc.Name)
+		}
+		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: NewMix(sc.Load.Routes)}
+		for j, wr := range sc.Load.Routes {
+			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
+				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
+			}
+			t.routeOf = append(t.routeOf, wr.Route)
+		}
+		t.timeout = d.wall(sc.Load.ClientTimeout)
+		t.cap = int64(sc.Load.MaxInFlight)
+		if t.cap <= 0 {
+			t.cap = DefaultTenantInFlight
+		}
+		t.stop = sc.Load.Stop
+		if t.stop <= 0 || t.stop > opts.Horizon {
+			t.stop = opts.Horizon
+		}
+		addr := ""
+		if loopback {
+			addr = sc.Addr
+		}
+		tr, ok := byAddr[addr]
+		if !ok {
+			var err error
+			if tr, err = d.transport(addr); err != nil {
+				return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
+			}
+			byAddr[addr] = tr
+			d.transports = append(d.transports, tr)
+		}
+		t.rt = tr
+		d.tenants = append(d.tenants, t)
+	}
+	return d, nil
+}
+
+// isLoopbackV4 reports whether host is an IPv4 loopback address, the only
+// kind of target a 127.x.y.z source address can reach.
+func isLoopbackV4(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.To4() != nil && ip.IsLoopback()
+}
+
+// transport returns a keep-alive HTTP/1.1 transport whose connections come
+// from the source address addr ("" for the system's choice).
+func (d *Driver) transport(addr string) (*http.Transport, error) {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if addr != "" {
+		host := addr
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			host = h
+		}
+		ip := net.ParseIP(host)
+		if ip == nil {
+			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
+		}
+		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	return &http.Transport{
+		DialContext:         dialer.DialContext,
+		MaxIdleConns:        0, // no overall bound; per host below
+		MaxIdleConnsPerHost: int(d.maxFlight),
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		// A non-nil empty map turns HTTP/2 off: the proxy counts requests,
+		// and one connection per request in flight is what a browser fleet
+		// behind nginx looks like.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}, nil
+}
+
+// wall converts model time to wall time.
+func (d *Driver) wall(m time.Duration) time.Duration { return time.Duration(float64(m) * d.scale) }
+
+// model converts wall time to model time.
+func (d *Driver) model(w time.Duration) time.Duration { return time.Duration(float64(w) / d.scale) }
+
+// Progress returns the live counts.
+func (d *Driver) Progress() Progress { return d.counters.Snapshot() }
+
+// Run sends the load, model time 0 being start, and hands every result to
+// sink from one goroutine, which it owns. It returns when every request it
+// sent has ended and every result has reached the sink: after the horizon,
+// once requests still in flight are answered, time out, or are cut off when
+// Drain runs out.
+//
+// When ctx is cancelled Run stops sending at once, abandons the requests in
+// flight (their connections close) and returns promptly with ctx's error.
+// Abandoned requests are not recorded, because their end says nothing about
+// the server; Progress counts them as Abandoned. Results recorded before
+// the cancellation all reach the sink.
+//
+// Run may be called once.
+func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
+	if d.ran.Swap(true) {
+		return errors.New("loadgen: Driver.Run called twice")
+	}
+	c := d.counters
+	c.scale.Store(math.Float64bits(d.scale))
+	c.start.Store(start.UnixNano())
+	defer func() {
+		for _, tr := range d.transports {
+			tr.CloseIdleConnections()
+		}
+	}()
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	results := make(chan Result, resultBuffer)
+	consumed := make(chan struct{})
+	go d.consume(start, results, sink, consumed)
+
+	var producers sync.WaitGroup
+	var open []*tenant
+	for _, t := range d.tenants {
+		if t.load.Model == scenarios.Closed {
+			for u := range t.load.Users {
+				rng := rand.New(rand.NewPCG(d.opts.Seed, userStream(t.index, u)))
+				producers.Go(func() { d.user(runCtx, start, t, rng, results) })
+			}
+			continue
+		}
+		t.rng = TenantRand(d.opts.Seed, int(t.index))
+		t.arrivals = NewArrivals(t.load, d.opts.Horizon, t.rng)
+		open = append(open, t)
+	}
+	if len(open) > 0 {
+		producers.Go(func() { d.schedule(runCtx, start, open, results, &producers) })
+	}
+
+	finished := make(chan struct{})
+	go func() {
+		producers.Wait()
+		close(finished)
+	}()
+	if d.opts.Drain > 0 {
+		deadline := time.NewTimer(time.Until(start.Add(d.wall(d.opts.Horizon) + d.opts.Drain)))
+		select {
+		case <-finished:
+		case <-deadline.C:
+			cancel(errDrainExpired)
+		}
+		deadline.Stop()
+	}
+	<-finished
+	close(results)
+	<-consumed
+	return ctx.Err()
+}
+
+// userStream numbers closed-model user u of tenant i's random stream, apart
+// from the tenants' own streams (TenantRand uses i+1 below 2^32).
+func userStream(tenant int32, user int) uint64 {
+	return 1<<63 | uint64(uint32(tenant))<<24 | uint64(user)&(1<<24-1)
+}
+
+// consume hands results to sink, and calls Sample between them.
+func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done chan<- struct{}) {
+	defer close(done)
+	var tick <-chan time.Time
+	if d.opts.Sample != nil {
+		every := d.opts.SampleEvery
+		if every <= 0 {
+			every = max(d.wall(time.Second), 5*time.Millisecond)
+		}
+		ticker := time.NewTicker(every)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	// One Result reused: sinks must not keep the pointer past Add.
+	var r Result
+	for {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				return
+			}
+			r = res
+			d.counters.outcomes[r.Outcome].Add(1)
+			sink.Add(&r)
+		case now := <-tick:
+			d.opts.Sample(d.model(now.Sub(start)))
+		}
+	}
+}
+
+// arrival is an open-model tenant's next intended send time.
+type arrival struct {
+	at time.Duration
+	t  *tenant
+}
+
+// before orders arrivals by time, then tenant, so ties go the same way in
+// every run.
+func (a arrival) before(b arrival) bool {
+	return a.at < b.at || a.at == b.at && a.t.index < b.t.index
+}
+
+// arrivalHeap is a min-heap of arrivals, one per open-model tenant.
+type arrivalHeap []arrival
+
+func (h arrivalHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// schedule fires every open-model tenant's arrivals at their intended times
+// from one timer, each request in a goroutine of its own that wg owns.
+func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- Result, wg *sync.WaitGroup) {
+	h := make(arrivalHeap, 0, len(open))
+	for _, t := range open {
+		if at, ok := t.arrivals.Next(); ok {
+			h = append(h, arrival{at, t})
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for len(h) > 0 {
+		a := h[0]
+		if wait := time.Until(start.Add(d.wall(a.at))); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		t := a.t
+		route := t.routeOf[t.mix.Pick(t.rng)]
+		if next, ok := t.arrivals.Next(); ok {
+			h[0].at = next
+		} else {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		h.down(0)
+
+		// Only this goroutine increments the counts, so checking then
+		// adding cannot overshoot the caps.
+		if t.inFlight.Load() >= t.cap || d.openFlight.Load() >= d.maxFlight {
+			out <- Result{Tenant: t.index, Route: int16(route), Outcome: Dropped, Intended: a.at}
+			continue
+		}
+		t.inFlight.Add(1)
+		d.openFlight.Add(1)
+		wg.Go(func() {
+			defer d.openFlight.Add(-1)
+			defer t.inFlight.Add(-1)
+			if r, ok := d.do(ctx, start, t, route, a.at); ok {
+				out <- r
+			}
+		})
+	}
+}
+
+// user is one closed-model user: request, answer or client timeout, think,
+// again, from the tenant's Start until its Stop or its Iterations. A client
+// timeout under Retry sends again (a refreshed tab: the same iteration);
+// under GiveUp the user stops.
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand.Rand, out chan<- Result) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := t.load.Start
+	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
+		if next >= t.stop {
+			return
+		}
+		if wait := time.Until(start.Add(d.wall(next))); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		route := t.routeOf[t.mix.Pick(rng)]
+		r, ok := d.do(ctx, start, t, route, next)
+		if !ok {
+			return
+		}
+		out <- r
+		if r.Outcome == ClientTimeout {
+			if t.load.OnTimeout == scenarios.GiveUp {
+				return
+			}
+		} else {
+			done++
+		}
+		next = r.Intended + r.Latency + t.load.Think
+	}
+}
+
+// do sends one request intended at model time intended and returns its
+// result, or false when ctx's cancellation abandoned it.
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, intended time.Duration) (Result, bool) {
+	res := Result{Tenant: t.index, Route: int16(route), Intended: intended}
+	reqCtx := ctx
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	req := (&http.Request{
+		Method:     http.MethodGet,
+		URL:        d.urls[route],
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     http.Header{},
+		Host:       t.host,
+	}).WithContext(reqCtx)
+
+	c := d.counters
+	c.sent.Add(1)
+	c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	status := 0
+	resp, err := t.rt.RoundTrip(req)
+	if err == nil {
+		status = resp.StatusCode
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	end := time.Now()
+	res.Latency = d.model(end.Sub(start.Add(d.wall(intended))))
+	switch {
+	case err == nil:
+		res.Outcome = Classify(status, d.reject)
+		res.Status = int16(status)
+	case ctx.Err() != nil:
+		if !errors.Is(context.Cause(ctx), errDrainExpired) {
+			c.abandoned.Add(1)
+			return res, false
+		}
+		res.Outcome = ClientTimeout
+	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
+		res.Outcome = ClientTimeout
+	default:
+		res.Outcome = Error
+	}
+	return res, true
+}
