@@ -142,27 +142,11 @@ type keyPart struct {
 	lit  string
 }
 
-// ParseKey compiles an nginx key expression. A leading "$" may be left out
-// when the whole key is one variable ("host" means "$host").
-func ParseKey(s string) (Key, error) { panic("unimplemented") }
-
 // String returns the expression as nginx writes it.
 func (k Key) String() string { return k.src }
 
-// Append appends the key's value for r to dst, as nginx computes it ($host
-// lower-cased with port and trailing dot removed; $binary_remote_addr 4 or 16
-// raw bytes).
-func (k Key) Append(dst []byte, r *http.Request) []byte { panic("unimplemented") }
-
 // Rate is a limit_req rate in nginx's unit, milli-requests per second.
 type Rate int64
-
-// ParseRate reads "10r/s" or "30r/m" with nginx's integer arithmetic
-// (r/m is N·1000/60).
-func ParseRate(s string) (Rate, error) { panic("unimplemented") }
-
-// ParseSize reads a zone size as nginx does: bytes, or with k or m (e.g. "10m").
-func ParseSize(s string) (int64, error) { panic("unimplemented") }
 
 // ConnLimiter counts requests in flight per key in a bounded zone.
 type ConnLimiter struct{}
