@@ -43,37 +43,64 @@ var (
 // z99 is the standard normal's 99th percentile.
 const z99 = 2.3263478740408408
 
-func (c Constant) Sample(*rand.Rand) time.Duration { return c.D }
-func (c Constant) Mean() time.Duration             { return c.D }
+func (c Constant) Sample(*rand.Rand) time.Duration { return max(c.D, 0) }
+func (c Constant) Mean() time.Duration             { return max(c.D, 0) }
 func (c Constant) String() string                  { return fmtDur(c.D) }
 
 func (e Exp) Sample(r *rand.Rand) time.Duration {
-	return time.Duration(r.ExpFloat64() * float64(e.Avg))
+	return fromFloat(r.ExpFloat64() * float64(e.Avg))
 }
-func (e Exp) Mean() time.Duration { return e.Avg }
+func (e Exp) Mean() time.Duration { return max(e.Avg, 0) }
 func (e Exp) String() string      { return "exp:" + fmtDur(e.Avg) }
 
 func (u Uniform) Sample(r *rand.Rand) time.Duration {
-	if u.Max <= u.Min {
-		return u.Min
+	lo := max(u.Min, 0)
+	if u.Max <= lo {
+		return lo
 	}
-	return u.Min + time.Duration(r.Int64N(int64(u.Max-u.Min)+1))
+	// Uint64N: the span plus one overflows int64 for uniform:0..maxDuration.
+	return lo + time.Duration(r.Uint64N(uint64(u.Max-lo)+1))
 }
-func (u Uniform) Mean() time.Duration { return u.Min + (u.Max-u.Min)/2 }
-func (u Uniform) String() string      { return "uniform:" + fmtDur(u.Min) + ".." + fmtDur(u.Max) }
+func (u Uniform) Mean() time.Duration {
+	lo := max(u.Min, 0)
+	if u.Max <= lo {
+		return lo
+	}
+	return lo + (u.Max-lo)/2
+}
+func (u Uniform) String() string { return "uniform:" + fmtDur(u.Min) + ".." + fmtDur(u.Max) }
 
-func (l LogNormal) sigma() float64 { return math.Log(float64(l.P99)/float64(l.Median)) / z99 }
+// sigma is the spread of the underlying normal. A P99 at or below the
+// median (which ParseDist rejects) degenerates to a constant.
+func (l LogNormal) sigma() float64 {
+	if l.Median <= 0 || l.P99 <= l.Median {
+		return 0
+	}
+	return math.Log(float64(l.P99)/float64(l.Median)) / z99
+}
 
 func (l LogNormal) Sample(r *rand.Rand) time.Duration {
-	v := float64(l.Median) * math.Exp(l.sigma()*r.NormFloat64())
-	if v > math.MaxInt64/2 {
-		v = math.MaxInt64 / 2
-	}
-	return time.Duration(v)
+	return fromFloat(float64(l.Median) * math.Exp(l.sigma()*r.NormFloat64()))
 }
 func (l LogNormal) Mean() time.Duration {
 	s := l.sigma()
-	return time.Duration(float64(l.Median) * math.Exp(s*s/2))
+	return fromFloat(float64(l.Median) * math.Exp(s*s/2))
+}
+
+// maxSample caps every draw, so that a wild distribution still gives a
+// duration a timer and a sum of many can hold (about 146 years).
+const maxSample = time.Duration(math.MaxInt64 / 2)
+
+// fromFloat converts nanoseconds to a Duration in [0, maxSample]; a float
+// conversion out of int64's range is undefined in Go and wraps on amd64.
+func fromFloat(v float64) time.Duration {
+	switch {
+	case !(v > 0): // also NaN
+		return 0
+	case v >= float64(maxSample):
+		return maxSample
+	}
+	return time.Duration(v)
 }
 func (l LogNormal) String() string {
 	return "lognormal:median=" + fmtDur(l.Median) + ",p99=" + fmtDur(l.P99)
@@ -147,7 +174,8 @@ func ParseDist(s string) (Dist, error) {
 	case "lognormal":
 		var l LogNormal
 		for _, kv := range strings.Split(arg, ",") {
-			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			k, v, ok := strings.Cut(kv, "=")
+			k = strings.ToLower(strings.TrimSpace(k))
 			if !ok {
 				return nil, bad(fmt.Sprintf("%q is not KEY=DURATION", kv))
 			}
@@ -176,9 +204,10 @@ func ParseDist(s string) (Dist, error) {
 }
 
 func parseDur(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration", strings.TrimSpace(s))
+		return 0, fmt.Errorf("%q is not a duration", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q is negative", s)
