@@ -190,7 +190,7 @@ type Handler struct {
 }
 
 // Metrics are the proxy's Prometheus metrics, on a registry of their own.
-type Metrics struct{}
+type Metrics struct{ metrics }
 
 // ProxyOptions configure NewProxy.
 type ProxyOptions struct {

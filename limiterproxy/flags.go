@@ -1,0 +1,175 @@
+package limiterproxy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Examples of the flag forms, quoted in parse errors.
+const (
+	connFlagExample = `'$host=4' or '$binary_remote_addr=10,zone=10m,status=429,dry_run'`
+	reqFlagExample  = `'$binary_remote_addr=10r/s,burst=20,nodelay' or '$host=30r/m,burst=12,delay=8'`
+)
+
+// ParseConnFlag reads a --limit-conn value: KEY=N, then optional
+// comma-separated options zone=SIZE, status=CODE and dry_run. The key's "$"
+// may be left out ("host=4" is "$host=4"). Errors say what is wrong and give
+// an example.
+func ParseConnFlag(s string) (ConnSpec, error) {
+	key, val, opts, err := splitFlag(s, connFlagExample)
+	if err != nil {
+		return ConnSpec{}, err
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 {
+		return ConnSpec{}, fmt.Errorf("%q: limit %q is not a whole number of at least 1 (want e.g. %s)", s, val, connFlagExample)
+	}
+	spec := ConnSpec{Key: key, PerKey: n}
+	for _, o := range opts {
+		name, v, hasV := strings.Cut(o, "=")
+		switch {
+		case name == "zone" && hasV:
+			spec.Zone, err = flagZone(s, v, connFlagExample)
+		case name == "status" && hasV:
+			spec.Status, err = flagStatus(s, v, connFlagExample)
+		case (name == "dry_run" || name == "dry-run") && !hasV:
+			spec.DryRun = true
+		default:
+			err = fmt.Errorf("%q: unknown option %q (want zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, connFlagExample)
+		}
+		if err != nil {
+			return ConnSpec{}, err
+		}
+	}
+	return spec, nil
+}
+
+// ParseReqFlag reads a --limit-req value: KEY=RATE (Nr/s or Nr/m), then
+// optional comma-separated options burst=N, nodelay or delay=N, zone=SIZE,
+// status=CODE and dry_run. The key's "$" may be left out. Errors say what
+// is wrong and give an example.
+func ParseReqFlag(s string) (ReqSpec, error) {
+	key, val, opts, err := splitFlag(s, reqFlagExample)
+	if err != nil {
+		return ReqSpec{}, err
+	}
+	if r, err := ParseRate(val); err != nil || r <= 0 {
+		return ReqSpec{}, fmt.Errorf("%q: rate %q is not a rate (want Nr/s or Nr/m with N ≥ 1, e.g. %s)", s, val, reqFlagExample)
+	}
+	spec := ReqSpec{Key: key, Rate: val}
+	hasDelay := false
+	for _, o := range opts {
+		name, v, hasV := strings.Cut(o, "=")
+		switch {
+		case name == "burst" && hasV:
+			spec.Burst, err = flagCount(s, "burst", v, reqFlagExample)
+		case name == "delay" && hasV:
+			spec.Delay, err = flagCount(s, "delay", v, reqFlagExample)
+			hasDelay = true
+		case name == "nodelay" && !hasV:
+			spec.NoDelay = true
+		case name == "zone" && hasV:
+			spec.Zone, err = flagZone(s, v, reqFlagExample)
+		case name == "status" && hasV:
+			spec.Status, err = flagStatus(s, v, reqFlagExample)
+		case (name == "dry_run" || name == "dry-run") && !hasV:
+			spec.DryRun = true
+		default:
+			err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+		}
+		if err != nil {
+			return ReqSpec{}, err
+		}
+	}
+	if hasDelay && spec.NoDelay {
+		return ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
+	}
+	return spec, nil
+}
+
+// splitFlag splits KEY=VALUE,opt,opt and normalises the key as ParseKey
+// writes it.
+func splitFlag(s, example string) (key, val string, opts []string, err error) {
+	parts := strings.Split(s, ",")
+	k, v, ok := strings.Cut(parts[0], "=")
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if !ok || k == "" || v == "" {
+		return "", "", nil, fmt.Errorf("%q: want KEY=VALUE first (e.g. %s)", s, example)
+	}
+	pk, err := ParseKey(k)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("%q: %v (want e.g. %s)", s, err, example)
+	}
+	for _, o := range parts[1:] {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			return "", "", nil, fmt.Errorf("%q: empty option (want e.g. %s)", s, example)
+		}
+		opts = append(opts, o)
+	}
+	return pk.String(), v, opts, nil
+}
+
+func flagZone(s, v, example string) (string, error) {
+	if n, err := ParseSize(v); err != nil || n <= 0 {
+		return "", fmt.Errorf("%q: zone %q is not a size (want bytes, or k or m, e.g. zone=10m in %s)", s, v, example)
+	}
+	return v, nil
+}
+
+func flagStatus(s, v, example string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 400 || n > 599 {
+		return 0, fmt.Errorf("%q: status %q is not between 400 and 599 (want e.g. status=429 in %s)", s, v, example)
+	}
+	return n, nil
+}
+
+func flagCount(s, name, v, example string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: %s %q is not a whole number ≥ 0 (want e.g. %s)", s, name, v, example)
+	}
+	return n, nil
+}
+
+// FormatConnFlag writes spec as ParseConnFlag reads it.
+func FormatConnFlag(spec ConnSpec) string {
+	var b strings.Builder
+	b.WriteString(spec.Key)
+	b.WriteString("=")
+	b.WriteString(strconv.Itoa(spec.PerKey))
+	writeCommon(&b, spec.Zone, spec.Status, spec.DryRun)
+	return b.String()
+}
+
+// FormatReqFlag writes spec as ParseReqFlag reads it.
+func FormatReqFlag(spec ReqSpec) string {
+	var b strings.Builder
+	b.WriteString(spec.Key)
+	b.WriteString("=")
+	b.WriteString(spec.Rate)
+	if spec.Burst != 0 {
+		b.WriteString(",burst=" + strconv.Itoa(spec.Burst))
+	}
+	if spec.NoDelay {
+		b.WriteString(",nodelay")
+	} else if spec.Delay != 0 {
+		b.WriteString(",delay=" + strconv.Itoa(spec.Delay))
+	}
+	writeCommon(&b, spec.Zone, spec.Status, spec.DryRun)
+	return b.String()
+}
+
+func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
+	if zone != "" {
+		b.WriteString(",zone=" + zone)
+	}
+	if status != 0 {
+		b.WriteString(",status=" + strconv.Itoa(status))
+	}
+	if dryRun {
+		b.WriteString(",dry_run")
+	}
+}

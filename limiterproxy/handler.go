@@ -1,0 +1,217 @@
+package limiterproxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Response headers the Handler sets. LimitHeader names the limit that
+// rejected a request; DryRunHeader each limit in dry-run mode that would
+// have. Values are the limit and its key, "limit_conn[0] $host".
+const (
+	LimitHeader  = "X-Stampede-Limit"
+	DryRunHeader = "X-Stampede-Dry-Run"
+)
+
+// epoch anchors model time for a Handler with a TimeScale: every Handler in
+// the process measures model time from the same instant, so handlers that
+// share a Policy agree on it.
+var epoch = time.Now()
+
+// keyScratch is one request's key evaluation space, pooled so that the
+// steady state allocates only the one string all keys share.
+type keyScratch struct {
+	buf  []byte
+	ends []int
+	keys []string
+}
+
+var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
+
+// maxPooledKeyBytes bounds what a pooled scratch keeps, so that one request
+// with huge headers does not pin memory.
+const maxPooledKeyBytes = 64 << 10
+
+// ServeHTTP applies the Policy to r: every limit_req (waiting out a delay
+// on r's context), then every limit_conn in order, then Next with the
+// limit_conn slots held until Next returns or panics. A rejected request is
+// answered with the limit's status, a short text body and LimitHeader. A
+// request whose client goes away during a limit_req delay is answered with
+// nothing and never takes a slot.
+//
+// A nil Policy limits nothing. Next must not be nil. ServeHTTP is safe for
+// concurrent use.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.Policy
+	if p == nil {
+		h.Next.ServeHTTP(w, r)
+		return
+	}
+	ks := keyScratchPool.Get().(*keyScratch)
+	defer putKeyScratch(ks)
+	reqKeys, connKeys := ks.eval(p, r)
+
+	if len(p.Req) > 0 {
+		start := time.Now()
+		rd := p.ReqStage(h.modelTime(start), reqKeys)
+		h.Metrics.countReq(reqKeys, rd)
+		switch rd.Verdict {
+		case Rejected:
+			reject(w, LimitName("limit_req", rd.Rule), p.Req[rd.Rule].Key.String(), rd.Status)
+			return
+		case RejectedDryRun:
+			w.Header().Add(DryRunHeader, LimitName("limit_req", rd.Rule)+" "+p.Req[rd.Rule].Key.String())
+		}
+		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
+			return
+		}
+	}
+
+	slots, cd := p.ConnStage(connKeys)
+	defer slots.Release()
+	switch cd.Verdict {
+	case Rejected:
+		h.Metrics.connVerdict(cd.Rule, Rejected)
+		reject(w, LimitName("limit_conn", cd.Rule), p.Conn[cd.Rule].Key.String(), cd.Status)
+		return
+	case RejectedDryRun:
+		w.Header().Add(DryRunHeader, LimitName("limit_conn", cd.Rule)+" "+p.Conn[cd.Rule].Key.String())
+	}
+	if m := h.Metrics; m != nil && len(connKeys) > 0 {
+		m.connAdmitted(connKeys, cd, 1)
+		defer m.connAdmitted(connKeys, cd, -1)
+	}
+	h.Next.ServeHTTP(w, r)
+}
+
+// eval evaluates every rule's key for r into one shared string, limit_req
+// keys first. A key longer than nginx counts (MaxReqKey, MaxConnKey) is
+// returned empty: not counted.
+func (ks *keyScratch) eval(p *Policy, r *http.Request) (reqKeys, connKeys []string) {
+	ks.buf, ks.ends, ks.keys = ks.buf[:0], ks.ends[:0], ks.keys[:0]
+	for i := range p.Req {
+		ks.buf = p.Req[i].Key.Append(ks.buf, r)
+		ks.ends = append(ks.ends, len(ks.buf))
+	}
+	for i := range p.Conn {
+		ks.buf = p.Conn[i].Key.Append(ks.buf, r)
+		ks.ends = append(ks.ends, len(ks.buf))
+	}
+	// One string for all keys: the limiters may keep a key (as a map key)
+	// after this request's scratch is reused.
+	all := string(ks.buf)
+	from := 0
+	for i, to := range ks.ends {
+		k := all[from:to]
+		limit := MaxConnKey
+		if i < len(p.Req) {
+			limit = MaxReqKey
+		}
+		if len(k) > limit {
+			k = ""
+		}
+		ks.keys = append(ks.keys, k)
+		from = to
+	}
+	return ks.keys[:len(p.Req)], ks.keys[len(p.Req):]
+}
+
+func putKeyScratch(ks *keyScratch) {
+	if cap(ks.buf) > maxPooledKeyBytes {
+		return
+	}
+	clear(ks.keys) // drop references to the request's key string
+	keyScratchPool.Put(ks)
+}
+
+// modelTime is the time limit_req sees for a request arriving at the wall
+// time now: with a TimeScale, wall time since epoch divided by it.
+func (h *Handler) modelTime(now time.Time) time.Time {
+	ts := h.TimeScale
+	if ts <= 0 || ts == 1 {
+		return now
+	}
+	return epoch.Add(time.Duration(float64(now.Sub(epoch)) / ts))
+}
+
+// wall converts a model duration to the wall time it takes.
+func (h *Handler) wall(d time.Duration) time.Duration {
+	ts := h.TimeScale
+	if ts <= 0 || ts == 1 {
+		return d
+	}
+	return time.Duration(float64(d) * ts)
+}
+
+// wait holds r for the model delay d counted from start, and reports
+// whether it should go on: false if the client went away first.
+func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
+	left := h.wall(d) - time.Since(start)
+	if left <= 0 {
+		return r.Context().Err() == nil
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// reject answers a request a limit turned away.
+func reject(w http.ResponseWriter, limit, key string, status int) {
+	if status == 0 {
+		status = DefaultStatus
+	}
+	hdr := w.Header()
+	hdr.Set(LimitHeader, limit+" "+key)
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+limit+" "+key+"\n") //nolint:errcheck // the client may be gone
+}
+
+// countReq counts the limit_req stage's decision: the deciding rule gets
+// the verdict, every other rule that counted the request (non-empty key)
+// passed it, unless the request was rejected, in which case nginx charged
+// no rule and neither do the metrics.
+func (m *Metrics) countReq(keys []string, d ReqDecision) {
+	if m == nil {
+		return
+	}
+	for i, k := range keys {
+		switch {
+		case i == d.Rule:
+			m.reqVerdict(i, d.Verdict)
+		case k == "" || d.Verdict == Rejected:
+		default:
+			m.reqVerdict(i, Passed)
+		}
+	}
+}
+
+// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
+// for every limit_conn that counted it: the in-flight gauge of each rule
+// holding a slot, and on admission passed or rejected_dry_run.
+func (m *Metrics) connAdmitted(keys []string, d ConnDecision, delta float64) {
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if d.Verdict == RejectedDryRun && i == d.Rule {
+			if delta > 0 {
+				m.connVerdict(i, RejectedDryRun)
+			}
+			continue
+		}
+		if delta > 0 {
+			m.connVerdict(i, Passed)
+		}
+		m.connInFlight(i, delta)
+	}
+}

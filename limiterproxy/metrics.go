@@ -1,0 +1,167 @@
+package limiterproxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MetricsPath and KeysPath are where Metrics.Handler answers: the Prometheus
+// text exposition and the busiest keys as JSON.
+const (
+	MetricsPath = "/metrics"
+	KeysPath    = "/debug/keys"
+)
+
+// busiestKeys is how many keys KeysPath lists.
+const busiestKeys = 20
+
+// metrics is the state behind Metrics (declared in policy.go): the counters
+// of every limit, resolved once so that counting is an atomic add.
+type metrics struct {
+	reg    *prometheus.Registry
+	policy *Policy
+	conn   []limitMetrics // per Policy.Conn rule
+	req    []limitMetrics // per Policy.Req rule
+}
+
+// limitMetrics are one limit's series. inFlight is nil for limit_req, which
+// holds nothing while a request is served.
+type limitMetrics struct {
+	passed, rejected, rejectedDryRun, delayed prometheus.Counter
+	inFlight                                  prometheus.Gauge
+}
+
+// LimitName names rule i of a kind ("limit_conn" or "limit_req") as the
+// metrics' limit label, the X-Stampede-Limit header and the nginx comments
+// do: "limit_conn[0]".
+func LimitName(kind string, i int) string {
+	return kind + "[" + strconv.Itoa(i) + "]"
+}
+
+// NewMetrics returns the metrics of every limit in p on a registry of their
+// own (never the global one, so several proxies can run in one process).
+// Each limit has the series
+//
+//	stampede_limit_passed_total{limit="limit_conn[0]",key="$host"}
+//	stampede_limit_rejected_total
+//	stampede_limit_rejected_dry_run_total
+//	stampede_limit_delayed_total   (limit_req: admitted after a delay)
+//	stampede_limit_in_flight       (limit_conn: requests holding a slot)
+//
+// passed counts requests the limit admitted without delay; a request whose
+// key is empty is not counted by that limit at all, as nginx does. A nil
+// *Metrics counts nothing. Metrics are safe for concurrent use.
+func NewMetrics(p *Policy) *Metrics {
+	m := &Metrics{metrics{reg: prometheus.NewRegistry(), policy: p}}
+	labels := []string{"limit", "key"}
+	passed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stampede_limit_passed_total",
+		Help: "Requests the limit admitted without delay.",
+	}, labels)
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stampede_limit_rejected_total",
+		Help: "Requests the limit rejected with its status.",
+	}, labels)
+	dry := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stampede_limit_rejected_dry_run_total",
+		Help: "Requests the limit would have rejected, let through because it is in dry-run mode.",
+	}, labels)
+	delayed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "stampede_limit_delayed_total",
+		Help: "Requests limit_req admitted after a delay.",
+	}, labels)
+	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "stampede_limit_in_flight",
+		Help: "Requests holding a limit_conn slot now.",
+	}, labels)
+	m.reg.MustRegister(passed, rejected, dry, delayed, inFlight)
+	series := func(kind string, i int, key string, gauge bool) limitMetrics {
+		lv := []string{LimitName(kind, i), key}
+		lm := limitMetrics{
+			passed:         passed.WithLabelValues(lv...),
+			rejected:       rejected.WithLabelValues(lv...),
+			rejectedDryRun: dry.WithLabelValues(lv...),
+			delayed:        delayed.WithLabelValues(lv...),
+		}
+		if gauge {
+			lm.inFlight = inFlight.WithLabelValues(lv...)
+		}
+		return lm
+	}
+	if p != nil {
+		for i, r := range p.Conn {
+			m.conn = append(m.conn, series("limit_conn", i, r.Key.String(), true))
+		}
+		for i, r := range p.Req {
+			m.req = append(m.req, series("limit_req", i, r.Key.String(), false))
+		}
+	}
+	return m
+}
+
+// Registry returns the registry the metrics are on, to add collectors
+// (such as the Go runtime's) or to gather them in tests.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves MetricsPath (Prometheus text format) and KeysPath: a JSON
+// array of the busiest keys of the first limit_conn, at most 20, as
+// [{"key":"site1","in_flight":4}, ...]. Anything else is 404.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(MetricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc(KeysPath, func(w http.ResponseWriter, r *http.Request) {
+		var keys []KeyCount
+		if m.policy != nil {
+			keys = m.policy.Busiest(busiestKeys)
+		}
+		if keys == nil {
+			keys = []KeyCount{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(keys) //nolint:errcheck // the client may be gone; nothing to do about it
+	})
+	return mux
+}
+
+// The counting methods below take a nil receiver (no metrics) and an index
+// the Policy produced.
+
+func (m *Metrics) reqVerdict(i int, v Verdict) {
+	if m == nil || i < 0 || i >= len(m.req) {
+		return
+	}
+	m.req[i].count(v)
+}
+
+func (m *Metrics) connVerdict(i int, v Verdict) {
+	if m == nil || i < 0 || i >= len(m.conn) {
+		return
+	}
+	m.conn[i].count(v)
+}
+
+func (m *Metrics) connInFlight(i int, d float64) {
+	if m == nil || i < 0 || i >= len(m.conn) {
+		return
+	}
+	m.conn[i].inFlight.Add(d)
+}
+
+func (lm *limitMetrics) count(v Verdict) {
+	switch v {
+	case Passed:
+		lm.passed.Inc()
+	case Delayed:
+		lm.delayed.Inc()
+	case Rejected:
+		lm.rejected.Inc()
+	case RejectedDryRun:
+		lm.rejectedDryRun.Inc()
+	}
+}

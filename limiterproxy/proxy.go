@@ -1,0 +1,82 @@
+package limiterproxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+)
+
+// DefaultConnectTimeout bounds dialing the upstream, as nginx's
+// proxy_connect_timeout does by default; over it the proxy answers 504.
+const DefaultConnectTimeout = 60 * time.Second
+
+// NewProxy returns a reverse proxy to upstream that behaves as nginx's
+// proxy_pass does with `proxy_set_header Host $host`:
+//
+//   - the client's Host header goes to upstream unchanged, and
+//     X-Forwarded-For, X-Forwarded-Host and X-Forwarded-Proto are set;
+//   - every upstream request uses a new connection (nginx speaks HTTP/1.0
+//     without keep-alive to upstreams by default; gunicorn's sync workers
+//     close every connection anyway; and a fresh connection cannot be one
+//     the backend killed, so Go's transport never silently retries);
+//   - no response headers within opts.ReadTimeout answers 504 (zero: wait
+//     forever); a refused, reset or closed upstream connection answers 502;
+//   - a client gone before the response is answered nothing.
+//
+// The proxy logs nothing: its errors are in the statuses it answers.
+// Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
+// safe for concurrent use; its fields may be changed before first use.
+func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
+	dialer := &net.Dialer{Timeout: DefaultConnectTimeout}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+		},
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			DisableKeepAlives:     true,
+			ResponseHeaderTimeout: opts.ReadTimeout,
+			// The upstream is a plain-HTTP app server; nginx does not ask
+			// it for compressed bodies either.
+			DisableCompression: true,
+			ForceAttemptHTTP2:  false,
+		},
+		ErrorLog:     log.New(io.Discard, "", 0),
+		ErrorHandler: proxyError,
+	}
+}
+
+// proxyError answers a request the upstream failed: 504 for a timeout, 502
+// for anything else, nothing if the client is gone.
+func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if IsTimeout(err) {
+		w.WriteHeader(http.StatusGatewayTimeout)
+		io.WriteString(w, "504 Gateway Timeout: upstream did not answer in time\n") //nolint:errcheck
+		return
+	}
+	w.WriteHeader(http.StatusBadGateway)
+	io.WriteString(w, "502 Bad Gateway: upstream refused or closed the connection\n") //nolint:errcheck
+}
+
+// IsTimeout reports whether err is a timeout: a deadline exceeded or a
+// net.Error that says so (the transport's response header timeout is one).
+func IsTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
