@@ -151,6 +151,16 @@ type Stats struct {
 	BusyTime  time.Duration `json:"busy_time_ns"`
 }
 
+// Utilization returns the mean fraction of workers busy over elapsed, the
+// time since the pool's first event: BusyTime / (Workers × elapsed). It is 0
+// when elapsed or Workers is not positive.
+func (s Stats) Utilization(elapsed time.Duration) float64 {
+	if elapsed <= 0 || s.Workers <= 0 {
+		return 0
+	}
+	return float64(s.BusyTime) / (float64(s.Workers) * float64(elapsed))
+}
+
 // NewPool returns an empty pool with every worker idle.
 func NewPool(cfg Config) *Pool {
 	p := &Pool{cfg: cfg}
