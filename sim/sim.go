@@ -1,0 +1,681 @@
+// Package sim plays a scenario as a discrete-event simulation in virtual
+// time. It drives the same pure cores as the live engine — loadgen's
+// schedules, limiterproxy's Policy and fakebackend's Pool — with explicit
+// model time, so an hour of traffic takes a fraction of a second and the two
+// engines cannot drift apart. It opens no socket and starts no goroutine.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"stampede/fakebackend"
+	"stampede/limiterproxy"
+	"stampede/loadgen"
+	"stampede/scenarios"
+)
+
+// Epoch is the wall time model time 0 maps to when the simulator hands
+// explicit times to the limiter and the pool. Any fixed instant would do;
+// a fixed one keeps limit_req's millisecond arithmetic the same on every
+// machine.
+var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultSampleEvery is the model-time period of backend and key samples
+// when Options.SampleEvery is zero.
+const DefaultSampleEvery = time.Second
+
+// DefaultBusiestKeys is how many limiter keys are sampled when
+// Options.BusiestKeys is zero.
+const DefaultBusiestKeys = 10
+
+// DefaultDrain bounds the drain when neither the proxy nor any tenant has a
+// timeout; see Options.Drain.
+const DefaultDrain = 10 * time.Minute
+
+// checkEvery is how many events pass between two looks at the context.
+const checkEvery = 4096
+
+// Sampler receives the state of the backend and of the busiest limiter keys
+// over model time. report.Recorder is one.
+type Sampler interface {
+	SampleBackend(at time.Duration, busy, queued int)
+	SampleKeys(at time.Duration, inflight map[string]int)
+}
+
+// Options tune Run. The zero value samples into the sink when it is a
+// Sampler, once a model second, and uses the live driver's in-flight caps.
+type Options struct {
+	// Sampler receives samples of the backend and the busiest keys. Nil
+	// means the sink when it implements Sampler, else no sampling.
+	Sampler Sampler
+	// SampleEvery is the model-time period of samples. Zero means
+	// DefaultSampleEvery.
+	SampleEvery time.Duration
+	// BusiestKeys is how many keys of the first limit_conn each key sample
+	// holds. Zero means DefaultBusiestKeys; negative means none.
+	BusiestKeys int
+	// MaxInFlight caps open-model requests in flight over all tenants, as
+	// the live driver does; an arrival over it is Dropped. Zero means
+	// loadgen.DefaultMaxInFlight; negative means no cap.
+	MaxInFlight int
+	// Drain is how much model time after the scenario's Duration requests
+	// still in flight may take to end. Those still in flight after it are
+	// cut off and recorded as ClientTimeout, as the live driver does when
+	// its drain runs out. Zero means the longest of the tenants' client
+	// timeouts and the proxy's read timeout, and DefaultDrain when some
+	// tenant has neither, which bounds every request that was not delayed
+	// by limit_req; negative means no drain.
+	Drain time.Duration
+}
+
+// Stats are what a run counted. Times are model time.
+type Stats struct {
+	Events      uint64                      // events processed, stale ones included
+	Requests    uint64                      // results handed to the sink
+	Outcomes    [loadgen.NumOutcomes]uint64 // results by outcome
+	CutOff      uint64                      // requests cut off when the drain ran out (counted as ClientTimeout too)
+	Delayed     uint64                      // requests limit_req delayed
+	Waited      uint64                      // requests that waited in the backend's backlog
+	Started     uint64                      // jobs a worker took
+	WaitTime    time.Duration               // total backlog wait of the jobs a worker took
+	End         time.Duration               // model time of the last event
+	Backend     fakebackend.Stats           // the pool's counters at End
+	Interrupted bool                        // ctx ended the run early
+}
+
+// OutcomeShare returns the share of results that ended as o.
+func (s *Stats) OutcomeShare(o loadgen.Outcome) float64 {
+	if s.Requests == 0 {
+		return 0
+	}
+	return float64(s.Outcomes[o]) / float64(s.Requests)
+}
+
+// never is a time no event reaches.
+const never = time.Duration(math.MaxInt64)
+
+// tenant is one tenant's state during a run.
+type tenant struct {
+	index    int32
+	load     *scenarios.Load
+	rng      *rand.Rand
+	mix      loadgen.Mix
+	arrivals loadgen.Arrivals
+	reqKeys  []string
+	connKeys []string
+	timeout  time.Duration // client timeout; 0 none
+	cap      int           // open model: in-flight cap
+	inFlight int           // open model: requests without a result
+	stop     time.Duration
+	closed   bool
+}
+
+// user is one closed-model user.
+type user struct {
+	t    *tenant
+	done int // iterations completed
+}
+
+// request is one request on its way. Requests are pooled: one is reused
+// once its result is out and its job has left the pool.
+type request struct {
+	job      fakebackend.Job // job.Data is the request itself
+	slots    limiterproxy.Slots
+	t        *tenant
+	user     int32 // closed model: the user; -1 for open
+	route    int16
+	done     bool          // the result is out
+	inUse    bool          // allocated
+	intended time.Duration // when the client meant to send it
+	client   time.Duration // the client's deadline; never when none
+	read     time.Duration // the proxy's read deadline; never until sent upstream
+	ev       uint64        // seq of the one pending event that is not stale; 0 none
+	next     *request      // free list
+}
+
+// engine is one run.
+type engine struct {
+	sc       *scenarios.Scenario
+	sink     loadgen.Sink
+	sampler  Sampler
+	policy   *limiterproxy.Policy
+	pool     *fakebackend.Pool
+	dists    []fakebackend.Dist
+	tenants  []tenant
+	users    []user
+	hasReq   bool
+	hasConn  bool
+	readTO   time.Duration
+	maxOpen  int // 0: no cap
+	open     int // open-model requests without a result
+	horizon  time.Duration
+	every    time.Duration
+	busiest  int
+	keyMap   map[string]int
+	heap     eventHeap
+	seq      uint64
+	free     *request
+	chunks   [][]request
+	res      loadgen.Result
+	stopping bool
+	stats    Stats
+}
+
+// Run plays sc in virtual time and hands every request's result to sink
+// (nil discards them), in the order the results happen; ties in model time
+// go in the order their events were scheduled, so the same scenario and
+// seed always give the same sequence. The *loadgen.Result passed to Add is
+// reused after Add returns.
+//
+// Each request follows the live path: its tenant's schedule (open model) or
+// user loop (closed model) sends it; limit_req decides at that model time
+// (rejected, or held for its delay holding no limit_conn slot); limit_conn
+// takes its slots; the backend pool takes the job (refused → 502, queued, or
+// running until its service time or the worker timeout, killed → 502); the
+// proxy's read timeout (from sending upstream, backlog time included) gives
+// 504, the client timeout (from the intended send time) gives ClientTimeout,
+// and both abandon the job, which under on_client_abort: continue keeps its
+// worker busy until the work ends. Slots are released whenever a request
+// ends. Load stops at sc.Duration; requests then in flight may end within
+// opts.Drain.
+//
+// Run returns the run's statistics. When ctx ends first it stops at once and
+// returns what it counted, with Interrupted set, and ctx's error.
+func Run(ctx context.Context, sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (Stats, error) {
+	e, err := newEngine(sc, sink, opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	err = e.run(ctx)
+	return e.stats, err
+}
+
+func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine, error) {
+	if sc == nil {
+		return nil, errors.New("sim: no scenario")
+	}
+	if len(sc.Backend.Routes) == 0 {
+		return nil, fmt.Errorf("sim: scenario %s: the backend has no routes", sc.Name)
+	}
+	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
+	}
+	e := &engine{
+		sc:      sc,
+		sink:    sink,
+		policy:  policy,
+		pool:    fakebackend.NewPool(sc.Backend.PoolConfig()),
+		hasReq:  len(policy.Req) > 0,
+		hasConn: len(policy.Conn) > 0,
+		readTO:  sc.Proxy.ReadTimeout,
+		every:   opts.SampleEvery,
+		busiest: opts.BusiestKeys,
+		seq:     1,
+	}
+	if e.sink == nil {
+		e.sink = loadgen.SinkFunc(func(*loadgen.Result) {})
+	}
+	e.sampler = opts.Sampler
+	if e.sampler == nil {
+		e.sampler, _ = sink.(Sampler)
+	}
+	if e.every <= 0 {
+		e.every = DefaultSampleEvery
+	}
+	if e.busiest == 0 {
+		e.busiest = DefaultBusiestKeys
+	}
+	if !e.hasConn {
+		e.busiest = -1
+	}
+	switch {
+	case opts.MaxInFlight == 0:
+		e.maxOpen = loadgen.DefaultMaxInFlight
+	case opts.MaxInFlight > 0:
+		e.maxOpen = opts.MaxInFlight
+	}
+	for i, r := range sc.Backend.Routes {
+		if r.Service == nil {
+			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
+		}
+		e.dists = append(e.dists, r.Service)
+	}
+
+	tenants := sc.Expand()
+	if len(tenants) > math.MaxInt32 {
+		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many", sc.Name, len(tenants))
+	}
+	e.tenants = make([]tenant, len(tenants))
+	drain := time.Duration(0)
+	unbounded := false
+	for i := range tenants {
+		st := &tenants[i]
+		if st.Load == nil {
+			return nil, fmt.Errorf("sim: scenario %s: tenant %s has no load", sc.Name, st.Name)
+		}
+		if len(st.Load.Routes) == 0 {
+			return nil, fmt.Errorf("sim: scenario %s: tenant %s has no routes", sc.Name, st.Name)
+		}
+		for j, wr := range st.Load.Routes {
+			if wr.Route < 0 || wr.Route >= len(e.dists) {
+				return nil, fmt.Errorf("sim: scenario %s: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, st.Name, j, wr.Route, len(e.dists))
+			}
+		}
+		t := &e.tenants[i]
+		t.index = int32(st.Index)
+		t.load = st.Load
+		t.rng = loadgen.TenantRand(sc.Seed, st.Index)
+		t.mix = loadgen.NewMix(st.Load.Routes)
+		t.timeout = max(st.Load.ClientTimeout, 0)
+		t.closed = st.Load.Model == scenarios.Closed
+		t.cap = st.Load.MaxInFlight
+		if t.cap <= 0 {
+			t.cap = loadgen.DefaultTenantInFlight
+		}
+		t.stop = st.Load.Stop
+		if t.stop <= 0 || t.stop > sc.Duration {
+			t.stop = sc.Duration
+		}
+		t.reqKeys, t.connKeys = keysOf(policy, st)
+		switch {
+		case t.timeout > 0:
+			drain = max(drain, t.timeout)
+		case e.readTO <= 0:
+			unbounded = true
+		}
+	}
+	if e.readTO > 0 {
+		drain = max(drain, e.readTO)
+	}
+	if unbounded {
+		drain = max(drain, DefaultDrain)
+	}
+	switch {
+	case opts.Drain > 0:
+		drain = opts.Drain
+	case opts.Drain < 0:
+		drain = 0
+	}
+	e.horizon = max(sc.Duration, 0) + drain
+	if e.hasConn && e.busiest > 0 {
+		e.keyMap = make(map[string]int, e.busiest)
+	}
+	return e, nil
+}
+
+// keysOf computes a tenant's limiter keys once, with the proxy's own key
+// code, from the request its client would send: Host the tenant's host,
+// the connection from its address, no headers.
+func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant) (req, conn []string) {
+	addr := t.Addr
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	r := &http.Request{
+		Method:     http.MethodGet,
+		URL:        &url.URL{Path: "/"},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     http.Header{},
+		Host:       t.Host,
+		RemoteAddr: net.JoinHostPort(addr, "40000"),
+	}
+	var buf []byte
+	for _, rule := range p.Req {
+		buf = rule.Key.Append(buf[:0], r)
+		req = append(req, string(buf))
+	}
+	for _, rule := range p.Conn {
+		buf = rule.Key.Append(buf[:0], r)
+		conn = append(conn, string(buf))
+	}
+	return req, conn
+}
+
+// at converts model time to the explicit time the cores take.
+func at(d time.Duration) time.Time { return Epoch.Add(d) }
+
+// push schedules an event and returns its seq.
+func (e *engine) push(t time.Duration, k kind, r *request, ref int32) uint64 {
+	s := e.seq
+	e.seq++
+	e.heap.push(event{at: t, seq: s, r: r, ref: ref, kind: k})
+	return s
+}
+
+func (e *engine) run(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		e.stats.Interrupted = true
+		return err
+	}
+	for i := range e.tenants {
+		t := &e.tenants[i]
+		if t.closed {
+			if t.load.Start >= t.stop || t.load.Iterations < 0 {
+				continue
+			}
+			for range t.load.Users {
+				e.users = append(e.users, user{t: t})
+				e.push(max(t.load.Start, 0), evSend, nil, int32(len(e.users)-1))
+			}
+			continue
+		}
+		t.arrivals.Reset(t.load, t.stop, t.rng)
+		if next, ok := t.arrivals.Next(); ok {
+			e.push(next, evArrival, nil, int32(i))
+		}
+	}
+	if e.sampler != nil && e.heap.len() > 0 {
+		e.push(0, evSample, nil, 0)
+	}
+
+	for n := 1; e.heap.len() > 0; n++ {
+		if n%checkEvery == 0 && ctx.Err() != nil {
+			e.stats.Interrupted = true
+			e.stats.Backend = e.pool.Stats(at(e.stats.End))
+			return ctx.Err()
+		}
+		if e.heap.peek() > e.horizon {
+			break
+		}
+		ev := e.heap.pop()
+		e.stats.Events++
+		e.stats.End = ev.at
+		switch ev.kind {
+		case evArrival:
+			t := &e.tenants[ev.ref]
+			e.arrive(t, ev.at)
+			if next, ok := t.arrivals.Next(); ok {
+				e.push(next, evArrival, nil, ev.ref)
+			}
+		case evSend:
+			u := &e.users[ev.ref]
+			e.send(u.t, ev.ref, ev.at)
+		case evSample:
+			e.sample(ev.at)
+			if next := ev.at + e.every; e.heap.len() > 0 && next <= e.horizon {
+				e.push(next, evSample, nil, 0)
+			}
+		default:
+			r := ev.r
+			if r.ev != ev.seq {
+				continue // stale
+			}
+			r.ev = 0
+			switch ev.kind {
+			case evDelayEnd:
+				e.connStage(r, ev.at)
+			case evEnd:
+				e.end(r, ev.at)
+			case evReadTimeout:
+				e.timeout(r, ev.at, loadgen.GatewayTimeout, http.StatusGatewayTimeout)
+			case evClientTimeout:
+				e.timeout(r, ev.at, loadgen.ClientTimeout, 0)
+			}
+		}
+	}
+	if e.heap.len() > 0 {
+		e.cutOff(e.horizon)
+	}
+	e.stats.Backend = e.pool.Stats(at(e.stats.End))
+	return nil
+}
+
+// alloc returns a clean request from the pool.
+func (e *engine) alloc() *request {
+	if e.free == nil {
+		chunk := make([]request, 256)
+		for i := len(chunk) - 1; i >= 0; i-- {
+			chunk[i].next = e.free
+			e.free = &chunk[i]
+		}
+		e.chunks = append(e.chunks, chunk)
+	}
+	r := e.free
+	e.free = r.next
+	r.next = nil
+	r.inUse = true
+	return r
+}
+
+// release returns r to the pool once its result is out and its job has
+// left the backend.
+func (e *engine) release(r *request) {
+	if !r.done {
+		return
+	}
+	if s := r.job.State(); s == fakebackend.Queued || s == fakebackend.Running {
+		return
+	}
+	*r = request{next: e.free}
+	e.free = r
+}
+
+// arrive handles an open-model arrival at now.
+func (e *engine) arrive(t *tenant, now time.Duration) {
+	route := t.mix.Pick(t.rng)
+	service := e.dists[route].Sample(t.rng)
+	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
+		e.res = loadgen.Result{Tenant: t.index, Route: int16(route), Outcome: loadgen.Dropped, Intended: now}
+		e.emit()
+		return
+	}
+	t.inFlight++
+	e.open++
+	e.start(t, -1, route, service, now)
+}
+
+// send handles a closed-model user's request at now.
+func (e *engine) send(t *tenant, u int32, now time.Duration) {
+	route := t.mix.Pick(t.rng)
+	service := e.dists[route].Sample(t.rng)
+	e.start(t, u, route, service, now)
+}
+
+// start runs a new request through limit_req.
+func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now time.Duration) {
+	r := e.alloc()
+	r.t, r.user, r.route, r.intended = t, u, int16(route), now
+	r.job = fakebackend.Job{Service: service, Data: r}
+	r.client, r.read = never, never
+	if t.timeout > 0 {
+		r.client = now + t.timeout
+	}
+	if e.hasReq {
+		d := e.policy.ReqStage(at(now), t.reqKeys)
+		switch {
+		case d.Verdict == limiterproxy.Rejected:
+			e.finish(r, now, loadgen.Rejected, d.Status)
+			e.release(r)
+			return
+		case d.Delay > 0:
+			e.stats.Delayed++
+			e.schedule(r, now+d.Delay, evDelayEnd)
+			return
+		}
+	}
+	e.connStage(r, now)
+}
+
+// connStage runs r through limit_conn and hands it to the backend.
+func (e *engine) connStage(r *request, now time.Duration) {
+	if e.hasConn {
+		slots, d := e.policy.ConnStage(r.t.connKeys)
+		if d.Verdict == limiterproxy.Rejected {
+			e.finish(r, now, loadgen.Rejected, d.Status)
+			e.release(r)
+			return
+		}
+		r.slots = slots
+	}
+	if e.readTO > 0 {
+		r.read = now + e.readTO
+	}
+	switch e.pool.Arrive(at(now), &r.job) {
+	case fakebackend.Refused:
+		e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
+		e.release(r)
+	case fakebackend.Running:
+		e.stats.Started++
+		end, _ := e.pool.End(&r.job)
+		e.schedule(r, end.Sub(Epoch), evEnd)
+	case fakebackend.Queued:
+		e.stats.Waited++
+		e.schedule(r, never, evEnd)
+	}
+}
+
+// started handles a queued job a worker has just taken.
+func (e *engine) started(j *fakebackend.Job) {
+	r := j.Data.(*request)
+	e.stats.Started++
+	e.stats.WaitTime += j.Started.Sub(j.Arrived)
+	end, _ := e.pool.End(j)
+	e.schedule(r, end.Sub(Epoch), evEnd)
+}
+
+// schedule plans r's next event: the natural one (k at t) or, while r's
+// result is not out, a timeout that comes first. On a tie the response
+// wins over the proxy's read timeout, which wins over the client's.
+func (e *engine) schedule(r *request, t time.Duration, k kind) {
+	if !r.done {
+		if r.read < t {
+			t, k = r.read, evReadTimeout
+		}
+		if r.client < t {
+			t, k = r.client, evClientTimeout
+		}
+	}
+	if t == never {
+		r.ev = 0
+		return
+	}
+	r.ev = e.push(t, k, r, 0)
+}
+
+// end handles r's job leaving its worker at now.
+func (e *engine) end(r *request, now time.Duration) {
+	next := e.pool.Finish(at(now), &r.job)
+	if !r.done {
+		if r.job.State() == fakebackend.Killed {
+			e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
+		} else {
+			e.finish(r, now, loadgen.OK, http.StatusOK)
+		}
+	}
+	e.release(r)
+	if next != nil {
+		e.started(next)
+	}
+}
+
+// timeout ends r at now with outcome o: the proxy or the client gave up.
+// The job, if the backend has it, is abandoned; under Continue it goes on.
+func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, status int) {
+	e.finish(r, now, o, status)
+	s := r.job.State()
+	if s == fakebackend.Queued || s == fakebackend.Running {
+		if next := e.pool.Abandon(at(now), &r.job); next != nil {
+			e.started(next)
+		}
+		if r.job.State() == fakebackend.Running {
+			end, _ := e.pool.End(&r.job)
+			e.schedule(r, end.Sub(Epoch), evEnd)
+		}
+	}
+	e.release(r)
+}
+
+// finish ends r's request at now: its slots are released, its result goes to
+// the sink and its user, if any, plans the next request.
+func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status int) {
+	r.done = true
+	r.slots.Release()
+	t := r.t
+	if !t.closed {
+		t.inFlight--
+		e.open--
+	}
+	e.res = loadgen.Result{
+		Tenant:   t.index,
+		Route:    r.route,
+		Outcome:  o,
+		Status:   int16(status),
+		Intended: r.intended,
+		Latency:  now - r.intended,
+	}
+	e.emit()
+	if r.user >= 0 && !e.stopping {
+		e.next(r.user, now, o)
+	}
+}
+
+// emit hands e.res to the sink.
+func (e *engine) emit() {
+	e.stats.Requests++
+	e.stats.Outcomes[e.res.Outcome]++
+	e.sink.Add(&e.res)
+}
+
+// next plans a closed-model user's next request after one ended at now with
+// outcome o: a client timeout is retried (the same iteration) or ends the
+// user; anything else completes an iteration.
+func (e *engine) next(ui int32, now time.Duration, o loadgen.Outcome) {
+	u := &e.users[ui]
+	t := u.t
+	if o == loadgen.ClientTimeout {
+		if t.load.OnTimeout == scenarios.GiveUp {
+			return
+		}
+	} else {
+		u.done++
+	}
+	if t.load.Iterations > 0 && u.done >= t.load.Iterations {
+		return
+	}
+	if at := now + max(t.load.Think, 0); at < t.stop {
+		e.push(at, evSend, nil, ui)
+	}
+}
+
+// sample hands the backend's state and the busiest keys to the sampler.
+func (e *engine) sample(now time.Duration) {
+	busy, queued := e.pool.Busy()
+	e.sampler.SampleBackend(now, busy, queued)
+	if e.busiest <= 0 {
+		return
+	}
+	clear(e.keyMap)
+	for _, kc := range e.policy.Busiest(e.busiest) {
+		e.keyMap[kc.Key] = kc.InFlight
+	}
+	e.sampler.SampleKeys(now, e.keyMap)
+}
+
+// cutOff ends every request still without a result at the horizon: the
+// client gives up, as the live driver does when its drain runs out.
+func (e *engine) cutOff(now time.Duration) {
+	e.stopping = true
+	e.stats.End = now
+	for _, chunk := range e.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if !r.inUse || r.done {
+				continue
+			}
+			r.ev = 0
+			e.stats.CutOff++
+			e.timeout(r, now, loadgen.ClientTimeout, 0)
+		}
+	}
+}

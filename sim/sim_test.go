@@ -1,0 +1,551 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"stampede/fakebackend"
+	"stampede/limiterproxy"
+	"stampede/loadgen"
+	"stampede/scenarios"
+)
+
+// collector keeps every result and every sample.
+type collector struct {
+	results []loadgen.Result
+	busy    []sample
+	keys    []map[string]int
+}
+
+type sample struct {
+	at           time.Duration
+	busy, queued int
+}
+
+func (c *collector) Add(r *loadgen.Result) { c.results = append(c.results, *r) }
+func (c *collector) SampleBackend(at time.Duration, busy, queued int) {
+	c.busy = append(c.busy, sample{at, busy, queued})
+}
+func (c *collector) SampleKeys(at time.Duration, m map[string]int) {
+	c.keys = append(c.keys, maps(m))
+}
+
+func maps(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// busyAt returns the last backend sample at or before at.
+func (c *collector) busyAt(t *testing.T, at time.Duration) sample {
+	t.Helper()
+	var s sample
+	found := false
+	for _, b := range c.busy {
+		if b.at <= at {
+			s, found = b, true
+		}
+	}
+	if !found {
+		t.Fatalf("no backend sample at or before %v", at)
+	}
+	return s
+}
+
+// counter counts results by outcome and hashes them: the recorder-less sink.
+type counter struct {
+	n    [loadgen.NumOutcomes]uint64
+	hash uint64
+}
+
+func (c *counter) Add(r *loadgen.Result) {
+	c.n[r.Outcome]++
+	// FNV-1a over the fields, inline: no allocation per result.
+	h := c.hash
+	if h == 0 {
+		h = 14695981039346656037
+	}
+	for _, v := range [...]uint64{uint64(r.Tenant), uint64(r.Route), uint64(r.Outcome), uint64(r.Status), uint64(r.Intended), uint64(r.Latency)} {
+		for range 8 {
+			h ^= v & 0xff
+			h *= 1099511628211
+			v >>= 8
+		}
+	}
+	c.hash = h
+}
+
+func mustRun(t testing.TB, sc *scenarios.Scenario, sink loadgen.Sink, opts Options) Stats {
+	t.Helper()
+	st, err := Run(context.Background(), sc, sink, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return st
+}
+
+// one is a scenario with one tenant of one route.
+func one(service fakebackend.Dist, load scenarios.Load, backend scenarios.Backend, limits limiterproxy.Config) *scenarios.Scenario {
+	backend.Routes = []scenarios.Route{{Name: "r", Path: "/", Service: service}}
+	load.Routes = []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	return &scenarios.Scenario{
+		Name:     "one",
+		Duration: time.Minute,
+		Seed:     1,
+		Backend:  backend,
+		Proxy:    scenarios.Proxy{Limits: limits},
+		Tenants:  []scenarios.TenantGroup{{Group: "t", Count: 1, Host: "t.example.com", Load: load}},
+	}
+}
+
+func connLimit(key string, n int) limiterproxy.Config {
+	return limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: key, PerKey: n}}}
+}
+
+type want struct {
+	outcome loadgen.Outcome
+	status  int
+	latency time.Duration
+}
+
+func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
+	t.Helper()
+	if len(got) != len(wants) {
+		t.Fatalf("%s: got %d results, want %d: %+v", name, len(got), len(wants), got)
+	}
+	for i, w := range wants {
+		g := got[i]
+		if g.Outcome != w.outcome || int(g.Status) != w.status || g.Latency != w.latency {
+			t.Errorf("%s: step %d: got %v %d after %v, want %v %d after %v", name, i, g.Outcome, g.Status, g.Latency, w.outcome, w.status, w.latency)
+		}
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	sec := time.Second
+	closed := func(users int, timeout time.Duration) scenarios.Load {
+		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout}
+	}
+	for _, tc := range []struct {
+		name    string
+		sc      *scenarios.Scenario
+		want    []want
+		samples []sample // backend state at sample times
+	}{
+		{
+			name: "ok",
+			sc:   one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}),
+			want: []want{{loadgen.OK, 200, 2 * sec}},
+		},
+		{
+			name:    "client timeout, worker goes on",
+			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limiterproxy.Config{}),
+			want:    []want{{loadgen.ClientTimeout, 0, 3 * sec}},
+			samples: []sample{{5 * sec, 1, 0}, {9 * sec, 1, 0}, {10 * sec, 0, 0}},
+		},
+		{
+			name:    "client timeout, worker cancelled",
+			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}, limiterproxy.Config{}),
+			want:    []want{{loadgen.ClientTimeout, 0, 3 * sec}},
+			samples: []sample{{3 * sec, 0, 0}, {5 * sec, 0, 0}},
+		},
+		{
+			name: "worker killed",
+			sc:   one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{}),
+			want: []want{{loadgen.BackendError, 502, 2 * sec}},
+		},
+		{
+			name: "backlog full",
+			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}),
+			want: []want{
+				{loadgen.BackendError, 502, 0},
+				{loadgen.OK, 200, 1 * sec},
+				{loadgen.OK, 200, 2 * sec},
+			},
+		},
+		{
+			name: "limit_conn",
+			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
+			want: []want{
+				{loadgen.Rejected, 503, 0},
+				{loadgen.OK, 200, 1 * sec},
+				{loadgen.OK, 200, 1 * sec},
+			},
+		},
+	} {
+		c := &collector{}
+		mustRun(t, tc.sc, c, Options{})
+		check(t, tc.name, c.results, tc.want)
+		for _, w := range tc.samples {
+			if g := c.busyAt(t, w.at); g.busy != w.busy || g.queued != w.queued {
+				t.Errorf("%s: at %v: busy %d queued %d, want %d and %d", tc.name, w.at, g.busy, g.queued, w.busy, w.queued)
+			}
+		}
+	}
+}
+
+func TestReadTimeoutCountsBacklog(t *testing.T) {
+	// One worker, two 4 s requests at once, read timeout 6 s: the second
+	// waits 4 s in the backlog, so the proxy gives up at 6 s, while the
+	// worker (continue) goes on until 8 s.
+	sc := one(fakebackend.Constant{D: 4 * time.Second},
+		scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1},
+		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+	sc.Proxy.ReadTimeout = 6 * time.Second
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	check(t, "read timeout", c.results, []want{
+		{loadgen.OK, 200, 4 * time.Second},
+		{loadgen.GatewayTimeout, 504, 6 * time.Second},
+	})
+	if g := c.busyAt(t, 7*time.Second); g.busy != 1 {
+		t.Errorf("at 7s: busy %d, want 1 (the abandoned job runs on)", g.busy)
+	}
+	if st.Backend.Served != 2 || st.Backend.Abandoned != 1 || st.Backend.Busy != 0 {
+		t.Errorf("backend: served %d abandoned %d busy %d, want 2, 1, 0", st.Backend.Served, st.Backend.Abandoned, st.Backend.Busy)
+	}
+}
+
+func TestClientTimeoutFreesSlot(t *testing.T) {
+	// limit_conn 1; a user whose 10 s request times out at 3 s retries at
+	// once: the slot was released, so the retry passes limit_conn although
+	// the first job still holds the only worker (continue).
+	sc := one(fakebackend.Constant{D: 10 * time.Second},
+		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1, ClientTimeout: 3 * time.Second, OnTimeout: scenarios.Retry},
+		scenarios.Backend{Workers: 1}, connLimit("$host", 1))
+	sc.Duration = 8 * time.Second
+	c := &collector{}
+	mustRun(t, sc, c, Options{})
+	check(t, "retry", c.results, []want{
+		{loadgen.ClientTimeout, 0, 3 * time.Second},
+		{loadgen.ClientTimeout, 0, 3 * time.Second}, // queued behind the first
+		{loadgen.ClientTimeout, 0, 3 * time.Second}, // sent at 6 s, before the stop at 8 s
+	})
+	if g := c.busyAt(t, 7*time.Second); g.busy != 1 || g.queued != 2 {
+		t.Errorf("at 7s: busy %d queued %d, want 1 and 2", g.busy, g.queued)
+	}
+
+	// give_up stops after the first timeout.
+	sc.Tenants[0].Load.OnTimeout = scenarios.GiveUp
+	c = &collector{}
+	mustRun(t, sc, c, Options{})
+	check(t, "give up", c.results, []want{{loadgen.ClientTimeout, 0, 3 * time.Second}})
+}
+
+func TestLimitReqDelay(t *testing.T) {
+	// rate=5r/s burst=12 delay=8, 14 at once: 1–9 at once, 10–13 delayed
+	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
+	sc := one(fakebackend.Constant{D: 0},
+		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
+		scenarios.Backend{Workers: 100},
+		limiterproxy.Config{Req: []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	var wants []want
+	wants = append(wants, want{loadgen.Rejected, 503, 0})
+	for range 9 {
+		wants = append(wants, want{loadgen.OK, 200, 0})
+	}
+	for i := 1; i <= 4; i++ {
+		wants = append(wants, want{loadgen.OK, 200, time.Duration(i) * 200 * time.Millisecond})
+	}
+	slices.SortStableFunc(c.results, func(a, b loadgen.Result) int {
+		if a.Outcome != b.Outcome {
+			return int(b.Outcome) - int(a.Outcome)
+		}
+		return int(a.Latency - b.Latency)
+	})
+	check(t, "limit_req", c.results, wants)
+	if st.Delayed != 4 {
+		t.Errorf("Delayed = %d, want 4", st.Delayed)
+	}
+}
+
+func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
+	// limit_req 1r/s burst 5 delays the second to sixth request 1..5 s;
+	// the client gives up after 2.5 s, during the delay of the last three.
+	sc := one(fakebackend.Constant{D: 100 * time.Millisecond},
+		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
+		scenarios.Backend{Workers: 10},
+		limiterproxy.Config{
+			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
+			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 1}},
+		})
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	var n [loadgen.NumOutcomes]int
+	for _, r := range c.results {
+		n[r.Outcome]++
+	}
+	// Delayed requests hold no limit_conn slot, so each, released 1 s
+	// apart, finds the slot free.
+	if n[loadgen.OK] != 3 || n[loadgen.ClientTimeout] != 3 || st.Backend.Arrived != 3 {
+		t.Errorf("ok %d, client timeouts %d, backend arrivals %d; want 3, 3, 3", n[loadgen.OK], n[loadgen.ClientTimeout], st.Backend.Arrived)
+	}
+}
+
+func TestDropped(t *testing.T) {
+	sc := one(fakebackend.Constant{D: time.Hour},
+		scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 1, MaxInFlight: 3, ClientTimeout: 20 * time.Second},
+		scenarios.Backend{Workers: 100}, limiterproxy.Config{})
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	// 60 arrivals over the minute; each lasts 20 s, so 3 in flight cover
+	// one arrival in 20 s... i.e. every 20 s window admits 3 of 20.
+	if got := st.Outcomes[loadgen.Dropped] + st.Outcomes[loadgen.ClientTimeout]; got != 60 {
+		t.Errorf("dropped + client timeouts = %d, want 60", got)
+	}
+	if got := st.Outcomes[loadgen.ClientTimeout]; got != 9 {
+		t.Errorf("client timeouts = %d, want 9 (3 per 20 s)", got)
+	}
+	for _, r := range c.results {
+		if r.Outcome == loadgen.Dropped && r.Latency != 0 {
+			t.Fatalf("dropped with latency %v", r.Latency)
+		}
+	}
+}
+
+func TestCutOffAtDrain(t *testing.T) {
+	sc := one(fakebackend.Constant{D: time.Hour},
+		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
+		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{Drain: time.Minute})
+	check(t, "cut off", c.results, []want{{loadgen.ClientTimeout, 0, 2 * time.Minute}})
+	if st.CutOff != 1 {
+		t.Errorf("CutOff = %d, want 1", st.CutOff)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	sink := loadgen.SinkFunc(func(*loadgen.Result) {
+		if n++; n == 1000 {
+			cancel()
+		}
+	})
+	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
+	sc.Duration = time.Hour
+	st, err := Run(ctx, sc, sink, Options{})
+	if err != context.Canceled || !st.Interrupted {
+		t.Fatalf("Run: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
+	}
+	if st.Requests > 1000+checkEvery {
+		t.Errorf("%d results after the cancel at 1000", st.Requests)
+	}
+}
+
+// erlangScenario is one Poisson tenant at lambda/s on a route of service
+// dist, for model time d.
+func erlangScenario(lambda float64, dist fakebackend.Dist, workers int, limits limiterproxy.Config, d time.Duration) *scenarios.Scenario {
+	sc := one(dist, scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: lambda, MaxInFlight: 1 << 30},
+		scenarios.Backend{Workers: workers}, limits)
+	sc.Duration = d
+	sc.Seed = 20260101
+	return sc
+}
+
+func TestErlangB(t *testing.T) {
+	const (
+		limit  = 10
+		lambda = 80.0 // per second
+	)
+	mean := 100 * time.Millisecond // about 8 erlangs
+	// The formula holds whatever the distribution of the service time.
+	for _, dist := range []fakebackend.Dist{
+		fakebackend.Exp{Avg: mean},
+		fakebackend.Constant{D: mean},
+		fakebackend.Uniform{Min: 0, Max: 2 * mean},
+		fakebackend.LogNormal{Median: 70 * time.Millisecond, P99: 500 * time.Millisecond},
+	} {
+		a := lambda * dist.Mean().Seconds()
+		w := ErlangB(a, limit)
+		st := mustRun(t, erlangScenario(lambda, dist, 1000, connLimit("$host", limit), time.Hour), nil, Options{})
+		got := st.OutcomeShare(loadgen.Rejected)
+		t.Logf("Erlang B, %v service, %.2f erlangs, %d slots: rejected %.4f, formula %.4f (%d requests)", dist, a, limit, got, w, st.Requests)
+		if math.Abs(got-w) > 0.01 {
+			t.Errorf("%v service: rejected share %.4f, Erlang B %.4f: off by more than 0.01", dist, got, w)
+		}
+	}
+}
+
+func TestErlangC(t *testing.T) {
+	const (
+		workers = 8
+		lambda  = 56.0
+	)
+	mean := 100 * time.Millisecond // 5.6 erlangs on 8 workers: ρ = 0.7
+	a := lambda * mean.Seconds()
+	wantP := ErlangC(a, workers)
+	wantW := ErlangCWait(lambda, mean, workers)
+	st := mustRun(t, erlangScenario(lambda, fakebackend.Exp{Avg: mean}, workers, limiterproxy.Config{}, 10*time.Hour), nil, Options{})
+	gotP := float64(st.Waited) / float64(st.Backend.Arrived)
+	gotW := st.WaitTime / time.Duration(st.Started)
+	t.Logf("Erlang C, %d workers, %.1f erlangs: P(wait) %.4f, formula %.4f; mean wait %v, formula %v (%d requests)", workers, a, gotP, wantP, gotW, wantW, st.Requests)
+	if math.Abs(gotP/wantP-1) > 0.03 {
+		t.Errorf("P(wait) %.4f, Erlang C %.4f: off by more than 3%%", gotP, wantP)
+	}
+	if math.Abs(float64(gotW)/float64(wantW)-1) > 0.03 {
+		t.Errorf("mean wait %v, Erlang C %v: off by more than 3%%", gotW, wantW)
+	}
+	if st.Started != st.Backend.Arrived || st.Backend.Served != st.Started {
+		t.Errorf("started %d, arrived %d, served %d: want all equal", st.Started, st.Backend.Arrived, st.Backend.Served)
+	}
+}
+
+// stockBalance is scenarios/stock-balance.yaml as a struct, so the test does
+// not depend on the file format.
+func stockBalance(limit int) *scenarios.Scenario {
+	page, _ := fakebackend.ParseDist("lognormal:median=30ms,p99=200ms")
+	report, _ := fakebackend.ParseDist("uniform:2m..4m")
+	sc := &scenarios.Scenario{
+		Name:      "stock-balance",
+		Duration:  10 * time.Minute,
+		TimeScale: 0.01,
+		Seed:      1,
+		Backend: scenarios.Backend{
+			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second,
+			Routes: []scenarios.Route{
+				{Name: "page", Path: "/app", Service: page},
+				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: report},
+			},
+		},
+		Proxy: scenarios.Proxy{ReadTimeout: 120 * time.Second},
+		Tenants: []scenarios.TenantGroup{
+			{Group: "other-sites", Count: 249, Host: "site{i}.example.com", Load: scenarios.Load{
+				Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: 0.2,
+				Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}, ClientTimeout: 2 * time.Minute,
+			}},
+			{Group: "user-x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
+				Model: scenarios.Closed, Users: 8, Start: time.Minute, Iterations: 1,
+				Routes: []scenarios.WeightedRoute{{Route: 1, Weight: 1}}, ClientTimeout: 5 * time.Minute,
+			}},
+		},
+	}
+	if limit > 0 {
+		sc.Proxy.Limits = connLimit("$host", limit)
+	}
+	return sc
+}
+
+// groupStats splits results by group: counts by outcome and ok latencies.
+type groupStats struct {
+	n   [loadgen.NumOutcomes]int
+	lat []time.Duration
+}
+
+func byGroup(sc *scenarios.Scenario, results []loadgen.Result) map[string]*groupStats {
+	tenants := sc.Expand()
+	out := map[string]*groupStats{}
+	for _, r := range results {
+		g := tenants[r.Tenant].Group
+		if out[g] == nil {
+			out[g] = &groupStats{}
+		}
+		out[g].n[r.Outcome]++
+		if r.Outcome == loadgen.OK {
+			out[g].lat = append(out[g].lat, r.Latency)
+		}
+	}
+	return out
+}
+
+func (g *groupStats) p(q float64) time.Duration {
+	if len(g.lat) == 0 {
+		return 0
+	}
+	slices.Sort(g.lat)
+	return g.lat[min(len(g.lat)-1, int(math.Ceil(q*float64(len(g.lat))))-1)]
+}
+
+func TestStockBalance(t *testing.T) {
+	sc := stockBalance(4)
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	g := byGroup(sc, c.results)
+	x, other := g["user-x"], g["other-sites"]
+	t.Logf("limit 4: user-x %v; other-sites %v, p50 %v p99 %v; %d events", x.n, other.n, other.p(0.5), other.p(0.99), st.Events)
+	if x.n[loadgen.OK] != 4 || x.n[loadgen.Rejected] != 4 || len(x.lat) != 4 {
+		t.Errorf("user-x: %d ok, %d rejected of %v; want exactly 4 and 4", x.n[loadgen.OK], x.n[loadgen.Rejected], x.n)
+	}
+	total := 0
+	for _, n := range other.n {
+		total += n
+	}
+	if other.n[loadgen.OK] != total || total < 25000 {
+		t.Errorf("other-sites: %v; want every one of about 29880 ok", other.n)
+	}
+	if p99 := other.p(0.99); p99 >= time.Second {
+		t.Errorf("other-sites: p99 %v, want under 1s", p99)
+	}
+	// The key sampler saw x.example.com at its limit while the reports ran.
+	peak := 0
+	for _, m := range c.keys {
+		peak = max(peak, m["x.example.com"])
+	}
+	if peak != 4 {
+		t.Errorf("x.example.com: peak in-flight %d in the key samples, want 4", peak)
+	}
+
+	// Without the limit the reports take all 8 workers and everyone else
+	// waits minutes.
+	sc = stockBalance(0)
+	c = &collector{}
+	mustRun(t, sc, c, Options{})
+	g = byGroup(sc, c.results)
+	x, other = g["user-x"], g["other-sites"]
+	t.Logf("no limit: user-x %v; other-sites %v, p50 %v p99 %v", x.n, other.n, other.p(0.5), other.p(0.99))
+	if x.n[loadgen.OK] != 8 {
+		t.Errorf("no limit: user-x %v; want 8 ok", x.n)
+	}
+	if other.n[loadgen.ClientTimeout]+other.n[loadgen.GatewayTimeout] == 0 && other.p(0.99) < 10*time.Second {
+		t.Errorf("no limit: other-sites %v, p99 %v; want timeouts or p99 over 10s", other.n, other.p(0.99))
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	run := func(seed uint64, limit int) (uint64, Stats) {
+		sc := stockBalance(limit)
+		sc.Seed = seed
+		var c counter
+		st := mustRun(t, sc, &c, Options{})
+		return c.hash, st
+	}
+	for _, limit := range []int{0, 4} {
+		a, sa := run(1, limit)
+		b, sb := run(1, limit)
+		if a != b || sa != sb {
+			t.Errorf("limit %d: two runs of seed 1: hashes %x and %x, stats %+v and %+v", limit, a, b, sa, sb)
+		}
+		if c, _ := run(2, limit); c == a {
+			t.Errorf("limit %d: seeds 1 and 2 gave the same results (hash %x)", limit, a)
+		}
+	}
+}
+
+func TestErlangFormulas(t *testing.T) {
+	for i, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"B(1, 1)", ErlangB(1, 1), 0.5},
+		{"B(2, 2)", ErlangB(2, 2), 0.4},
+		{"B(8, 10)", ErlangB(8, 10), 0.12166},
+		{"C(1, 2)", ErlangC(1, 2), 1.0 / 3},
+		{"C(5.6, 8)", ErlangC(5.6, 8), 0.27060},
+		{"C(9, 8)", ErlangC(9, 8), 1},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-4 {
+			t.Errorf("step %d: %s = %.5f, want %.5f", i, tc.name, tc.got, tc.want)
+		}
+	}
+	if got, want := ErlangCWait(1, time.Second, 2), time.Second/3; got < want-time.Microsecond || got > want+time.Microsecond {
+		t.Errorf("ErlangCWait(1/s, 1s, 2) = %v, want %v", got, want)
+	}
+}
