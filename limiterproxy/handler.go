@@ -42,9 +42,15 @@ const maxPooledKeyBytes = 64 << 10
 // request whose client goes away during a limit_req delay is answered with
 // nothing and never takes a slot.
 //
-// A nil Policy limits nothing. Next must not be nil. ServeHTTP is safe for
+// A request whose Host nginx would refuse is answered 400. A nil Policy
+// limits nothing. Next must not be nil. ServeHTTP is safe for
 // concurrent use.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Host != "" && !ValidHost(r.Host) {
+		// nginx refuses such a request before any limit sees it.
+		http.Error(w, "400 Bad Request: invalid host", http.StatusBadRequest)
+		return
+	}
 	p := h.Policy
 	if p == nil {
 		h.Next.ServeHTTP(w, r)

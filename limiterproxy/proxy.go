@@ -19,7 +19,8 @@ const DefaultConnectTimeout = 60 * time.Second
 // NewProxy returns a reverse proxy to upstream that behaves as nginx's
 // proxy_pass does with `proxy_set_header Host $host`:
 //
-//   - the client's Host header goes to upstream unchanged, and
+//   - the client's Host header goes to upstream as nginx's $host (lower-cased,
+//     without the port), and
 //     X-Forwarded-For, X-Forwarded-Host and X-Forwarded-Proto are set;
 //   - every upstream request uses a new connection (nginx speaks HTTP/1.0
 //     without keep-alive to upstreams by default; gunicorn's sync workers
@@ -37,7 +38,13 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
-			pr.Out.Host = pr.In.Host
+			// nginx's proxy_set_header Host $host: without the port,
+			// lower-cased.
+			if h, ok := NormalizeHost(pr.In.Host); ok {
+				pr.Out.Host = h
+			} else {
+				pr.Out.Host = pr.In.Host
+			}
 			pr.SetXForwarded()
 		},
 		Transport: &http.Transport{

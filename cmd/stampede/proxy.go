@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"stampede/limiterproxy"
+)
+
+func init() { commands = append(commands, newProxyCmd) }
+
+// shutdownGrace is how long Ctrl-C lets requests in flight finish.
+const shutdownGrace = 10 * time.Second
+
+type proxyFlags struct {
+	listen      string
+	upstream    string
+	conns       []string
+	reqs        []string
+	status      int
+	dryRun      bool
+	readTimeout time.Duration
+	metrics     string
+	printNginx  bool
+	maxConns    int
+}
+
+func newProxyCmd() *cobra.Command {
+	var f proxyFlags
+	cmd := &cobra.Command{
+		Use:   "proxy --upstream URL [--listen ADDR] [--limit-conn SPEC]... [--limit-req SPEC]...",
+		Short: "Run a reverse proxy with nginx's limit_conn and limit_req in front of an app",
+		Long: `proxy is a reverse proxy with nginx's limit_conn and limit_req semantics.
+
+--limit-conn KEY=N[,zone=10m][,status=429][,dry_run]
+    at most N requests in flight per value of KEY, e.g. '$host=4'
+--limit-req KEY=RATE[,burst=N][,nodelay|,delay=N][,zone=10m][,status=429][,dry_run]
+    nginx's leaky bucket per value of KEY, e.g. '$binary_remote_addr=10r/s,burst=20,nodelay'
+
+KEY is an nginx variable ($host, $binary_remote_addr, $remote_addr, $http_NAME)
+or a concatenation; the "$" may be left out. limit_req runs before limit_conn.
+A rejected request is answered --status with a header X-Stampede-Limit naming
+the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runProxy(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	fl.StringVar(&f.upstream, "upstream", "", "URL of the app to proxy to, e.g. http://127.0.0.1:9000 (required)")
+	fl.StringArrayVar(&f.conns, "limit-conn", nil, "a limit_conn, e.g. '$host=4' (repeatable)")
+	fl.StringArrayVar(&f.reqs, "limit-req", nil, "a limit_req, e.g. '$binary_remote_addr=10r/s,burst=20,nodelay' (repeatable)")
+	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
+	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
+	fl.StringVar(&f.metrics, "metrics", "", "address to serve /metrics (Prometheus) and /debug/keys (busiest keys, JSON) on")
+	fl.BoolVar(&f.printNginx, "print-nginx", false, "print the equivalent nginx.conf and exit")
+	fl.IntVar(&f.maxConns, "max-conns", 4096, "most client connections served at once")
+	return cmd
+}
+
+// proxyConfig turns the flags into the limits and the upstream URL.
+func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
+	var cfg limiterproxy.Config
+	if f.status < 400 || f.status > 599 {
+		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
+	}
+	for _, s := range f.conns {
+		spec, err := limiterproxy.ParseConnFlag(s)
+		if err != nil {
+			return cfg, nil, usagef("--limit-conn %v", err)
+		}
+		if spec.Status == 0 {
+			spec.Status = f.status
+		}
+		spec.DryRun = spec.DryRun || f.dryRun
+		cfg.Conn = append(cfg.Conn, spec)
+	}
+	for _, s := range f.reqs {
+		spec, err := limiterproxy.ParseReqFlag(s)
+		if err != nil {
+			return cfg, nil, usagef("--limit-req %v", err)
+		}
+		if spec.Status == 0 {
+			spec.Status = f.status
+		}
+		spec.DryRun = spec.DryRun || f.dryRun
+		cfg.Req = append(cfg.Req, spec)
+	}
+	if f.readTimeout < 0 {
+		return cfg, nil, usagef("--read-timeout %v: want a duration ≥ 0 (e.g. 120s; 0 means none)", f.readTimeout)
+	}
+	if f.maxConns < 1 {
+		return cfg, nil, usagef("--max-conns %d: want at least 1", f.maxConns)
+	}
+	if f.upstream == "" {
+		return cfg, nil, usagef("--upstream is required (e.g. --upstream http://127.0.0.1:9000)")
+	}
+	raw := f.upstream
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return cfg, nil, usagef("--upstream %q: want an http URL with a host, e.g. http://127.0.0.1:9000", f.upstream)
+	}
+	if _, _, err := net.SplitHostPort(f.listen); err != nil {
+		return cfg, nil, usagef("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080", f.listen)
+	}
+	if f.metrics != "" {
+		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
+			return cfg, nil, usagef("--metrics %q: want HOST:PORT, e.g. 127.0.0.1:9100", f.metrics)
+		}
+	}
+	return cfg, u, nil
+}
+
+func runProxy(cmd *cobra.Command, f proxyFlags) error {
+	cfg, upstream, err := proxyConfig(f)
+	if err != nil {
+		return err
+	}
+	policy, err := limiterproxy.NewPolicy(cfg)
+	if err != nil {
+		return asUsage(err)
+	}
+	if f.printNginx {
+		return asUsage(limiterproxy.WriteNginx(cmd.OutOrStdout(), cfg, limiterproxy.NginxOptions{
+			Listen: f.listen, Upstream: upstream.Host, ReadTimeout: f.readTimeout,
+		}))
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	stderr := cmd.ErrOrStderr()
+	metrics := limiterproxy.NewMetrics(policy)
+	h := &limiterproxy.Handler{
+		Policy:  policy,
+		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout}),
+		Metrics: metrics,
+	}
+	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns}
+	ln, err := limiterproxy.Listen(f.listen, sopts)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	var mln net.Listener
+	if f.metrics != "" {
+		mln, err = limiterproxy.Listen(f.metrics, limiterproxy.ServerOptions{MaxConns: 64})
+		if err != nil {
+			return err
+		}
+		defer mln.Close()
+	}
+	fmt.Fprintf(stderr, "stampede proxy: listening on http://%s, upstream %s\n", ln.Addr(), upstream)
+	if mln != nil {
+		fmt.Fprintf(stderr, "stampede proxy: metrics on http://%s%s and http://%s%s\n",
+			mln.Addr(), limiterproxy.MetricsPath, mln.Addr(), limiterproxy.KeysPath)
+	}
+
+	errc := make(chan error, 2)
+	go func() {
+		errc <- limiterproxy.Serve(ctx, limiterproxy.NewServer(h, sopts), ln, shutdownGrace)
+	}()
+	n := 1
+	if mln != nil {
+		n++
+		go func() {
+			errc <- limiterproxy.Serve(ctx, limiterproxy.NewServer(metrics.Handler(), limiterproxy.ServerOptions{}), mln, time.Second)
+		}()
+	}
+	var first error
+	for range n {
+		err := <-errc
+		cancel() // one server stopped: stop the other
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if cmd.Context().Err() != nil {
+		fmt.Fprintln(stderr, "stampede proxy: shut down")
+	}
+	return nil
+}
