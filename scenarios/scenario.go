@@ -1,8 +1,24 @@
 // Package scenarios reads, validates and overrides scenario files: the
 // server, the limiting proxy in front of it, and the tenants and their load.
+//
+// A scenario file is YAML (see scenarios/stock-balance.yaml). LoadFile and Parse
+// check every field and fill in every default, so the engines never see a
+// zero that means "not given"; a mistake comes back as an *Error naming the
+// file, line, column, field, the bad value and a good one. LoadWith applies
+// --set PATH=VALUE overrides to the YAML before the checks, so an override
+// is held to the same rules as the file. Format writes a Scenario back as
+// YAML that loads to an equal Scenario.
+//
+// Defaults: time_scale 1, seed 1; backend workers 1 (gunicorn's default),
+// backlog 2048, timeout none, on_client_abort continue; proxy read_timeout
+// 60s (nginx's default; 0s for none), limit key $host, zone 10m, status 503;
+// tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
+// closed model's on_timeout retry; a load's routes default to the backend's
+// only route when it has one.
 package scenarios
 
 import (
+	"strconv"
 	"time"
 
 	"stampede/fakebackend"
@@ -26,12 +42,15 @@ type Scenario struct {
 	Sweep       []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
 	Settings    map[string]string // the --set overrides that made this scenario, PATH → VALUE
 	File        string            // the file it was read from
+
+	src  []byte   // the file's contents, for With
+	sets []string // the overrides applied, in order, for With
 }
 
 // Backend is the fake gunicorn backend.
 type Backend struct {
 	Workers       int
-	Backlog       int
+	Backlog       int           // as fakebackend.Config: negative means none may wait (backlog: 0 in the file)
 	Timeout       time.Duration // worker timeout; 0 = none
 	OnClientAbort fakebackend.AbortPolicy
 	Routes        []Route
@@ -59,8 +78,8 @@ type Proxy struct {
 type TenantGroup struct {
 	Group string
 	Count int
-	Host  string // template: {i} is the tenant's number from 1
-	Addr  string // client address template; "" means 127.0.0.1
+	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
+	Addr  string // client address template, on loopback; "" means 127.0.0.1
 	Load  Load
 }
 
@@ -101,7 +120,7 @@ type Load struct {
 	// Open model.
 	Arrivals    Arrivals
 	Rate        float64 // requests per second when Stages is empty
-	Stages      []Stage // piecewise-constant rate; overrides Rate
+	Stages      []Stage // piecewise-constant rate from Start, one after the other; none after the last; overrides Rate
 	MaxInFlight int     // per-tenant cap on requests in flight; an arrival over it is dropped. 0 = the engine's default
 
 	// Closed model.
@@ -147,4 +166,105 @@ type Tenant struct {
 	Host  string
 	Addr  string // client address, e.g. 127.0.0.1
 	Load  *Load
+}
+
+// Expand returns every tenant, group by group in file order, numbered from
+// 1 within a group: a group of one is named for the group, a larger group's
+// tenants group-1, group-2, …, with {i} in Host and Addr filled in. Each
+// Tenant's Load points into s.Tenants.
+func (s *Scenario) Expand() []Tenant {
+	n := 0
+	for _, g := range s.Tenants {
+		n += max(g.Count, 1)
+	}
+	out := make([]Tenant, 0, n)
+	for gi := range s.Tenants {
+		g := &s.Tenants[gi]
+		host := mustTemplate(g.Host)
+		addr := mustTemplate(g.Addr)
+		count := max(g.Count, 1)
+		for i := 1; i <= count; i++ {
+			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
+			if count > 1 {
+				t.Name = g.Group + "-" + strconv.Itoa(i)
+			}
+			if t.Addr == "" {
+				t.Addr = DefaultAddr
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// mustTemplate compiles a checked template; one that does not compile (a
+// Scenario built by hand) is taken literally.
+func mustTemplate(s string) template {
+	t, err := parseTemplate(s)
+	if err != nil {
+		return template{src: s, parts: []tplPart{{lit: s}}}
+	}
+	return t
+}
+
+// TenantCount returns the number of tenants Expand returns.
+func (s *Scenario) TenantCount() int {
+	n := 0
+	for _, g := range s.Tenants {
+		n += max(g.Count, 1)
+	}
+	return n
+}
+
+// Group returns the tenant group named name, or nil.
+func (s *Scenario) Group(name string) *TenantGroup {
+	for i := range s.Tenants {
+		if s.Tenants[i].Group == name {
+			return &s.Tenants[i]
+		}
+	}
+	return nil
+}
+
+// Route returns the index in Backend.Routes of the route named name, or -1.
+func (b Backend) Route(name string) int {
+	for i, r := range b.Routes {
+		if r.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// End returns when the load stops sending, as an offset from the start of
+// the run: Stop, or duration when Stop is zero.
+func (l *Load) End(duration time.Duration) time.Duration {
+	if l.Stop > 0 {
+		return l.Stop
+	}
+	return duration
+}
+
+// String returns the model as the file writes it.
+func (m Model) String() string {
+	if m == Closed {
+		return "closed"
+	}
+	return "open"
+}
+
+// String returns the arrivals as the file writes them.
+func (a Arrivals) String() string {
+	if a == Constant {
+		return "constant"
+	}
+	return "poisson"
+}
+
+// String returns the policy as the file writes it.
+func (o OnTimeout) String() string {
+	if o == GiveUp {
+		return "give_up"
+	}
+	return "retry"
 }

@@ -1,0 +1,294 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"stampede/limiterproxy"
+)
+
+// Format writes s as a scenario file with every default filled in. What it
+// writes loads again to an equal Scenario (but for File and Settings: the
+// overrides are already applied, and listed in a comment at the top).
+func (s *Scenario) Format(w io.Writer) error {
+	doc, err := s.node()
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# scenario %s, every default filled in\n", s.Name)
+	keys := make([]string, 0, len(s.Settings))
+	for k := range s.Settings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		header += fmt.Sprintf("# --set %s=%s\n", k, s.Settings[k])
+	}
+	if _, err := io.WriteString(w, header); err != nil {
+		return err
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("scenario %s: %w", s.Name, err)
+	}
+	return enc.Close()
+}
+
+// Node builders.
+
+type pair struct {
+	k string
+	v *yaml.Node
+}
+
+func kv(k string, v *yaml.Node) pair { return pair{k, v} }
+
+func mapNode(flow bool, pairs ...pair) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	if flow {
+		n.Style = yaml.FlowStyle
+	}
+	for _, p := range pairs {
+		if p.v != nil {
+			n.Content = append(n.Content, strNode(p.k), p.v)
+		}
+	}
+	return n
+}
+
+func seqNode(flow bool, items ...*yaml.Node) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Content: items}
+	if flow {
+		n.Style = yaml.FlowStyle
+	}
+	return n
+}
+
+// strNode is a string; the encoder quotes it if it would read as something
+// else.
+func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+func plainNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+func intNode(i int) *yaml.Node { return plainNode(strconv.Itoa(i)) }
+
+func floatNode(f float64) *yaml.Node { return plainNode(strconv.FormatFloat(f, 'g', -1, 64)) }
+
+func boolNode(b bool) *yaml.Node { return plainNode(strconv.FormatBool(b)) }
+
+func durNode(d time.Duration, zero string) *yaml.Node {
+	n := strNode(formatDuration(d))
+	if d == 0 && zero != "" {
+		n.LineComment = "# " + zero
+	}
+	return n
+}
+
+func (s *Scenario) node() (*yaml.Node, error) {
+	b := s.Backend
+	backlog := intNode(b.Backlog)
+	switch {
+	case b.Backlog < 0:
+		backlog = intNode(0)
+		backlog.LineComment = "# none may wait"
+	case b.Backlog == 0:
+		backlog = intNode(2048)
+	}
+	var routes []*yaml.Node
+	for i, r := range b.Routes {
+		if r.Service == nil {
+			return nil, fmt.Errorf("scenario %s: backend.routes[%d] has no service time", s.Name, i)
+		}
+		routes = append(routes, mapNode(true, kv("name", strNode(r.Name)), kv("path", strNode(r.Path)), kv("service", strNode(r.Service.String()))))
+	}
+	backend := mapNode(false,
+		kv("workers", intNode(max(b.Workers, 1))),
+		kv("backlog", backlog),
+		kv("timeout", durNode(b.Timeout, "none")),
+		kv("on_client_abort", strNode(b.OnClientAbort.String())),
+		kv("routes", seqNode(false, routes...)),
+	)
+
+	var conn, req []*yaml.Node
+	for _, c := range s.Proxy.Limits.Conn {
+		conn = append(conn, mapNode(true,
+			kv("key", strNode(c.Key)), kv("per_key", intNode(c.PerKey)),
+			kv("zone", strNode(orDefault(c.Zone, limiterproxy.DefaultZone))),
+			kv("status", intNode(orDefaultInt(c.Status, limiterproxy.DefaultStatus))),
+			kv("dry_run", boolNode(c.DryRun))))
+	}
+	for _, r := range s.Proxy.Limits.Req {
+		var delay *yaml.Node
+		if !r.NoDelay {
+			delay = intNode(r.Delay)
+		}
+		req = append(req, mapNode(true,
+			kv("key", strNode(r.Key)), kv("rate", strNode(r.Rate)), kv("burst", intNode(r.Burst)),
+			kv("delay", delay), kv("nodelay", boolNode(r.NoDelay)),
+			kv("zone", strNode(orDefault(r.Zone, limiterproxy.DefaultZone))),
+			kv("status", intNode(orDefaultInt(r.Status, limiterproxy.DefaultStatus))),
+			kv("dry_run", boolNode(r.DryRun))))
+	}
+	proxy := mapNode(false,
+		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
+		kv("limit_conn", oneOrList(conn)),
+		kv("limit_req", oneOrList(req)),
+	)
+
+	var tenants []*yaml.Node
+	for gi, g := range s.Tenants {
+		load, err := s.loadNode(gi, &g.Load)
+		if err != nil {
+			return nil, err
+		}
+		tenants = append(tenants, mapNode(false,
+			kv("group", strNode(g.Group)),
+			kv("count", intNode(max(g.Count, 1))),
+			kv("host", strNode(g.Host)),
+			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
+			kv("load", load)))
+	}
+
+	top := mapNode(false,
+		kv("name", strNode(s.Name)),
+		kv("description", optStr(s.Description)),
+		kv("duration", strNode(formatDuration(s.Duration))),
+		kv("time_scale", floatNode(s.TimeScale)),
+		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
+		kv("backend", backend),
+		kv("proxy", proxy),
+		kv("tenants", seqNode(false, tenants...)),
+		kv("slo", s.sloNode()),
+		kv("sweep", sweepNode(s.Sweep)),
+	)
+	return top, nil
+}
+
+func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
+	var mix []pair
+	for _, wr := range l.Routes {
+		if wr.Route < 0 || wr.Route >= len(s.Backend.Routes) {
+			return nil, fmt.Errorf("scenario %s: tenants[%d].load.routes: route %d does not exist", s.Name, gi, wr.Route)
+		}
+		mix = append(mix, kv(s.Backend.Routes[wr.Route].Name, floatNode(wr.Weight)))
+	}
+	pairs := []pair{kv("model", strNode(l.Model.String()))}
+	if l.Model == Open {
+		pairs = append(pairs, kv("arrivals", strNode(l.Arrivals.String())))
+		if len(l.Stages) > 0 {
+			var st []*yaml.Node
+			for _, x := range l.Stages {
+				st = append(st, mapNode(true, kv("duration", strNode(formatDuration(x.Duration))), kv("rate", strNode(formatRate(x.Rate)))))
+			}
+			pairs = append(pairs, kv("stages", seqNode(false, st...)))
+		} else {
+			pairs = append(pairs, kv("rate", strNode(formatRate(l.Rate))))
+		}
+		mif := intNode(l.MaxInFlight)
+		if l.MaxInFlight == 0 {
+			mif.LineComment = "# the engine's default"
+		}
+		pairs = append(pairs, kv("max_in_flight", mif))
+	} else {
+		it := intNode(l.Iterations)
+		if l.Iterations == 0 {
+			it.LineComment = "# until stop"
+		}
+		pairs = append(pairs,
+			kv("users", intNode(l.Users)),
+			kv("think", durNode(l.Think, "")),
+			kv("iterations", it),
+			kv("on_timeout", strNode(l.OnTimeout.String())))
+	}
+	pairs = append(pairs,
+		kv("start", durNode(l.Start, "")),
+		kv("stop", durNode(l.Stop, "the end of the run")),
+		kv("routes", mapNode(true, mix...)),
+		kv("client_timeout", durNode(l.ClientTimeout, "none")))
+	return mapNode(false, pairs...), nil
+}
+
+func (s *Scenario) sloNode() *yaml.Node {
+	if len(s.SLO) == 0 {
+		return nil
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	lists := map[string]*yaml.Node{}
+	for _, o := range s.SLO {
+		l := lists[o.Group]
+		if l == nil {
+			l = seqNode(true)
+			lists[o.Group] = l
+			n.Content = append(n.Content, strNode(o.Group), l)
+		}
+		text := o.Text
+		if text == "" {
+			text = o.String()
+		}
+		l.Content = append(l.Content, strNode(text))
+	}
+	return n
+}
+
+// String returns the objective as "METRIC OP VALUE".
+func (o SLO) String() string {
+	if o.IsLatency() {
+		return fmt.Sprintf("%s %s %s", o.Metric, o.Op, formatDuration(time.Duration(o.Threshold*float64(time.Millisecond))))
+	}
+	return fmt.Sprintf("%s %s %s%%", o.Metric, o.Op, strconv.FormatFloat(o.Threshold*100, 'g', -1, 64))
+}
+
+func sweepNode(axes []Axis) *yaml.Node {
+	if len(axes) == 0 {
+		return nil
+	}
+	var items []*yaml.Node
+	for _, a := range axes {
+		var vals []*yaml.Node
+		for _, v := range a.Values {
+			vals = append(vals, strNode(v))
+		}
+		items = append(items, mapNode(false, kv("path", strNode(a.Path)), kv("values", seqNode(true, vals...))))
+	}
+	return seqNode(false, items...)
+}
+
+func oneOrList(items []*yaml.Node) *yaml.Node {
+	switch len(items) {
+	case 0:
+		return nil
+	case 1:
+		return items[0]
+	}
+	for _, it := range items {
+		it.Style = yaml.FlowStyle
+	}
+	return seqNode(false, items...)
+}
+
+func optStr(s string) *yaml.Node {
+	if s == "" {
+		return nil
+	}
+	return strNode(s)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(i, def int) int {
+	if i == 0 {
+		return def
+	}
+	return i
+}
