@@ -1,0 +1,268 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"stampede/loadgen"
+)
+
+// synthResults returns a deterministic run of the story's shape: one noisy
+// tenant opening reports, and tenants-1 ordinary sites, behind a per-key
+// limit of 4 on an 8-worker backend, over ten model minutes.
+func synthResults(tenants int) *Results {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const buckets = 600
+	r := &Results{
+		Schema: Schema, Scenario: "stock-balance", Engine: "sim", TimeScale: 0.01,
+		ModelDurationS: buckets, WallDurationS: 6.2, Seed: 42,
+		Version: "v0.4.0-test", CommandLine: "stampede run scenarios/stock-balance.yaml -o out --set proxy.limit_conn.per_key=4",
+		Settings: map[string]string{"proxy.limit_conn.per_key": "4"},
+		Backend:  BackendResult{Workers: 8, BusyMax: 8, QueueMax: 37, Utilization: 0.81},
+		SLO: []SLOResult{
+			{Name: "other-sites: p99 < 1s", Pass: false, Value: 14200, Threshold: 1000},
+			{Name: "other-sites: ok_rate >= 0.99", Pass: true, Value: 0.995, Threshold: 0.99},
+		},
+	}
+	groups := []GroupResult{{Name: "noisy", Tenants: 1}, {Name: "other-sites", Tenants: tenants - 1}}
+	for i := 0; i < tenants; i++ {
+		t := TenantResult{Name: "noisy", Group: "noisy", Host: "site1.example"}
+		if i > 0 {
+			t = TenantResult{Name: fmt.Sprintf("other-sites-%d", i), Group: "other-sites", Host: fmt.Sprintf("site%d.example", i+1)}
+		}
+		n := uint64(200 + rng.IntN(400))
+		t.Requests = n
+		t.Rejected = uint64(rng.IntN(3))
+		t.ClientTimeouts = uint64(rng.IntN(2))
+		if i == 0 {
+			t.Requests, t.Rejected, t.ClientTimeouts = 120, 70, 10
+		}
+		t.OK = t.Requests - t.Rejected - t.ClientTimeouts
+		t.Status = map[string]uint64{"200": t.OK, "503": t.Rejected}
+		base := 30 + rng.Float64()*20
+		if i == 0 {
+			base = 150_000
+		}
+		t.Latency = Latency{Count: t.OK, Min: base / 3, Mean: base * 1.3, P50: base, P90: base * 2.5, P95: base * 4, P99: base * 12 * (1 + rng.Float64()), P999: base * 40, Max: base * 60}
+		r.Tenants = append(r.Tenants, t)
+		g := &groups[min(i, 1)]
+		addCounts(&g.Counts, t.Counts)
+		addCounts(&r.Totals, t.Counts)
+	}
+	groups[0].Latency = r.Tenants[0].Latency
+	groups[1].Latency = Latency{Count: groups[1].OK, Min: 9, Mean: 60, P50: 38, P90: 95, P95: 160, P99: 14200, P999: 61000, Max: 121000}
+	r.Groups = groups
+	r.Routes = []RouteResult{
+		{Name: "stock-balance", Counts: groups[0].Counts, Latency: groups[0].Latency},
+		{Name: "desk", Counts: groups[1].Counts, Latency: groups[1].Latency},
+	}
+
+	s := &Series{Step: 1, Limit: 4}
+	for _, g := range groups {
+		gs := GroupSeries{Name: g.Name, Counts: make([][loadgen.NumOutcomes]uint32, buckets)}
+		for b := range gs.Counts {
+			if g.Name == "noisy" {
+				if b%20 < 4 {
+					gs.Counts[b][loadgen.OK] = uint32(rng.IntN(2))
+					gs.Counts[b][loadgen.Rejected] = uint32(rng.IntN(3))
+				}
+				continue
+			}
+			load := 100 + 40*math.Sin(float64(b)/60)
+			gs.Counts[b][loadgen.OK] = uint32(load * (0.9 + 0.1*rng.Float64()))
+			if b > 200 && b < 260 {
+				gs.Counts[b][loadgen.ClientTimeout] = uint32(rng.IntN(30))
+				gs.Counts[b][loadgen.GatewayTimeout] = uint32(rng.IntN(10))
+				gs.Counts[b][loadgen.BackendError] = uint32(rng.IntN(5))
+			}
+			gs.Counts[b][loadgen.Rejected] = uint32(rng.IntN(4))
+		}
+		s.Groups = append(s.Groups, gs)
+	}
+	for t := 0.0; t < buckets; t += 0.5 {
+		busy := min(8, 3+rng.IntN(4)+int(t/100))
+		q := 0
+		if busy == 8 {
+			q = rng.IntN(37)
+		}
+		s.Backend = append(s.Backend, BackendSample{T: t, Busy: busy, Queued: q})
+	}
+	for k := 0; k < 12; k++ {
+		ks := KeySeries{Key: fmt.Sprintf("site%d.example", k+1)}
+		for t := 0.0; t < buckets; t += 2 {
+			n := rng.IntN(2)
+			if k == 0 {
+				n = min(4, int(t/30)%6)
+			}
+			ks.T = append(ks.T, t)
+			ks.InFlight = append(ks.InFlight, n)
+		}
+		s.Keys = append(s.Keys, ks)
+	}
+	r.Series = s
+	return r
+}
+
+func addCounts(dst *Counts, c Counts) {
+	dst.Requests += c.Requests
+	dst.OK += c.OK
+	dst.Rejected += c.Rejected
+	dst.BackendErrors += c.BackendErrors
+	dst.GatewayTimeouts += c.GatewayTimeouts
+	dst.ClientTimeouts += c.ClientTimeouts
+	dst.Dropped += c.Dropped
+	dst.Errors += c.Errors
+}
+
+// emptyResults is a run that recorded nothing at all.
+func emptyResults() *Results {
+	return &Results{Schema: Schema, Scenario: "empty", Engine: "sim"}
+}
+
+// checkPNG decodes a chart's PNG and checks its size and that it is drawn:
+// enough non-white pixels in several distinct colours.
+func checkPNG(t *testing.T, ch Chart, minColors int, minInk float64) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(ch.PNG))
+	if err != nil {
+		t.Fatalf("chart %s: decoding PNG: %v", ch.Name, err)
+	}
+	b := img.Bounds()
+	if b.Dx() != ch.Width || b.Dy() != ch.Height || b.Dx() < 1000 {
+		t.Errorf("chart %s: PNG is %dx%d, want %dx%d and at least 1000 wide", ch.Name, b.Dx(), b.Dy(), ch.Width, ch.Height)
+	}
+	colors, nonWhite := pixelStats(img)
+	share := float64(nonWhite) / float64(b.Dx()*b.Dy())
+	if share < minInk || share > 0.9 {
+		t.Errorf("chart %s: non-white share %.4f, want between %g and 0.9", ch.Name, share, minInk)
+	}
+	if colors < minColors {
+		t.Errorf("chart %s: %d distinct colours, want at least %d", ch.Name, colors, minColors)
+	}
+}
+
+// pixelStats counts the distinct colours of img (quantised to 5 bits a
+// channel) and its pixels that are not white.
+func pixelStats(img image.Image) (colors, nonWhite int) {
+	seen := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[(r>>11)<<10|(g>>11)<<5|bl>>11] = true
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				nonWhite++
+			}
+		}
+	}
+	return len(seen), nonWhite
+}
+
+func TestChartsDecodeAndAreDrawn(t *testing.T) {
+	charts, err := Charts(synthResults(250))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"latency", "outcomes", "backend", "keys", "fairness"}
+	if len(charts) != len(want) {
+		t.Fatalf("got %d charts, want %d", len(charts), len(want))
+	}
+	for i, ch := range charts {
+		if ch.Name != want[i] {
+			t.Errorf("chart %d: name %q, want %q", i, ch.Name, want[i])
+		}
+		checkPNG(t, ch, 8, 0.01)
+		if !bytes.HasPrefix(bytes.TrimSpace(ch.SVG), []byte("<?xml")) || !bytes.Contains(ch.SVG, []byte("</svg>")) {
+			t.Errorf("chart %s: SVG is not a whole SVG document (%d bytes)", ch.Name, len(ch.SVG))
+		}
+	}
+}
+
+func TestChartsOfEmptyRunSayNoData(t *testing.T) {
+	for name, r := range map[string]*Results{
+		"empty":                   emptyResults(),
+		"series without samples":  {Scenario: "x", Series: &Series{Step: 1, Groups: []GroupSeries{{Name: "g", Counts: make([][loadgen.NumOutcomes]uint32, 3)}}}},
+		"groups without requests": {Scenario: "x", Groups: []GroupResult{{Name: "g"}}, Tenants: []TenantResult{{Name: "t"}}},
+	} {
+		charts, err := Charts(r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(charts) != 5 {
+			t.Fatalf("%s: got %d charts, want 5", name, len(charts))
+		}
+		for _, ch := range charts {
+			checkPNG(t, ch, 3, 0.002) // title and "no data" in grey
+			if !strings.Contains(string(ch.SVG), "no data") {
+				t.Errorf("%s: chart %s does not say \"no data\"", name, ch.Name)
+			}
+		}
+	}
+}
+
+func TestSummarySpectrum(t *testing.T) {
+	l := Latency{Count: 500, P50: 10, P90: 20, P95: 30, P99: 40, P999: 50, Max: 60}
+	got := summarySpectrum(l)
+	// 500 samples support ranks up to 1/(1−p) = 500: p99.9 is beyond them.
+	want := []spectrumPoint{{2, 10}, {10, 20}, {20, 30}, {100, 40}, {500, 60}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("summarySpectrum = %v, want %v", got, want)
+	}
+	if got := summarySpectrum(Latency{}); got != nil {
+		t.Errorf("summarySpectrum(empty) = %v, want nil", got)
+	}
+}
+
+func TestFairnessShares(t *testing.T) {
+	r := &Results{Tenants: []TenantResult{
+		{Name: "a", Counts: Counts{OK: 10, Rejected: 90}, Latency: Latency{Mean: 1000}},
+		{Name: "b", Counts: Counts{OK: 100, Rejected: 10}, Latency: Latency{Mean: 50}},
+		{Name: "c", Counts: Counts{OK: 100}, Latency: Latency{Mean: 50}},
+		{Name: "d", Counts: Counts{OK: 100}, Latency: Latency{Mean: 50}},
+	}}
+	got := fairnessShares(r, 2)
+	// usage: a 10000, b c d 5000 each → 0.4, 0.2, 0.2, 0.2.
+	want := []tenantShare{{"a", 0.9, 0.4}, {"b", 0.1, 0.2}, {"the other 2", 0, 0.4}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].name != want[i].name || math.Abs(got[i].rejected-want[i].rejected) > 1e-9 || math.Abs(got[i].usage-want[i].usage) > 1e-9 {
+			t.Errorf("step %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestMSLogTicks(t *testing.T) {
+	for i, tc := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{5, 600, "5 ms,10 ms,20 ms,50 ms,100 ms,200 ms,500 ms"},
+		{0.5, 300_000, "1 ms,10 ms,100 ms,1 s,10 s,1 min"},
+	} {
+		var labels []string
+		for _, tk := range (msLogTicks{}).Ticks(tc.lo, tc.hi) {
+			labels = append(labels, tk.Label)
+		}
+		if got := strings.Join(labels, ","); got != tc.want {
+			t.Errorf("step %d: ticks(%g, %g) = %s, want %s", i, tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkCharts250(b *testing.B) {
+	r := synthResults(250)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := runCharts(r, formatPNG); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
