@@ -3,6 +3,19 @@
 // HTML report, comparisons and SLO verdicts.
 package report
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+
+	"stampede/loadgen"
+)
+
 // This file fixes the results.json contract (DESIGN.md, schema
 // stampede.results/v1) that the engines and the CLI are written against.
 
@@ -13,6 +26,10 @@ const Schema = "stampede.results/v1"
 const ComparisonSchema = "stampede.comparison/v1"
 
 // Counts are the outcome counts of one set of requests.
+//
+// Status counts the HTTP statuses that came back; a request that got no
+// status at all (a client timeout, a dropped arrival, a transport error) is
+// counted by its outcome only, so the statuses may sum to less than Requests.
 type Counts struct {
 	Requests        uint64            `json:"requests"`
 	OK              uint64            `json:"ok"`
@@ -71,11 +88,21 @@ type BackendResult struct {
 }
 
 // SLOResult is one objective's verdict.
+//
+// Value and Threshold are milliseconds for latency metrics and fractions
+// (0..1) for rates. Group, Metric and Op repeat the objective so that a
+// verdict can be evaluated again from results.json alone (merging shards);
+// Reason says why an objective failed without a measurement.
 type SLOResult struct {
 	Name      string  `json:"name"` // "other-sites: p99 < 1s"
 	Pass      bool    `json:"pass"`
 	Value     float64 `json:"value"`
 	Threshold float64 `json:"threshold"`
+
+	Group  string `json:"group"`
+	Metric string `json:"metric"`
+	Op     string `json:"op"`
+	Reason string `json:"reason,omitempty"` // "no requests", "no ok responses", "no such group"
 }
 
 // Results is results.json.
@@ -100,6 +127,166 @@ type Results struct {
 	Seed        uint64     `json:"seed"`
 	Version     string     `json:"version,omitempty"`
 	CommandLine string     `json:"command_line,omitempty"`
+	Shards      int        `json:"shards,omitempty"` // results merged into these; 0 for one run
 	Series      *Series    `json:"series,omitempty"`
 	Histograms  *Snapshots `json:"histograms,omitempty"`
+}
+
+// Passed reports whether every SLO passed. A run without SLOs passes.
+func (r *Results) Passed() bool {
+	for _, s := range r.SLO {
+		if !s.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Group returns the group named name, or nil.
+func (r *Results) Group(name string) *GroupResult {
+	for i := range r.Groups {
+		if r.Groups[i].Name == name {
+			return &r.Groups[i]
+		}
+	}
+	return nil
+}
+
+// ErrNotResults is wrapped by ReadResults and DecodeResults when the input
+// is JSON but not a stampede.results/v1 document.
+var ErrNotResults = errors.New("not a " + Schema + " document")
+
+// WriteJSON writes r as indented JSON. The output is deterministic: the same
+// Results give byte-identical output (struct fields in declaration order,
+// map keys sorted, nil maps and slices written as {} and []). r is not
+// modified.
+func WriteJSON(w io.Writer, r *Results) error {
+	c := normalized(r)
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding results of %q: %w", r.Scenario, err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// normalized returns a shallow copy of r in which every map and slice the
+// contract lists is non-nil, so the JSON never holds null where a reader
+// expects an object or a list.
+func normalized(r *Results) *Results {
+	c := *r
+	if c.Schema == "" {
+		c.Schema = Schema
+	}
+	if c.Settings == nil {
+		c.Settings = map[string]string{}
+	}
+	c.Totals = normCounts(c.Totals)
+	c.Groups = append([]GroupResult{}, c.Groups...)
+	for i := range c.Groups {
+		c.Groups[i].Counts = normCounts(c.Groups[i].Counts)
+	}
+	c.Tenants = append([]TenantResult{}, c.Tenants...)
+	for i := range c.Tenants {
+		c.Tenants[i].Counts = normCounts(c.Tenants[i].Counts)
+	}
+	c.Routes = append([]RouteResult{}, c.Routes...)
+	for i := range c.Routes {
+		c.Routes[i].Counts = normCounts(c.Routes[i].Counts)
+	}
+	c.SLO = append([]SLOResult{}, c.SLO...)
+	if c.Series != nil {
+		s := *c.Series
+		if s.Groups == nil {
+			s.Groups = []GroupSeries{}
+		}
+		for i := range s.Groups {
+			if s.Groups[i].Counts == nil {
+				s.Groups = append([]GroupSeries{}, s.Groups...)
+				s.Groups[i].Counts = [][loadgen.NumOutcomes]uint32{}
+			}
+		}
+		if s.Backend == nil {
+			s.Backend = []BackendSample{}
+		}
+		if s.Keys == nil {
+			s.Keys = []KeySeries{}
+		}
+		c.Series = &s
+	}
+	return &c
+}
+
+func normCounts(c Counts) Counts {
+	if c.Status == nil {
+		c.Status = map[string]uint64{}
+	}
+	return c
+}
+
+// ReadResults reads a results.json file. Errors name the file; a file that
+// is JSON but not stampede.results/v1 gives an error wrapping ErrNotResults.
+func ReadResults(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	r, err := DecodeResults(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading results %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// DecodeResults parses a results.json document and checks its schema.
+func DecodeResults(b []byte) (*Results, error) {
+	var probe struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotResults, err)
+	}
+	if probe.Schema == nil {
+		return nil, fmt.Errorf("%w: no \"schema\" field", ErrNotResults)
+	}
+	if *probe.Schema != Schema {
+		return nil, fmt.Errorf("%w: schema is %q", ErrNotResults, *probe.Schema)
+	}
+	var r Results
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotResults, err)
+	}
+	if r.Settings == nil {
+		r.Settings = map[string]string{}
+	}
+	return &r, nil
+}
+
+// statusKey returns the results.json key of an HTTP status. The common
+// statuses are preformatted so that building results does not format them.
+func statusKey(code int) string {
+	if code >= 0 && code < len(statusKeys) {
+		return statusKeys[code]
+	}
+	return strconv.Itoa(code)
+}
+
+var statusKeys = func() []string {
+	s := make([]string, 600)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }

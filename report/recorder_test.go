@@ -1,0 +1,373 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"stampede/limiterproxy"
+	"stampede/loadgen"
+	"stampede/scenarios"
+)
+
+// recScenario is the story in miniature: three ordinary sites and user-x on
+// two routes, a per-host limit of 4, ten model seconds.
+func recScenario() *scenarios.Scenario {
+	return &scenarios.Scenario{
+		Name: "mini-stock", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 7,
+		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{{Name: "page", Path: "/app"}, {Name: "stock-balance", Path: "/api"}}},
+		Proxy:   scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Tenants: []scenarios.TenantGroup{
+			{Group: "other-sites", Count: 3, Host: "site{i}.example.com"},
+			{Group: "user-x", Count: 1, Host: "x.example.com"},
+		},
+		SLO: []scenarios.SLO{
+			{Group: "other-sites", Text: "p99 < 1s", Metric: "p99", Op: "<", Threshold: 1000},
+			{Group: "user-x", Text: "ok_rate > 99%", Metric: "ok_rate", Op: ">", Threshold: 0.99},
+		},
+		Settings: map[string]string{"proxy.limit_conn.per_key": "4"},
+	}
+}
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+// miniRun is a fixed set of results for recScenario: site 1 gets 100 ok
+// answers of 1..100 ms, one each 50 ms; site 2 one 503 and one 502; site 3 a
+// client timeout and a dropped arrival; user-x 4 ok answers of 3 s and 4
+// rejections.
+func miniRun() []loadgen.Result {
+	var rs []loadgen.Result
+	for i := 1; i <= 100; i++ {
+		rs = append(rs, loadgen.Result{Tenant: 0, Route: 0, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(50 * i)), Latency: ms(float64(i))})
+	}
+	rs = append(rs,
+		loadgen.Result{Tenant: 1, Route: 0, Outcome: loadgen.Rejected, Status: 503, Intended: ms(100), Latency: ms(1)},
+		loadgen.Result{Tenant: 1, Route: 0, Outcome: loadgen.BackendError, Status: 502, Intended: ms(1500), Latency: 120 * time.Second},
+		loadgen.Result{Tenant: 2, Route: 0, Outcome: loadgen.ClientTimeout, Intended: ms(2000), Latency: 2 * time.Second},
+		loadgen.Result{Tenant: 2, Route: 0, Outcome: loadgen.Dropped, Intended: ms(2500)},
+	)
+	for i := 0; i < 4; i++ {
+		rs = append(rs,
+			loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second},
+			loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.Rejected, Status: 503, Intended: time.Second, Latency: ms(2)},
+		)
+	}
+	return rs
+}
+
+func record(sc *scenarios.Scenario, rs []loadgen.Result) *Recorder {
+	r := NewRecorder(sc)
+	for i := range rs {
+		r.Add(&rs[i])
+	}
+	return r
+}
+
+func TestRecorderCounts(t *testing.T) {
+	res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "sim"})
+	type row struct {
+		name                                                  string
+		got                                                   Counts
+		req, ok, rej, backend, gateway, client, dropped, errs uint64
+		status                                                map[string]uint64
+	}
+	rows := []row{
+		{"tenant other-sites-1", res.Tenants[0].Counts, 100, 100, 0, 0, 0, 0, 0, 0, map[string]uint64{"200": 100}},
+		{"tenant other-sites-2", res.Tenants[1].Counts, 2, 0, 1, 1, 0, 0, 0, 0, map[string]uint64{"502": 1, "503": 1}},
+		{"tenant other-sites-3", res.Tenants[2].Counts, 2, 0, 0, 0, 0, 1, 1, 0, map[string]uint64{}},
+		{"tenant user-x", res.Tenants[3].Counts, 8, 4, 4, 0, 0, 0, 0, 0, map[string]uint64{"200": 4, "503": 4}},
+		{"group other-sites", res.Groups[0].Counts, 104, 100, 1, 1, 0, 1, 1, 0, map[string]uint64{"200": 100, "502": 1, "503": 1}},
+		{"group user-x", res.Groups[1].Counts, 8, 4, 4, 0, 0, 0, 0, 0, map[string]uint64{"200": 4, "503": 4}},
+		{"route page", res.Routes[0].Counts, 104, 100, 1, 1, 0, 1, 1, 0, map[string]uint64{"200": 100, "502": 1, "503": 1}},
+		{"route stock-balance", res.Routes[1].Counts, 8, 4, 4, 0, 0, 0, 0, 0, map[string]uint64{"200": 4, "503": 4}},
+		{"totals", res.Totals, 112, 104, 5, 1, 0, 1, 1, 0, map[string]uint64{"200": 104, "502": 1, "503": 5}},
+	}
+	for i, r := range rows {
+		want := Counts{Requests: r.req, OK: r.ok, Rejected: r.rej, BackendErrors: r.backend, GatewayTimeouts: r.gateway, ClientTimeouts: r.client, Dropped: r.dropped, Errors: r.errs, Status: r.status}
+		if !reflect.DeepEqual(r.got, want) {
+			t.Errorf("step %d: %s counts = %+v, want %+v", i, r.name, r.got, want)
+		}
+	}
+	if g := res.Groups; len(g) != 2 || g[0].Name != "other-sites" || g[0].Tenants != 3 || g[1].Name != "user-x" || g[1].Tenants != 1 {
+		t.Errorf("groups = %+v, want other-sites (3 tenants) then user-x (1)", g)
+	}
+	if ts := res.Tenants; ts[0].Name != "other-sites-1" || ts[0].Host != "site1.example.com" || ts[3].Name != "user-x" || ts[3].Host != "x.example.com" {
+		t.Errorf("tenants named %q/%q and %q/%q, want other-sites-1/site1.example.com and user-x/x.example.com", ts[0].Name, ts[0].Host, ts[3].Name, ts[3].Host)
+	}
+}
+
+// The expected values follow HdrHistogram's buckets at 3 significant digits:
+// a value v in [1024·2^k, 2048·2^k) µs falls in a bucket 2^k µs wide, and
+// percentiles report the bucket's highest equivalent value.
+func TestRecorderLatency(t *testing.T) {
+	res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "sim"})
+	site1 := Latency{Count: 100, Min: 1, Mean: 50.5, P50: 50.015, P90: 90.047, P95: 95.039, P99: 99.007, P999: 100.031, Max: 100.031}
+	userX := Latency{Count: 4, Min: 2998.272, Mean: 3000.32, P50: 3000.319, P90: 3000.319, P95: 3000.319, P99: 3000.319, P999: 3000.319, Max: 3000.319}
+	none := Latency{}
+	cases := []struct {
+		name string
+		got  Latency
+		want Latency
+	}{
+		{"tenant other-sites-1", res.Tenants[0].Latency, site1},
+		{"tenant other-sites-2 (no ok)", res.Tenants[1].Latency, none},
+		{"tenant user-x", res.Tenants[3].Latency, userX},
+		{"group other-sites (= its one answering tenant)", res.Groups[0].Latency, site1},
+		{"group user-x", res.Groups[1].Latency, userX},
+		{"route page", res.Routes[0].Latency, site1},
+		{"route stock-balance", res.Routes[1].Latency, userX},
+	}
+	for i, c := range cases {
+		g := c.got
+		// The mean is of bucket midpoints: compare it within 0.1%.
+		if math.Abs(g.Mean-c.want.Mean) > c.want.Mean*0.001 {
+			t.Errorf("step %d: %s mean = %v ms, want %v ms within 0.1%%", i, c.name, g.Mean, c.want.Mean)
+		}
+		g.Mean = c.want.Mean
+		if g != c.want {
+			t.Errorf("step %d: %s latency = %+v, want %+v", i, c.name, g, c.want)
+		}
+	}
+}
+
+func TestRecorderGroupIsMergeOfTenants(t *testing.T) {
+	sc := recScenario()
+	var rs []loadgen.Result
+	// Site 1 answers in 10 ms, site 2 in 20 ms, site 3 in 1 s: the group's
+	// p50 is 20 ms and its p99 1 s, which no single tenant shows.
+	for i := 0; i < 100; i++ {
+		rs = append(rs,
+			loadgen.Result{Tenant: 0, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 10 * time.Millisecond},
+			loadgen.Result{Tenant: 1, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 20 * time.Millisecond},
+			loadgen.Result{Tenant: 2, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: time.Second},
+		)
+	}
+	g := record(sc, rs).Results(RunInfo{}).Groups[0]
+	if g.Latency.Count != 300 || g.Latency.P50 != 20.015 || g.Latency.P99 != 1000.447 || g.Latency.Min != 10 {
+		t.Errorf("group latency = %+v, want count 300, min 10, p50 20.015, p99 1000.447", g.Latency)
+	}
+}
+
+func TestSeriesStep(t *testing.T) {
+	cases := []struct {
+		d, want time.Duration
+	}{
+		{0, time.Second},
+		{10 * time.Second, time.Second},
+		{10 * time.Minute, time.Second},
+		{10*time.Minute + time.Millisecond, 2 * time.Second},
+		{time.Hour, 10 * time.Second},
+		{24 * time.Hour, 5 * time.Minute},
+		{1000 * time.Hour, 2 * time.Hour},
+	}
+	for i, c := range cases {
+		if got := SeriesStep(c.d); got != c.want {
+			t.Errorf("step %d: SeriesStep(%v) = %v, want %v", i, c.d, got, c.want)
+		}
+		if n := bucketsFor(c.d, SeriesStep(c.d)); n > maxPlannedBuckets {
+			t.Errorf("step %d: %v fills %d buckets, want at most %d", i, c.d, n, maxPlannedBuckets)
+		}
+	}
+}
+
+func TestRecorderSeries(t *testing.T) {
+	res := record(recScenario(), miniRun()).Results(RunInfo{})
+	s := res.Series
+	if s.Step != 1 || s.Limit != 4 {
+		t.Fatalf("series step %v limit %d, want 1 s and 4", s.Step, s.Limit)
+	}
+	// Site 2's 502 ends at 1.5 s + 120 s: the series grows to 122 buckets
+	// for every group.
+	for _, g := range s.Groups {
+		if len(g.Counts) != 122 {
+			t.Errorf("group %s has %d buckets, want 122", g.Name, len(g.Counts))
+		}
+	}
+	os := s.Groups[0].Counts
+	checks := []struct {
+		name string
+		got  uint32
+		want uint32
+	}{
+		// Site 1: ok answers end at 51 ms, 102 ms, … 5100 ms (i·51 ms).
+		{"other-sites ok in [0,1s)", os[0][loadgen.OK], 19},
+		{"other-sites ok in [1s,2s)", os[1][loadgen.OK], 20},
+		{"other-sites ok in [5s,6s)", os[5][loadgen.OK], 2},
+		{"other-sites rejected in [0,1s)", os[0][loadgen.Rejected], 1},
+		{"other-sites 502 in [121s,122s)", os[121][loadgen.BackendError], 1},
+		{"other-sites client timeout in [4s,5s)", os[4][loadgen.ClientTimeout], 1},
+		{"other-sites dropped in [2s,3s)", os[2][loadgen.Dropped], 1},
+		{"user-x ok in [4s,5s)", s.Groups[1].Counts[4][loadgen.OK], 4},
+		{"user-x rejected in [1s,2s)", s.Groups[1].Counts[1][loadgen.Rejected], 4},
+	}
+	for i, c := range checks {
+		if c.got != c.want {
+			t.Errorf("step %d: %s = %d, want %d", i, c.name, c.got, c.want)
+		}
+	}
+	var sum uint64
+	for _, g := range s.Groups {
+		for _, b := range g.Counts {
+			for _, n := range b {
+				sum += uint64(n)
+			}
+		}
+	}
+	if sum != res.Totals.Requests {
+		t.Errorf("series holds %d results, want all %d", sum, res.Totals.Requests)
+	}
+	if res.ModelDurationS != 121.5 {
+		t.Errorf("model duration = %v s, want 121.5 (the last result's end, past the 10 s of load)", res.ModelDurationS)
+	}
+}
+
+func TestRecorderBackendAndKeys(t *testing.T) {
+	r := NewRecorder(recScenario())
+	r.SampleBackend(ms(100), 3, 0)
+	r.SampleBackend(ms(600), 8, 5)
+	r.SampleBackend(ms(900), 7, 2)
+	r.SampleBackend(ms(2100), 8, 11)
+	for i := 0; i < 3; i++ {
+		in := map[string]int{"x.example.com": 4, "site1.example.com": 1}
+		for k := 0; k < 20; k++ {
+			in[fmt.Sprintf("k%02d", k)] = 1 + k%3
+		}
+		if i == 1 {
+			in["x.example.com"] = 3
+			delete(in, "site1.example.com")
+		}
+		r.SampleKeys(time.Duration(i)*2*time.Second, in)
+	}
+	res := r.Results(RunInfo{Backend: statsOf(8, 7, 20, 40*time.Second)})
+	wantB := []BackendSample{{T: 0, Busy: 8, Queued: 5}, {T: 2, Busy: 8, Queued: 11}}
+	if !reflect.DeepEqual(res.Series.Backend, wantB) {
+		t.Errorf("backend series = %+v, want %+v", res.Series.Backend, wantB)
+	}
+	if b := res.Backend; b.Workers != 8 || b.BusyMax != 8 || b.QueueMax != 20 || b.Utilization != 0.5 {
+		t.Errorf("backend = %+v, want 8 workers, busy max 8 (sampled), queue max 20 (pool), utilization 0.5 (40 s busy / 8×10 s)", b)
+	}
+	keys := res.Series.Keys
+	if len(keys) != KeepKeys {
+		t.Fatalf("%d key series, want %d", len(keys), KeepKeys)
+	}
+	if k := keys[0]; k.Key != "x.example.com" || !reflect.DeepEqual(k.T, []float64{0, 2, 4}) || !reflect.DeepEqual(k.InFlight, []int{4, 3, 4}) {
+		t.Errorf("busiest key = %+v, want x.example.com at 0,2,4 s with 4,3,4 in flight", k)
+	}
+	// Then the keys with 3 in flight, by name: k02, k05, …
+	if keys[1].Key != "k02" || keys[2].Key != "k05" {
+		t.Errorf("keys 2 and 3 = %s, %s; want k02, k05", keys[1].Key, keys[2].Key)
+	}
+}
+
+func TestRecorderKeysStayBounded(t *testing.T) {
+	r := NewRecorder(recScenario())
+	for i := 0; i < 50; i++ {
+		in := map[string]int{}
+		for k := 0; k < 100; k++ {
+			in[fmt.Sprintf("site%03d", (i*100+k)%1000)] = 1
+		}
+		in["hot"] = 5
+		r.SampleKeys(time.Duration(i)*100*time.Millisecond, in)
+	}
+	if len(r.keys) > maxKeyCandidates {
+		t.Errorf("following %d keys, want at most %d", len(r.keys), maxKeyCandidates)
+	}
+	if k := r.Results(RunInfo{}).Series.Keys[0]; k.Key != "hot" || k.InFlight[0] != 5 {
+		t.Errorf("busiest key = %s (%v), want hot with 5", k.Key, k.InFlight)
+	}
+}
+
+func TestRecorderMergeEqualsOneRecorder(t *testing.T) {
+	sc := recScenario()
+	all := miniRun()
+	one := record(sc, all)
+	a, b := NewRecorder(sc), NewRecorder(sc)
+	for i := range all {
+		if i%3 == 0 {
+			a.Add(&all[i])
+		} else {
+			b.Add(&all[i])
+		}
+	}
+	one.SampleBackend(time.Second, 4, 1)
+	a.SampleBackend(time.Second, 4, 0)
+	b.SampleBackend(time.Second, 2, 1)
+	one.SampleKeys(0, map[string]int{"x.example.com": 4})
+	b.SampleKeys(0, map[string]int{"x.example.com": 4})
+	a.Merge(b)
+	var w1, w2 bytes.Buffer
+	info := RunInfo{Engine: "live", Wall: 1500 * time.Millisecond}
+	if err := WriteJSON(&w1, one.Results(info)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&w2, a.Results(info)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w1.Bytes(), w2.Bytes()) {
+		t.Errorf("merged recorders give different results.json:\n%s\nwant\n%s", w2.String(), w1.String())
+	}
+}
+
+func TestRecorderIgnoresBadIndexes(t *testing.T) {
+	r := NewRecorder(recScenario())
+	r.Add(&loadgen.Result{Tenant: 99, Route: 0, Outcome: loadgen.OK, Status: 200, Latency: time.Millisecond})
+	r.Add(&loadgen.Result{Tenant: -1, Outcome: loadgen.Error})
+	r.Add(&loadgen.Result{Tenant: 0, Route: 7, Outcome: loadgen.Outcome(42)})
+	r.Add(&loadgen.Result{Tenant: 0, Route: 0, Outcome: loadgen.OK, Status: 200, Latency: 5 * time.Hour})
+	res := r.Results(RunInfo{})
+	if res.Totals.Requests != 4 || res.Totals.Errors != 2 || res.Totals.OK != 2 {
+		t.Errorf("totals = %+v, want 4 requests: 2 ok, 2 errors", res.Totals)
+	}
+	if res.Groups[0].Requests != 2 || res.Routes[0].Requests != 1 {
+		t.Errorf("group requests %d, route requests %d; want 2 and 1", res.Groups[0].Requests, res.Routes[0].Requests)
+	}
+	if got := res.Tenants[0].Latency.Max; got < 3_600_000 || got > 3_604_000 {
+		t.Errorf("a 5 h latency shows as %v ms, want about 1 h (the histograms' top)", got)
+	}
+}
+
+func TestRecorderAddDoesNotAllocate(t *testing.T) {
+	r := NewRecorder(recScenario())
+	rs := miniRun()
+	for i := range rs {
+		r.Add(&rs[i])
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		r.Add(&rs[i%len(rs)])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("Add allocates %v times per call on warm buckets, want 0", allocs)
+	}
+}
+
+func BenchmarkRecorderAdd(b *testing.B) {
+	sc := recScenario()
+	sc.Tenants[0].Count = 249
+	sc.Duration = 10 * time.Minute
+	r := NewRecorder(sc)
+	n := 250
+	rs := make([]loadgen.Result, 4096)
+	for i := range rs {
+		o := loadgen.OK
+		if i%50 == 0 {
+			o = loadgen.Rejected
+		}
+		rs[i] = loadgen.Result{
+			Tenant: int32(i % n), Route: int16(i % 2), Outcome: o, Status: 200,
+			Intended: time.Duration(i) * 100 * time.Millisecond, Latency: time.Duration(20+i%200) * time.Millisecond,
+		}
+	}
+	for i := range rs {
+		r.Add(&rs[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r.Add(&rs[i&4095])
+	}
+}

@@ -1,0 +1,139 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteSummary writes r as a plain text table, one row per group and a row
+// of totals, followed by the SLO verdicts. Columns: tenants, requests, ok,
+// rejected (the limiter's answer, 503 by default), 502, 504, client
+// timeouts, dropped, errors, and p50, p99 and max of ok responses in model
+// time.
+func WriteSummary(w io.Writer, r *Results) error {
+	var b strings.Builder
+	status := ""
+	if r.Interrupted {
+		status = ", interrupted"
+	}
+	fmt.Fprintf(&b, "scenario %s: engine %s, time scale %g, model %s, wall %s%s\n",
+		r.Scenario, r.Engine, r.TimeScale, formatSeconds(r.ModelDurationS), formatSeconds(r.WallDurationS), status)
+	if len(r.Settings) > 0 {
+		var s []string
+		for _, k := range sortedKeys(r.Settings) {
+			s = append(s, k+"="+r.Settings[k])
+		}
+		fmt.Fprintf(&b, "settings: %s\n", strings.Join(s, " "))
+	}
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "group\ttenants\trequests\tok\trejected\t502\t504\tclient timeouts\tdropped\terrors\tp50\tp99\tmax\t")
+	row := func(name, tenants string, c Counts, l Latency) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", name, tenants,
+			c.Requests, c.OK, c.Rejected, c.BackendErrors, c.GatewayTimeouts, c.ClientTimeouts, c.Dropped, c.Errors,
+			latencyCell(l, l.P50), latencyCell(l, l.P99), latencyCell(l, l.Max))
+	}
+	tenants := 0
+	for _, g := range r.Groups {
+		row(g.Name, strconv.Itoa(g.Tenants), g.Counts, g.Latency)
+		tenants += g.Tenants
+	}
+	row("total", strconv.Itoa(tenants), r.Totals, Latency{})
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
+		r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	if len(r.SLO) > 0 {
+		failed := 0
+		for _, s := range r.SLO {
+			verdict := "pass"
+			if !s.Pass {
+				verdict = "FAIL"
+				failed++
+			}
+			fmt.Fprintf(&b, "SLO %s  %s (%s)\n", verdict, s.Name, describeValue(s))
+		}
+		if failed == 0 {
+			fmt.Fprintf(&b, "all %d SLOs passed\n", len(r.SLO))
+		} else {
+			fmt.Fprintf(&b, "%d of %d SLOs failed\n", failed, len(r.SLO))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func latencyCell(l Latency, v float64) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return formatMs(v)
+}
+
+// describeValue says what an SLO measured: its value, or why it has none.
+func describeValue(s SLOResult) string {
+	if s.Reason != "" {
+		return s.Reason
+	}
+	return formatMetric(s.Metric, s.Value)
+}
+
+// formatMetric formats a metric's value in its unit.
+func formatMetric(metric string, v float64) string {
+	if IsLatencyMetric(metric) {
+		return formatMs(v)
+	}
+	return formatPercent(v)
+}
+
+// formatMs formats a model-time latency in milliseconds with 3 significant
+// digits and a unit a person reads at a glance: 0.512 ms, 31.2 ms, 212 ms,
+// 1.5 s, 3.2 min.
+func formatMs(ms float64) string {
+	switch {
+	case ms < 1000:
+		return sig3(ms) + " ms"
+	case ms < 60_000:
+		return sig3(ms/1000) + " s"
+	default:
+		return sig3(ms/60_000) + " min"
+	}
+}
+
+// formatSeconds formats seconds like formatMs.
+func formatSeconds(s float64) string { return formatMs(s * 1000) }
+
+// formatPercent formats a fraction as a percentage with up to 3 decimals.
+func formatPercent(f float64) string {
+	return trimZeros(strconv.FormatFloat(f*100, 'f', 3, 64)) + "%"
+}
+
+// sig3 formats v with 3 significant digits (more for v ≥ 1000), without
+// an exponent.
+func sig3(v float64) string {
+	a := math.Abs(v)
+	d := 0
+	switch {
+	case a == 0 || a >= 100:
+		d = 0
+	case a >= 10:
+		d = 1
+	case a >= 1:
+		d = 2
+	default:
+		d = 3
+	}
+	return trimZeros(strconv.FormatFloat(v, 'f', d, 64))
+}
+
+func trimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(s, "0")
+		s = strings.TrimSuffix(s, ".")
+	}
+	return s
+}
