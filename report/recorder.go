@@ -139,7 +139,7 @@ type Recorder struct {
 	tHist  []*hdr.PackedHistogram
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
-	other  tally // results naming no known tenant
+	other  tally            // results naming no known tenant
 
 	groups     []groupRec
 	backend    []backendBucket
