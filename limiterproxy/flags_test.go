@@ -1,0 +1,147 @@
+package limiterproxy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseConnFlag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ConnSpec
+	}{
+		{"$host=4", ConnSpec{Key: "$host", PerKey: 4}},
+		{"host=4", ConnSpec{Key: "$host", PerKey: 4}},
+		{"binary_remote_addr=10,zone=1m", ConnSpec{Key: "$binary_remote_addr", PerKey: 10, Zone: "1m"}},
+		{"$host=4,zone=10m,status=429,dry_run", ConnSpec{Key: "$host", PerKey: 4, Zone: "10m", Status: 429, DryRun: true}},
+		{"$http_x_tenant=2, dry-run", ConnSpec{Key: "$http_x_tenant", PerKey: 2, DryRun: true}},
+		{"$host$binary_remote_addr=1", ConnSpec{Key: "$host$binary_remote_addr", PerKey: 1}},
+	}
+	for i, tt := range tests {
+		got, err := ParseConnFlag(tt.in)
+		if err != nil {
+			t.Errorf("step %d: ParseConnFlag(%q): %v", i, tt.in, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("step %d: ParseConnFlag(%q) = %+v, want %+v", i, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseConnFlagErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "want KEY=VALUE"},
+		{"$host", "want KEY=VALUE"},
+		{"=4", "want KEY=VALUE"},
+		{"$host=0", `limit "0" is not a whole number of at least 1`},
+		{"$host=four", `limit "four"`},
+		{"$hots=4", "hots"},
+		{"$host=4,status=200", `status "200" is not between 400 and 599`},
+		{"$host=4,zone=big", `zone "big" is not a size`},
+		{"$host=4,nodelay", `unknown option "nodelay"`},
+		{"$host=4,", "empty option"},
+		{"$host=4,dry_run=yes", `unknown option "dry_run=yes"`},
+	}
+	for i, tt := range tests {
+		_, err := ParseConnFlag(tt.in)
+		if err == nil {
+			t.Errorf("step %d: ParseConnFlag(%q) succeeded, want an error containing %q", i, tt.in, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "e.g.") {
+			t.Errorf("step %d: ParseConnFlag(%q) = %q, want it to contain %q and an example", i, tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestParseReqFlag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ReqSpec
+	}{
+		{"$binary_remote_addr=10r/s,burst=20,nodelay", ReqSpec{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true}},
+		{"host=1r/s,burst=5,nodelay", ReqSpec{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}},
+		{"$host=5r/s,burst=12,delay=8", ReqSpec{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}},
+		{"$host=30r/m", ReqSpec{Key: "$host", Rate: "30r/m"}},
+		{"$http_x_tenant=2r/s,zone=1m,status=429,dry_run", ReqSpec{Key: "$http_x_tenant", Rate: "2r/s", Zone: "1m", Status: 429, DryRun: true}},
+	}
+	for i, tt := range tests {
+		got, err := ParseReqFlag(tt.in)
+		if err != nil {
+			t.Errorf("step %d: ParseReqFlag(%q): %v", i, tt.in, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("step %d: ParseReqFlag(%q) = %+v, want %+v", i, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseReqFlagErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"$host", "want KEY=VALUE"},
+		{"$host=ten", `rate "ten" is not a rate`},
+		{"$host=10r/h", `rate "10r/h" is not a rate`},
+		{"$host=0r/s", `rate "0r/s"`},
+		{"$host=1r/s,burst=-1", `burst "-1"`},
+		{"$host=1r/s,burst=x", `burst "x"`},
+		{"$host=1r/s,delay=2,nodelay", "nodelay and delay=N exclude each other"},
+		{"$host=1r/s,status=600", `status "600"`},
+		{"$host=1r/s,zone=", `zone "" is not a size`},
+		{"$host=1r/s,fast", `unknown option "fast"`},
+	}
+	for i, tt := range tests {
+		_, err := ParseReqFlag(tt.in)
+		if err == nil {
+			t.Errorf("step %d: ParseReqFlag(%q) succeeded, want an error containing %q", i, tt.in, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "e.g.") {
+			t.Errorf("step %d: ParseReqFlag(%q) = %q, want it to contain %q and an example", i, tt.in, err, tt.want)
+		}
+	}
+}
+
+// FuzzParseConnFlag checks that ParseConnFlag never panics and that what it
+// accepts formats back to a flag that parses to the same spec.
+func FuzzParseConnFlag(f *testing.F) {
+	for _, s := range []string{"$host=4", "host=4,zone=10m,status=429,dry_run", "$http_x_tenant=1", "$host$remote_addr=3,zone=64k", "=", ",,", "$=1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		spec, err := ParseConnFlag(s)
+		if err != nil {
+			return
+		}
+		if spec.PerKey < 1 || (spec.Status != 0 && (spec.Status < 400 || spec.Status > 599)) {
+			t.Fatalf("ParseConnFlag(%q) = %+v: out of range", s, spec)
+		}
+		back := FormatConnFlag(spec)
+		again, err := ParseConnFlag(back)
+		if err != nil || again != spec {
+			t.Fatalf("ParseConnFlag(%q) = %+v; formatted %q parses to %+v, %v", s, spec, back, again, err)
+		}
+	})
+}
+
+// FuzzParseReqFlag is FuzzParseConnFlag for ParseReqFlag.
+func FuzzParseReqFlag(f *testing.F) {
+	for _, s := range []string{"$binary_remote_addr=10r/s,burst=20,nodelay", "host=30r/m,delay=8,burst=12", "$host=1r/s,status=429,dry_run,zone=1m", "$host=r/s", "$host=99999999999999999999r/s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		spec, err := ParseReqFlag(s)
+		if err != nil {
+			return
+		}
+		if spec.Burst < 0 || spec.Delay < 0 || (spec.NoDelay && spec.Delay != 0) {
+			t.Fatalf("ParseReqFlag(%q) = %+v: out of range", s, spec)
+		}
+		back := FormatReqFlag(spec)
+		again, err := ParseReqFlag(back)
+		if err != nil || again != spec {
+			t.Fatalf("ParseReqFlag(%q) = %+v; formatted %q parses to %+v, %v", s, spec, back, again, err)
+		}
+	})
+}
