@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -273,7 +271,7 @@ func bucketsFor(d, step time.Duration) int {
 // NewRecorder returns a recorder for sc's tenants and routes. The recorder
 // keeps sc and reads it again in Results.
 func NewRecorder(sc *scenarios.Scenario) *Recorder {
-	r := &Recorder{sc: sc, tenants: expandTenants(sc), keys: map[string]*keyRec{}}
+	r := &Recorder{sc: sc, tenants: sc.Expand(), keys: map[string]*keyRec{}}
 	r.step = SeriesStep(sc.Duration)
 	r.planned = bucketsFor(sc.Duration, r.step)
 	gi := map[string]int{}
@@ -310,38 +308,6 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 		r.rHist[i] = hdr.New(histLowest, histHighest, histDigits)
 	}
 	return r
-}
-
-// expandTenants lists sc's tenants as Scenario.Expand defines them: groups in
-// file order, tenants numbered from 1 within a group, named after the group
-// alone when it has one tenant and group-N otherwise, with {i} in the host
-// and address templates replaced by N and an empty address meaning
-// 127.0.0.1.
-func expandTenants(sc *scenarios.Scenario) []scenarios.Tenant {
-	var ts []scenarios.Tenant
-	for gi := range sc.Tenants {
-		g := &sc.Tenants[gi]
-		for i := 1; i <= g.Count; i++ {
-			n := strconv.Itoa(i)
-			name := g.Group
-			if g.Count != 1 {
-				name = g.Group + "-" + n
-			}
-			addr := strings.ReplaceAll(g.Addr, "{i}", n)
-			if addr == "" {
-				addr = "127.0.0.1"
-			}
-			ts = append(ts, scenarios.Tenant{
-				Index: len(ts),
-				Name:  name,
-				Group: g.Group,
-				Host:  strings.ReplaceAll(g.Host, "{i}", n),
-				Addr:  addr,
-				Load:  &g.Load,
-			})
-		}
-	}
-	return ts
 }
 
 // Step returns the width of the series buckets.
