@@ -689,13 +689,13 @@ func (d *decoder) tenants(n *yaml.Node, duration time.Duration) []TenantGroup {
 			d.tenantOK = false
 			continue
 		}
-		g, ok := d.tenant(r, ep, duration)
+		g, gn, ok := d.tenant(r, ep, duration)
 		if !ok {
 			d.tenantOK = false
 		}
 		if g.Group != "" {
 			if j, dup := seen[g.Group]; dup {
-				d.fail(r, join(ep, "group"), nil, "group %q is already tenants[%d]; group names must differ", g.Group, j)
+				d.fail(gn, join(ep, "group"), nil, "group %q is already tenants[%d]; group names must differ", g.Group, j)
 				d.tenantOK = false
 			}
 			seen[g.Group] = i
@@ -711,11 +711,12 @@ func (d *decoder) tenants(n *yaml.Node, duration time.Duration) []TenantGroup {
 	return out
 }
 
-func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (TenantGroup, bool) {
+// tenant reads one tenant group; it returns the node of its group name.
+func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (TenantGroup, *yaml.Node, bool) {
 	g := TenantGroup{Count: 1, Addr: DefaultAddr}
 	f := d.mapping(n, path, "{group: sites, count: 10, host: site{i}.example.com, load: {rate: 1/s}}", tenantKeys)
 	if f == nil {
-		return g, false
+		return g, n, false
 	}
 	ok := true
 	if f.str("group", "other-sites", &g.Group) {
@@ -743,7 +744,7 @@ func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (Ten
 	} else {
 		f.missing("load", "{model: open, rate: 1/s}")
 	}
-	return g, ok
+	return g, f.at("group"), ok
 }
 
 func (d *decoder) hostTemplate(n *yaml.Node, path, src string, count int) {
@@ -894,6 +895,7 @@ func (d *decoder) stages(n *yaml.Node, path string, l *Load) {
 		return
 	}
 	total := 0.0
+	errs := len(d.errs)
 	for i, en := range n.Content {
 		ep := index(path, i)
 		r := d.resolve(en)
@@ -919,7 +921,7 @@ func (d *decoder) stages(n *yaml.Node, path string, l *Load) {
 		total += st.Rate
 		l.Stages = append(l.Stages, st)
 	}
-	if total == 0 && len(l.Stages) == len(n.Content) {
+	if total == 0 && len(d.errs) == errs {
 		d.fail(n, path, nil, "every stage has rate 0; an open load needs a rate above 0 somewhere (want e.g. rate: 5/s)")
 	}
 }

@@ -122,6 +122,15 @@ func parseDocument(name string, data []byte) (root *yaml.Node, err *Error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+var contextErrors = []string{
+	"found undefined tag handle",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+}
+
 // syntaxError turns the YAML parser's error into an *Error with its line.
 func syntaxError(name string, err error) *Error {
 	msg := err.Error()
@@ -129,6 +138,15 @@ func syntaxError(name string, err error) *Error {
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+		// For these parser errors the YAML package gives the 0-based line
+		// where the enclosing block or node starts.
+		for _, p := range contextErrors {
+			if msg == p {
+				e.Line++
+				msg += " in the block that starts here"
+				break
+			}
+		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
