@@ -1,42 +1,355 @@
 package fakebackend
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 )
 
-// This file fixes the live backend's API. Bodies marked "unimplemented" are
-// to be filled in.
-
 // Route is a path prefix and its service time; the longest matching prefix
-// wins.
+// wins. Matching is by plain string prefix, as nginx matches a prefix
+// location: "/slow" also matches "/slowly" and "/slow/x".
 type Route struct {
-	Name    string
-	Path    string
-	Service Dist
+	Name    string // reported in responses and stats; empty means Path
+	Path    string // must start with "/"
+	Service Dist   // must not be nil
 }
 
 // Options configure New.
 type Options struct {
-	Pool   Config
-	Routes []Route // empty: every path takes no time
+	Pool Config
+	// Routes map paths to service times. Empty: every path takes no time
+	// (but still goes through the pool). Otherwise a path no route matches
+	// is answered 404 at once without taking a worker: a scenario only
+	// sends to its routes, and counting a stray request against the pool
+	// would distort what the run shows. Add a "/" route to catch every path.
+	Routes []Route
 	// TimeScale multiplies every duration (service times and the worker
 	// timeout): 0.01 plays the model 100× faster. Zero means 1.
 	TimeScale float64
 	Seed      uint64 // seeds the service-time draws
 }
 
+// Bounds New enforces, so that a typo cannot ask for a billion goroutines.
+const (
+	MaxWorkers = 1 << 16
+	MaxBacklog = 1 << 20
+)
+
 // StatsPath is where a Backend answers its Stats as JSON.
 const StatsPath = "/_stampede/stats"
 
+// Response headers a Backend sets.
+const (
+	// HeaderService carries the request's service time in model time, in
+	// ParseDist's syntax ("2m", "1.5s").
+	HeaderService = "X-Stampede-Service"
+	// HeaderRoute carries the name of the route that served the request.
+	HeaderRoute = "X-Stampede-Route"
+)
+
 // Backend is the live fake backend: an http.Handler over a Pool, where work
-// is waiting on timers, never spinning. It is safe for concurrent use.
-type Backend struct{}
+// is waiting on timers, never spinning. Each request's handler goroutine
+// plays the sync worker that serves it (or the kernel's backlog slot that
+// holds it), so a Backend never runs more goroutines than requests in
+// flight, bounded by workers + backlog. It is safe for concurrent use.
+//
+// The pool runs in model time: a Backend's model clock advances 1/TimeScale
+// model seconds per wall second, so its Stats and the pool's decisions read
+// as in the scenario, and only the timers are scaled.
+type Backend struct {
+	routes []route // sorted by descending path length
+	scale  float64
+
+	// The model clock: model = modelBase + (wall − wallBase)/scale.
+	wallBase  time.Time
+	modelBase time.Time
+
+	mu   sync.Mutex // guards pool, rng and every route's counters
+	pool *Pool
+	rng  *rand.Rand
+}
+
+type route struct {
+	Route
+	stats RouteStats
+}
+
+// RouteStats are one route's counters.
+type RouteStats struct {
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Arrived   uint64 `json:"arrived"`
+	Served    uint64 `json:"served"`
+	Killed    uint64 `json:"killed"`
+	Refused   uint64 `json:"refused"`
+	Cancelled uint64 `json:"cancelled"`
+}
+
+// Snapshot is what the stats endpoint answers: the pool's counters, the
+// model time since the backend started with the utilization over it, and
+// the counters of every route.
+type Snapshot struct {
+	Stats
+	Elapsed     time.Duration `json:"elapsed_ns"` // model time since New
+	Utilization float64       `json:"utilization"`
+	Routes      []RouteStats  `json:"routes"`
+}
 
 // New validates opts and returns a backend with every worker idle.
-func New(opts Options) (*Backend, error) { panic("unimplemented") }
+func New(opts Options) (*Backend, error) {
+	c := opts.Pool
+	switch {
+	case c.Workers < 0 || c.Workers > MaxWorkers:
+		return nil, fmt.Errorf("fake backend: workers %d: want 1 to %d (0 means 1)", c.Workers, MaxWorkers)
+	case c.Backlog > MaxBacklog:
+		return nil, fmt.Errorf("fake backend: backlog %d: want at most %d (0 means %d, negative means none)", c.Backlog, MaxBacklog, DefaultBacklog)
+	case c.Timeout < 0:
+		return nil, fmt.Errorf("fake backend: timeout %v is negative (0 means none)", c.Timeout)
+	case c.OnClientAbort != Continue && c.OnClientAbort != Cancel:
+		return nil, fmt.Errorf("fake backend: on_client_abort %d: want continue or cancel", c.OnClientAbort)
+	}
+	scale := opts.TimeScale
+	switch {
+	case math.IsNaN(scale) || math.IsInf(scale, 0) || scale < 0:
+		return nil, fmt.Errorf("fake backend: time scale %v: want a number above 0 (0.01 plays 100× faster; 0 means 1)", scale)
+	case scale == 0:
+		scale = 1
+	}
+	b := &Backend{
+		scale: scale,
+		pool:  NewPool(c),
+		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+	}
+	seen := make(map[string]int, len(opts.Routes))
+	for i, r := range opts.Routes {
+		switch {
+		case !strings.HasPrefix(r.Path, "/"):
+			return nil, fmt.Errorf("fake backend: route %d: path %q must start with /", i, r.Path)
+		case r.Path == StatsPath:
+			return nil, fmt.Errorf("fake backend: route %d: path %q is the stats endpoint", i, r.Path)
+		case r.Service == nil:
+			return nil, fmt.Errorf("fake backend: route %d (%s): no service time", i, r.Path)
+		}
+		if j, dup := seen[r.Path]; dup {
+			return nil, fmt.Errorf("fake backend: routes %d and %d both have path %q", j, i, r.Path)
+		}
+		seen[r.Path] = i
+		if r.Name == "" {
+			r.Name = r.Path
+		}
+		b.routes = append(b.routes, route{Route: r, stats: RouteStats{Name: r.Name, Path: r.Path}})
+	}
+	if len(b.routes) == 0 {
+		b.routes = []route{{Route: Route{Name: "/", Path: "/", Service: Constant{}}, stats: RouteStats{Name: "/", Path: "/"}}}
+	}
+	// Longest first; ties cannot happen (paths are distinct) but keep the
+	// given order stable anyway.
+	slices.SortStableFunc(b.routes, func(x, y route) int { return len(y.Path) - len(x.Path) })
+	b.wallBase = time.Now()
+	b.modelBase = b.wallBase
+	return b, nil
+}
 
-// ServeHTTP serves one request as a sync worker would.
-func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) { panic("unimplemented") }
+// now returns the model time.
+func (b *Backend) now() time.Time {
+	el := time.Since(b.wallBase)
+	if b.scale != 1 {
+		el = durationOf(float64(el) / b.scale)
+	}
+	return b.modelBase.Add(el)
+}
 
-// Stats returns the pool's counters now.
-func (b *Backend) Stats() Stats { panic("unimplemented") }
+// wall converts a model duration to the wall duration a timer waits.
+func (b *Backend) wall(d time.Duration) time.Duration {
+	if b.scale == 1 {
+		return d
+	}
+	return durationOf(float64(d) * b.scale)
+}
+
+// durationOf converts nanoseconds to a Duration, saturating at the int64
+// range, since a float conversion out of range is undefined.
+func durationOf(v float64) time.Duration {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(v)
+}
+
+// match returns the route for path, or nil.
+func (b *Backend) match(path string) *route {
+	for i := range b.routes {
+		if strings.HasPrefix(path, b.routes[i].Path) {
+			return &b.routes[i]
+		}
+	}
+	return nil
+}
+
+// ServeHTTP serves one request as a sync worker would. The request waits in
+// the backlog for a worker, then the worker works for the route's service
+// time (times TimeScale) and answers 200 with Connection: close. A request
+// that finds the backlog full, or whose worker the timeout kills, has its
+// connection dropped without a response (it panics with
+// http.ErrAbortHandler, which http.Server handles quietly), so the proxy in
+// front answers 502.
+//
+// When the client goes away, the pool's OnClientAbort decides: under
+// Continue the handler waits and works on as if nothing happened, holding
+// its worker (or its place in the backlog), then writes to the dead
+// connection; under Cancel it leaves the pool and returns at once.
+//
+// StatsPath is answered at once, without a worker.
+func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StatsPath {
+		b.serveStats(w, r)
+		return
+	}
+	rt := b.match(r.URL.Path)
+	if rt == nil {
+		http.Error(w, "no route for "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+
+	started := make(chan struct{})
+	j := &Job{Data: started}
+	b.mu.Lock()
+	j.Service = rt.Service.Sample(b.rng)
+	rt.stats.Arrived++
+	switch b.pool.Arrive(b.now(), j) {
+	case Refused:
+		rt.stats.Refused++
+		b.mu.Unlock()
+		panic(http.ErrAbortHandler)
+	case Running:
+		close(started)
+	}
+	b.mu.Unlock()
+
+	gone := r.Context().Done()
+	var timer *time.Timer
+	var fired <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+wait:
+	for {
+		select {
+		case <-started:
+			started = nil
+			b.mu.Lock()
+			at, _ := b.pool.End(j)
+			work := at.Sub(j.Started)
+			b.mu.Unlock()
+			d := b.wall(work)
+			if d <= 0 {
+				break wait
+			}
+			timer = time.NewTimer(d)
+			fired = timer.C
+		case <-fired:
+			break wait
+		case <-gone:
+			gone = nil
+			if b.abandon(j, rt) {
+				return
+			}
+		}
+	}
+
+	b.mu.Lock()
+	b.handOn(b.pool.Finish(b.now(), j))
+	st := j.State()
+	switch st {
+	case Done:
+		rt.stats.Served++
+	case Killed:
+		rt.stats.Killed++
+	}
+	b.mu.Unlock()
+	if st == Killed {
+		// gunicorn's arbiter SIGKILLs the worker: the connection drops.
+		panic(http.ErrAbortHandler)
+	}
+
+	h := w.Header()
+	h.Set("Connection", "close") // a sync worker closes every connection
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set(HeaderService, fmtDur(j.Service))
+	h.Set(HeaderRoute, rt.Name)
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
+}
+
+// abandon tells the pool that j's client left and reports whether the
+// handler should return now (the policy is Cancel).
+func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handOn(b.pool.Abandon(b.now(), j))
+	if j.State() != Cancelled {
+		return false
+	}
+	rt.stats.Cancelled++
+	return true
+}
+
+// handOn wakes the handler of next, which a worker just took from the
+// backlog. Only the goroutine whose Finish or Abandon returned next calls
+// it, so each channel is closed once. b.mu is held.
+func (b *Backend) handOn(next *Job) {
+	if next != nil {
+		close(next.Data.(chan struct{}))
+	}
+}
+
+// Stats returns the pool's counters now, in model time.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pool.Stats(b.now())
+}
+
+// Snapshot returns the pool's and every route's counters now, routes in the
+// order of their paths.
+func (b *Backend) Snapshot() Snapshot {
+	b.mu.Lock()
+	now := b.now()
+	s := Snapshot{Stats: b.pool.Stats(now), Elapsed: now.Sub(b.modelBase)}
+	s.Routes = make([]RouteStats, len(b.routes))
+	for i := range b.routes {
+		s.Routes[i] = b.routes[i].stats
+	}
+	b.mu.Unlock()
+	s.Utilization = s.Stats.Utilization(s.Elapsed)
+	slices.SortFunc(s.Routes, func(x, y RouteStats) int { return strings.Compare(x.Path, y.Path) })
+	return s
+}
+
+func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := json.MarshalIndent(b.Snapshot(), "", "  ")
+	if err != nil { // cannot happen: the snapshot is plain numbers and strings
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(body, '\n'))
+}

@@ -237,9 +237,11 @@ func (p *Pool) unlink(j *Job) {
 }
 
 // End returns when a running job leaves its worker and whether it is killed
-// then: Started+Service, or Started+Timeout if that comes first.
+// then: Started+Service, or Started+Timeout if that comes first. Work that
+// ends exactly at the timeout is done, not killed: like gunicorn's arbiter,
+// the pool kills a worker only when it has been busy longer than Timeout.
 func (p *Pool) End(j *Job) (at time.Time, killed bool) {
-	if t := p.cfg.Timeout; t > 0 && j.Service >= t {
+	if t := p.cfg.Timeout; t > 0 && j.Service > t {
 		return j.Started.Add(t), true
 	}
 	return j.Started.Add(j.Service), false

@@ -127,11 +127,11 @@ func TestPoolTimeout(t *testing.T) {
 		{at: 0, op: arrive, job: 0, service: 200 * s, want: Running, busy: 1},
 		{at: 10 * s, op: arrive, job: 1, service: 60 * s, want: Running, busy: 2},
 		{at: 20 * s, op: arrive, job: 2, service: 120 * s, want: Queued, busy: 2, queued: 1},
-		{at: 30 * s, op: arrive, job: 3, service: 119 * s, want: Queued, busy: 2, queued: 2},
+		{at: 30 * s, op: arrive, job: 3, service: 121 * s, want: Queued, busy: 2, queued: 2},
 		{at: 70 * s, op: finish, job: 1, want: Done, next: 2, busy: 2, queued: 1},
 		{at: 120 * s, op: finish, job: 0, want: Killed, next: 3, busy: 2, queued: 0},
-		{at: 190 * s, op: finish, job: 2, want: Killed, next: -1, busy: 1, queued: 0},
-		{at: 239 * s, op: finish, job: 3, want: Done, next: -1, busy: 0, queued: 0},
+		{at: 190 * s, op: finish, job: 2, want: Done, next: -1, busy: 1, queued: 0},
+		{at: 240 * s, op: finish, job: 3, want: Killed, next: -1, busy: 0, queued: 0},
 	})
 	// End is computed from Started, so it can be checked after the fact.
 	ends := []struct {
@@ -140,8 +140,8 @@ func TestPoolTimeout(t *testing.T) {
 	}{
 		{120 * s, true},  // 200s of work, killed at Started+Timeout
 		{70 * s, false},  // started at 10s
-		{190 * s, true},  // started at 70s; service equal to the timeout is killed
-		{239 * s, false}, // started at 120s, 119s of work
+		{190 * s, false}, // started at 70s; work that ends at the timeout is done
+		{240 * s, true},  // started at 120s, 121s of work: killed after 120s
 	}
 	for i, want := range ends {
 		at, killed := p.End(jobs[i])
@@ -149,7 +149,7 @@ func TestPoolTimeout(t *testing.T) {
 			t.Errorf("job %d: End = t+%v killed %v, want t+%v killed %v", i, got, killed, want.at, want.killed)
 		}
 	}
-	st := p.Stats(t0.Add(239 * s))
+	st := p.Stats(t0.Add(240 * s))
 	if st.Killed != 2 || st.Served != 2 {
 		t.Errorf("Stats: killed %d served %d, want 2 and 2", st.Killed, st.Served)
 	}
