@@ -148,19 +148,6 @@ func (k Key) String() string { return k.src }
 // Rate is a limit_req rate in nginx's unit, milli-requests per second.
 type Rate int64
 
-// ConnLimiter counts requests in flight per key in a bounded zone.
-type ConnLimiter struct{}
-
-// Slot is one request's hold on a ConnLimiter key. The zero Slot holds
-// nothing. Release it exactly once; a second Release on the same Slot does
-// nothing.
-type Slot struct {
-	l *ConnLimiter
-}
-
-// Release frees the slot.
-func (s *Slot) Release() { panic("unimplemented") }
-
 // ReqLimiter is nginx's limit_req leaky bucket over a bounded zone.
 type ReqLimiter struct{}
 
