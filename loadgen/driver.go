@@ -136,19 +136,18 @@ func (c *Counters) Snapshot() Progress {
 
 // tenant is one tenant's sending state.
 type tenant struct {
-	index     int32
-	host      string
-	load      *scenarios.Load
-	rt        http.RoundTripper
-	timeout   time.Duration // wall
-	cap       int64         // open model: in-flight cap
-	inFlight  atomic.Int64  // open model: incremented by the scheduler only
-	mix       Mix
-	routeOf   []int // weighted-route position → backend route index
-	stop      time.Duration
-	rng       *rand.Rand // open model: the scheduler's; closed model: seeds the users'
-	arrivals  *Arrivals
-	userSeeds [][2]uint64
+	index    int32
+	host     string
+	load     *scenarios.Load
+	rt       http.RoundTripper
+	timeout  time.Duration // wall
+	cap      int64         // open model: in-flight cap
+	inFlight atomic.Int64  // open model: incremented by the scheduler only
+	mix      Mix
+	routeOf  []int // weighted-route position → backend route index
+	stop     time.Duration
+	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
+	arrivals *Arrivals
 }
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
@@ -329,13 +328,15 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 	for _, t := range d.tenants {
 		if t.load.Model == scenarios.Closed {
 			for u := range t.load.Users {
-				rng := rand.New(rand.NewPCG(d.opts.Seed, userStream(t.index, u)))
+				rng := rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, u+1)))
 				producers.Go(func() { d.user(runCtx, start, t, rng, results) })
 			}
 			continue
 		}
-		t.rng = TenantRand(d.opts.Seed, int(t.index))
-		t.arrivals = NewArrivals(t.load, d.opts.Horizon, t.rng)
+		// The arrivals draw from the tenant's own stream alone, so they are
+		// exactly NewArrivals' whatever the routes; picks come from another.
+		t.arrivals = NewArrivals(t.load, d.opts.Horizon, TenantRand(d.opts.Seed, int(t.index)))
+		t.picks = rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, 0)))
 		open = append(open, t)
 	}
 	if len(open) > 0 {
@@ -362,10 +363,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 	return ctx.Err()
 }
 
-// userStream numbers closed-model user u of tenant i's random stream, apart
-// from the tenants' own streams (TenantRand uses i+1 below 2^32).
-func userStream(tenant int32, user int) uint64 {
-	return 1<<63 | uint64(uint32(tenant))<<24 | uint64(user)&(1<<24-1)
+// stream numbers a random stream of tenant for route picks: n = 0 for an
+// open-model tenant's, n = u+1 for closed-model user u's. The numbers are
+// apart from TenantRand's (tenant+1, below 2^32).
+func stream(tenant int32, n int) uint64 {
+	return 1<<63 | uint64(uint32(tenant))<<24 | uint64(n)&(1<<24-1)
 }
 
 // consume hands results to sink, and calls Sample between them.
@@ -459,7 +461,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 			return
 		}
 		t := a.t
-		route := t.routeOf[t.mix.Pick(t.rng)]
+		route := t.routeOf[t.mix.Pick(t.picks)]
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {

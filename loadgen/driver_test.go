@@ -1,0 +1,543 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"stampede/scenarios"
+)
+
+// These tests run real HTTP over loopback, so they run in real time; they
+// keep to a few hundred milliseconds each and assert counts, not timings.
+
+// collect is a sink that keeps every result; the driver calls it from one
+// goroutine, and the test reads it after Run returned.
+type collect struct {
+	got   []Result
+	onAdd func(*Result) // called after appending, from the sink goroutine
+}
+
+func (c *collect) Add(r *Result) {
+	c.got = append(c.got, *r)
+	if c.onAdd != nil {
+		c.onAdd(r)
+	}
+}
+
+func (c *collect) count(o Outcome) int {
+	n := 0
+	for _, r := range c.got {
+		if r.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+var testRoutes = []scenarios.Route{{Name: "a", Path: "/a"}, {Name: "b", Path: "/b"}}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func newDriver(t *testing.T, target string, opts DriverOptions) *Driver {
+	t.Helper()
+	opts.Target = mustURL(t, target)
+	if opts.Routes == nil {
+		opts.Routes = testRoutes
+	}
+	d, err := NewDriver(opts)
+	if err != nil {
+		t.Fatalf("NewDriver: %v", err)
+	}
+	return d
+}
+
+// arrivalsOf counts what NewArrivals yields for load: the driver must send
+// (or drop) exactly that many.
+func arrivalsOf(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) int {
+	a := NewArrivals(load, horizon, TenantRand(seed, tenant))
+	n := 0
+	for {
+		if _, ok := a.Next(); !ok {
+			return n
+		}
+		n++
+	}
+}
+
+func TestDriverClosedExactCounts(t *testing.T) {
+	var mu sync.Mutex
+	hosts := map[string]int{}
+	paths := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts[r.Host]++
+		paths[r.URL.Path]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+
+	load := &scenarios.Load{Model: scenarios.Closed, Users: 3, Iterations: 4,
+		Routes: []scenarios.WeightedRoute{{Route: 1, Weight: 1}}}
+	d := newDriver(t, srv.URL, DriverOptions{
+		Tenants:   []scenarios.Tenant{{Index: 0, Name: "x", Host: "x.example.com", Load: load}},
+		Horizon:   time.Second,
+		TimeScale: 0.1,
+	})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, want := len(sink.got), 12; got != want {
+		t.Fatalf("results: got %d, want %d (3 users × 4 iterations)", got, want)
+	}
+	if got := sink.count(OK); got != 12 {
+		t.Errorf("ok: got %d, want 12", got)
+	}
+	for i, r := range sink.got {
+		if r.Tenant != 0 || r.Route != 1 || r.Status != 200 || r.Latency <= 0 {
+			t.Errorf("result %d: got %+v, want tenant 0, route 1, status 200, latency > 0", i, r)
+		}
+	}
+	if hosts["x.example.com"] != 12 || paths["/b"] != 12 {
+		t.Errorf("server saw hosts %v paths %v, want 12 of x.example.com on /b", hosts, paths)
+	}
+	p := d.Progress()
+	if p.Sent != 12 || p.Done() != 12 || p.InFlight != 0 || p.Outcomes[OK] != 12 {
+		t.Errorf("progress: got %+v, want 12 sent, 12 ok, none in flight", p)
+	}
+}
+
+func TestDriverStatusOutcomes(t *testing.T) {
+	// Route a answers by the Host header: tenants stand for the statuses.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Host {
+		case "ok":
+			w.WriteHeader(200)
+		case "limited":
+			w.WriteHeader(503)
+		case "teapot":
+			w.WriteHeader(429)
+		case "bad-gateway":
+			w.WriteHeader(502)
+		case "gateway-timeout":
+			w.WriteHeader(504)
+		case "redirect":
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(302)
+		}
+	}))
+	defer srv.Close()
+	hosts := []string{"ok", "limited", "teapot", "bad-gateway", "gateway-timeout", "redirect"}
+	want := []Outcome{OK, Rejected, Rejected, BackendError, GatewayTimeout, OK}
+	var tenants []scenarios.Tenant
+	for i, h := range hosts {
+		tenants = append(tenants, scenarios.Tenant{Index: i, Name: h, Host: h, Load: &scenarios.Load{
+			Model: scenarios.Closed, Users: 1, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}})
+	}
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1, RejectStatuses: []int{503, 429}})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.got) != len(hosts) {
+		t.Fatalf("results: got %d, want %d", len(sink.got), len(hosts))
+	}
+	for _, r := range sink.got {
+		if r.Outcome != want[r.Tenant] {
+			t.Errorf("tenant %s (status %d): got %v, want %v", hosts[r.Tenant], r.Status, r.Outcome, want[r.Tenant])
+		}
+	}
+}
+
+func TestDriverTransportErrorIsError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 3, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	d := newDriver(t, "http://"+addr, DriverOptions{
+		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.1})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.count(Error); got != 6 || len(sink.got) != 6 {
+		t.Errorf("errors: got %d of %d results, want 6 of 6", got, len(sink.got))
+	}
+	for _, r := range sink.got {
+		if r.Status != 0 {
+			t.Errorf("status of a refused connection: got %d, want 0", r.Status)
+		}
+	}
+}
+
+func TestDriverSourceAddresses(t *testing.T) {
+	var mu sync.Mutex
+	from := map[string]string{} // host → remote IP
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		from[r.Host] = ip
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	tenants := []scenarios.Tenant{
+		{Index: 0, Name: "a", Host: "a", Addr: "127.0.0.2", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 2, Routes: one}},
+		{Index: 1, Name: "b", Host: "b", Addr: "127.0.0.3", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 2, Routes: one}},
+		{Index: 2, Name: "c", Host: "c", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 2, Routes: one}},
+	}
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.count(OK); got != 6 {
+		t.Fatalf("ok: got %d, want 6 (results %+v)", got, sink.got)
+	}
+	want := map[string]string{"a": "127.0.0.2", "b": "127.0.0.3", "c": "127.0.0.1"}
+	for h, ip := range want {
+		if from[h] != ip {
+			t.Errorf("host %s came from %q, want %q", h, from[h], ip)
+		}
+	}
+}
+
+func TestDriverOpenSendsEveryArrival(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	loads := []*scenarios.Load{
+		{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 50, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}, {Route: 1, Weight: 1}}},
+		{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: 30, Start: 200 * time.Millisecond, Routes: []scenarios.WeightedRoute{{Route: 1, Weight: 1}}},
+	}
+	tenants := []scenarios.Tenant{{Index: 0, Name: "p", Host: "p", Load: loads[0]}, {Index: 1, Name: "q", Host: "q", Load: loads[1]}}
+	const seed = 7
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: seed})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	per := [2]int{}
+	var last [2]time.Duration
+	for _, r := range sink.got {
+		if r.Outcome != OK {
+			t.Errorf("result %+v: want ok", r)
+		}
+		per[r.Tenant]++
+		last[r.Tenant] = max(last[r.Tenant], r.Intended)
+		if r.Tenant == 1 && (r.Route != 1 || r.Intended < 200*time.Millisecond) {
+			t.Errorf("tenant q: got route %d at %v, want route 1 from 200ms", r.Route, r.Intended)
+		}
+	}
+	for i, l := range loads {
+		if want := arrivalsOf(l, time.Second, seed, i); per[i] != want || want == 0 {
+			t.Errorf("tenant %d: got %d results, want %d (its arrivals)", i, per[i], want)
+		}
+		if last[i] >= time.Second {
+			t.Errorf("tenant %d: an arrival at %v, past the horizon", i, last[i])
+		}
+	}
+}
+
+func TestDriverDropsOverInFlightCap(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 100, MaxInFlight: 2,
+		Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	n := arrivalsOf(load, time.Second, 1, 0)
+	d := newDriver(t, srv.URL, DriverOptions{
+		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.2, Seed: 1})
+	sink := collect{}
+	dropped := 0
+	sink.onAdd = func(r *Result) {
+		// Once every arrival but the two in flight is dropped, let those two
+		// finish: the run then ends without a timeout.
+		if r.Outcome == Dropped {
+			if dropped++; dropped == n-2 {
+				close(release)
+			}
+		}
+	}
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.count(Dropped), n-2; got != want {
+		t.Errorf("dropped: got %d, want %d", got, want)
+	}
+	if got := sink.count(OK); got != 2 {
+		t.Errorf("ok: got %d, want 2", got)
+	}
+	if got := len(sink.got); got != n {
+		t.Errorf("results: got %d, want %d: every arrival recorded", got, n)
+	}
+}
+
+func TestDriverGlobalCapDrops(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 40, Routes: one}
+	tenants := []scenarios.Tenant{{Index: 0, Name: "a", Host: "a", Load: load}, {Index: 1, Name: "b", Host: "b", Load: load}}
+	n := arrivalsOf(load, time.Second, 1, 0) + arrivalsOf(load, time.Second, 1, 1)
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: 1, MaxInFlight: 3})
+	sink := collect{}
+	dropped := 0
+	sink.onAdd = func(r *Result) {
+		if r.Outcome == Dropped {
+			if dropped++; dropped == n-3 {
+				close(release)
+			}
+		}
+	}
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.count(Dropped), n-3; got != want {
+		t.Errorf("dropped: got %d, want %d", got, want)
+	}
+	if got := sink.count(OK); got != 3 {
+		t.Errorf("ok: got %d, want 3", got)
+	}
+}
+
+func TestDriverClientTimeoutAbandons(t *testing.T) {
+	gone := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers; notices the client leaving
+		gone <- struct{}{}
+	}))
+	defer srv.Close()
+	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	tenants := []scenarios.Tenant{
+		{Index: 0, Name: "giveup", Host: "g", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 5,
+			OnTimeout: scenarios.GiveUp, ClientTimeout: 100 * time.Millisecond, Routes: one}},
+		{Index: 1, Name: "retry", Host: "r", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1,
+			OnTimeout: scenarios.Retry, ClientTimeout: 300 * time.Millisecond, Think: 100 * time.Millisecond, Routes: one}},
+	}
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	per := [2]int{}
+	for _, r := range sink.got {
+		per[r.Tenant]++
+		if r.Outcome != ClientTimeout {
+			t.Errorf("result %+v: want client timeout", r)
+		}
+		want := tenants[r.Tenant].Load.ClientTimeout
+		if r.Latency < want || r.Latency > want+500*time.Millisecond {
+			t.Errorf("tenant %d: latency %v, want about %v (model time)", r.Tenant, r.Latency, want)
+		}
+	}
+	// give_up: one request, then the user stops. retry: every 300+100 ms of
+	// a 1 s horizon, sending at 0, 400 ms and 800 ms (the same iteration).
+	if per[0] != 1 || per[1] != 3 {
+		t.Errorf("client timeouts: got give_up %d, retry %d; want 1 and 3", per[0], per[1])
+	}
+	for i := range 4 {
+		select {
+		case <-gone:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("server saw %d clients leave, want 4: timed-out requests must close their connection", i)
+		}
+	}
+}
+
+func TestDriverDrainCutsOffAsClientTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}},
+		Horizon: 100 * time.Millisecond, TimeScale: 0.1, Drain: 20 * time.Millisecond})
+	var sink collect
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.count(ClientTimeout); got != 2 || len(sink.got) != 2 {
+		t.Errorf("client timeouts: got %d of %d results, want 2 of 2", got, len(sink.got))
+	}
+}
+
+func TestDriverCancelReturnsPromptly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "slow" {
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	tenants := []scenarios.Tenant{
+		{Index: 0, Name: "fast", Host: "fast", Load: &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 100, Routes: one}},
+		{Index: 1, Name: "slow", Host: "slow", Load: &scenarios.Load{Model: scenarios.Closed, Users: 3, Routes: one}},
+	}
+	// An hour of model time in real time: only the cancellation ends it.
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Hour, TimeScale: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sink := collect{}
+	sink.onAdd = func(r *Result) {
+		if len(sink.got) == 5 {
+			cancel()
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, time.Now(), &sink) }()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Errorf("Run: got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	p := d.Progress()
+	if p.Abandoned < 3 {
+		t.Errorf("abandoned: got %d, want at least the 3 slow users' requests", p.Abandoned)
+	}
+	if p.InFlight != 0 {
+		t.Errorf("in flight after Run: got %d, want 0", p.InFlight)
+	}
+	for _, r := range sink.got {
+		if r.Tenant != 0 || r.Outcome != OK {
+			t.Errorf("recorded %+v: abandoned requests must not be recorded", r)
+		}
+	}
+	if uint64(len(sink.got))+p.Abandoned != p.Sent {
+		t.Errorf("sent %d = recorded %d + abandoned %d does not hold", p.Sent, len(sink.got), p.Abandoned)
+	}
+}
+
+func TestDriverSampleRunsOnSinkGoroutine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Think: 50 * time.Millisecond, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	// No lock: the race detector flags Sample and Add running at once.
+	var samples, adds int
+	var at []time.Duration
+	d := newDriver(t, srv.URL, DriverOptions{
+		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.1,
+		SampleEvery: 5 * time.Millisecond,
+		Sample:      func(a time.Duration) { samples++; at = append(at, a) },
+	})
+	if err := d.Run(context.Background(), time.Now(), SinkFunc(func(*Result) { adds++ })); err != nil {
+		t.Fatal(err)
+	}
+	if samples < 5 || adds < 10 {
+		t.Errorf("got %d samples and %d results in 100 ms, want at least 5 and 10", samples, adds)
+	}
+	for i := 1; i < len(at); i++ {
+		if at[i] <= at[i-1] {
+			t.Errorf("sample %d at %v, not after %v", i, at[i], at[i-1])
+		}
+	}
+}
+
+func TestNewDriverErrors(t *testing.T) {
+	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
+	tests := []struct {
+		name string
+		opts DriverOptions
+	}{
+		{"no target", DriverOptions{}},
+		{"https", DriverOptions{Target: mustURL(t, "https://127.0.0.1:1")}},
+		{"negative scale", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), TimeScale: -1}},
+		{"no load", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Tenants: []scenarios.Tenant{{Name: "x"}}}},
+		{"route out of range", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Routes: testRoutes,
+			Tenants: []scenarios.Tenant{{Name: "x", Load: &scenarios.Load{Routes: []scenarios.WeightedRoute{{Route: 2, Weight: 1}}}}}}},
+		{"bad address", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Routes: testRoutes,
+			Tenants: []scenarios.Tenant{{Name: "x", Addr: "nat.example", Load: &scenarios.Load{Routes: one}}}}},
+	}
+	for i, tt := range tests {
+		if _, err := NewDriver(tt.opts); err == nil {
+			t.Errorf("step %d (%s): NewDriver returned no error", i, tt.name)
+		}
+	}
+}
+
+// BenchmarkDriverClosed64 measures the driver's request rate: 64 closed-model
+// users with no think time against an in-process endpoint that answers 200
+// at once, or against STAMPEDE_BENCH_TARGET when set (bench/loadgen.sh points
+// it at nginx). b.N requests in all.
+func BenchmarkDriverClosed64(b *testing.B) {
+	target := benchTarget(b)
+	const users = 64
+	iters := max(b.N/users, 1)
+	load := &scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: iters, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	d, err := NewDriver(DriverOptions{
+		Target:  target,
+		Routes:  []scenarios.Route{{Name: "hello", Path: "/"}},
+		Tenants: []scenarios.Tenant{{Name: "bench", Host: "bench.example.com", Load: load}},
+		Horizon: 24 * time.Hour,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ok, other int
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := d.Run(context.Background(), start, SinkFunc(func(r *Result) {
+		if r.Outcome == OK {
+			ok++
+		} else {
+			other++
+		}
+	})); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if other > 0 {
+		b.Fatalf("%d of %d requests not ok", other, ok+other)
+	}
+	b.ReportMetric(float64(ok)/time.Since(start).Seconds(), "req/s")
+}
+
+// benchTarget returns STAMPEDE_BENCH_TARGET, or the URL of an in-process
+// server that answers 200 with a short body.
+func benchTarget(b *testing.B) *url.URL {
+	if s := os.Getenv("STAMPEDE_BENCH_TARGET"); s != "" {
+		u, err := url.Parse(s)
+		if err != nil {
+			b.Fatalf("STAMPEDE_BENCH_TARGET: %v", err)
+		}
+		return u
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	}))
+	b.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return u
+}
