@@ -247,8 +247,9 @@ func nginxReqRule(i int, s ReqSpec, ts float64) (nginxRule, error) {
 	text, exact := nginxRate(float64(rate) / ts)
 	r.rate = text
 	if !exact {
-		r.notes = append(r.notes, fmt.Sprintf("%s: %s at time scale %s is %s mr/s, which nginx cannot write; rounded to %s.",
-			r.name(), s.Rate, fmtFloat(ts), fmtFloat(float64(rate)/ts), text))
+		got, _ := ParseRate(text)
+		r.notes = append(r.notes, fmt.Sprintf("%s: %s at time scale %s is %.1f mr/s (milli-requests per second); rounded to nginx's nearest, %s = %d mr/s.",
+			r.name(), s.Rate, fmtFloat(ts), float64(rate)/ts, text, got))
 	}
 	return r, nil
 }
@@ -354,13 +355,24 @@ func proxyCommandLine(listen, upstream string, cfg Config, readTimeout time.Dura
 	var b strings.Builder
 	b.WriteString("stampede proxy --listen " + listen + " --upstream http://" + upstream)
 	for _, s := range cfg.Req {
+		s.Key = normalKey(s.Key)
 		b.WriteString(" --limit-req '" + FormatReqFlag(s) + "'")
 	}
 	for _, s := range cfg.Conn {
+		s.Key = normalKey(s.Key)
 		b.WriteString(" --limit-conn '" + FormatConnFlag(s) + "'")
 	}
 	if readTimeout > 0 {
 		b.WriteString(" --read-timeout " + readTimeout.String())
 	}
 	return b.String()
+}
+
+// normalKey writes key as ParseKey does, or leaves it as it is if it does
+// not parse.
+func normalKey(key string) string {
+	if k, err := ParseKey(key); err == nil {
+		return k.String()
+	}
+	return key
 }

@@ -1,0 +1,209 @@
+package limiterproxy
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// nginxBinary is where Debian installs nginx.
+const nginxBinary = "/usr/sbin/nginx"
+
+var nginxCases = []struct {
+	name string
+	cfg  Config
+	opts NginxOptions
+}{
+	{"no-limits", Config{}, NginxOptions{}},
+	{"conn-host", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		NginxOptions{Listen: "127.0.0.1:8080", Upstream: "http://127.0.0.1:9000", ReadTimeout: 120 * time.Second}},
+	{"two-limits", Config{
+		Req: []ReqSpec{{Key: "binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, Zone: "1m"}},
+		Conn: []ConnSpec{
+			{Key: "$host", PerKey: 4, Status: 429},
+			{Key: "$http_x_tenant", PerKey: 2, Status: 429, Zone: "16k"},
+		},
+	}, NginxOptions{Listen: "127.0.0.1:8081", Upstream: "127.0.0.1:9001", ReadTimeout: 30 * time.Second}},
+	{"req-delay-dry-run", Config{
+		Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8, DryRun: true}},
+	}, NginxOptions{ReadTimeout: time.Minute}},
+	{"time-scale", Config{
+		Req: []ReqSpec{
+			{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true},
+			{Key: "$remote_addr", Rate: "30r/m", Burst: 2},
+			{Key: "$http_x_tenant", Rate: "7r/m"},
+		},
+		Conn: []ConnSpec{{Key: "$host", PerKey: 4}},
+	}, NginxOptions{ReadTimeout: 120 * time.Second, TimeScale: 0.3}},
+}
+
+func TestWriteNginxGolden(t *testing.T) {
+	for _, tc := range nginxCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteNginx(&buf, tc.cfg, tc.opts); err != nil {
+				t.Fatalf("WriteNginx: %v", err)
+			}
+			golden := filepath.Join("testdata", "nginx", tc.name+".conf")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestWriteNginxGolden -update)", err)
+			}
+			if got := buf.String(); got != string(want) {
+				t.Errorf("WriteNginx differs from %s (rerun with -update if intended):\n%s", golden, lineDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// TestWriteNginxAccepted checks every golden configuration with nginx -t.
+func TestWriteNginxAccepted(t *testing.T) {
+	requireNginx(t)
+	for _, tc := range nginxCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			conf := filepath.Join(dir, "nginx.conf")
+			var buf bytes.Buffer
+			if err := WriteNginx(&buf, tc.cfg, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(conf, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(nginxBinary, "-t", "-q", "-p", dir, "-c", conf, "-e", "stderr").CombinedOutput()
+			if err != nil {
+				t.Fatalf("nginx -t: %v\n%s\nconfig:\n%s", err, out, buf.String())
+			}
+		})
+	}
+}
+
+func TestWriteNginxContents(t *testing.T) {
+	var buf bytes.Buffer
+	cfg := Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}}, Conn: []ConnSpec{{Key: "host", PerKey: 4}}}
+	if err := WriteNginx(&buf, cfg, NginxOptions{Listen: "127.0.0.1:1", Upstream: "127.0.0.1:2", ReadTimeout: 2 * time.Minute, TimeScale: 0.01}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{
+		"limit_conn_zone $host zone=stampede_conn0:10m;",
+		"limit_req_zone $host zone=stampede_req0:10m rate=100r/s;",
+		"limit_req zone=stampede_req0 burst=5 nodelay;",
+		"limit_conn stampede_conn0 4;",
+		"limit_conn_status 503;",
+		"limit_req_status 503;",
+		"listen 127.0.0.1:1;",
+		"proxy_pass http://127.0.0.1:2;",
+		"proxy_set_header Host $host;",
+		"proxy_read_timeout 1200ms;",
+		"add_header X-Stampede-Limit $stampede_limit_conn always;",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("step %d: config lacks %q:\n%s", i, want, buf.String())
+		}
+	}
+	if strings.Contains(buf.String(), "dry_run on") {
+		t.Errorf("config has a dry_run without any limit in dry-run mode")
+	}
+}
+
+func TestWriteNginxErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		opts NginxOptions
+		want string
+	}{
+		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}, {Key: "$remote_addr", PerKey: 2, Status: 429}}}, NginxOptions{},
+			"limit_conn[0] answers 503 but limit_conn[1] answers 429"},
+		{Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$remote_addr", Rate: "1r/s"}}}, NginxOptions{},
+			"limit_req[0] has dry_run=true but limit_req[1] has dry_run=false"},
+		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 0}}}, NginxOptions{}, "limit_conn[0]: per-key limit 0"},
+		{Config{Req: []ReqSpec{{Key: "$host", Rate: "fast"}}}, NginxOptions{}, "limit_req[0]"},
+		{Config{Conn: []ConnSpec{{Key: "$nope", PerKey: 1}}}, NginxOptions{}, "limit_conn[0]: key"},
+		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, Status: 302}}}, NginxOptions{}, "status 302"},
+		{Config{}, NginxOptions{TimeScale: -1}, "time scale -1"},
+		{Config{}, NginxOptions{Upstream: "127.0.0.1:9000/app"}, "is not a host:port"},
+	}
+	for i, tt := range tests {
+		var buf bytes.Buffer
+		err := WriteNginx(&buf, tt.cfg, tt.opts)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("step %d: WriteNginx error = %v, want one containing %q", i, err, tt.want)
+		}
+		if buf.Len() != 0 {
+			t.Errorf("step %d: WriteNginx wrote %d bytes along with an error", i, buf.Len())
+		}
+	}
+}
+
+func TestNginxRate(t *testing.T) {
+	tests := []struct {
+		mr    float64 // milli-requests per second
+		want  string
+		exact bool
+	}{
+		{1000, "1r/s", true},
+		{100000, "100r/s", true},
+		{500, "30r/m", true},
+		{16, "1r/m", true},
+		{333, "20r/m", true},
+		{1500, "90r/m", true},
+		{386.666, "23r/m", false},
+		{2, "1r/m", false},
+		{123456.7, "123r/s", false},
+	}
+	for i, tt := range tests {
+		got, exact := nginxRate(tt.mr)
+		if got != tt.want || exact != tt.exact {
+			t.Errorf("step %d: nginxRate(%v) = %q, %t; want %q, %t", i, tt.mr, got, exact, tt.want, tt.exact)
+		}
+	}
+}
+
+// requireNginx skips the test when nginx is not installed, unless
+// STAMPEDE_REQUIRE_NGINX=1 makes its absence a failure.
+func requireNginx(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(nginxBinary); err != nil {
+		if os.Getenv("STAMPEDE_REQUIRE_NGINX") == "1" {
+			t.Fatalf("nginx is required (STAMPEDE_REQUIRE_NGINX=1) but %s is missing: %v", nginxBinary, err)
+		}
+		t.Skipf("nginx is not installed at %s (apt-get install nginx); set STAMPEDE_REQUIRE_NGINX=1 to make this a failure", nginxBinary)
+	}
+}
+
+// lineDiff shows the first lines where want and got differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
+			shown++
+		}
+	}
+	return b.String()
+}
