@@ -1,10 +1,15 @@
 package fakebackend
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -71,6 +76,9 @@ type Backend struct {
 	wallBase  time.Time
 	modelBase time.Time
 
+	quit      chan struct{} // closed by Close
+	closeOnce sync.Once
+
 	mu   sync.Mutex // guards pool, rng and every route's counters
 	pool *Pool
 	rng  *rand.Rand
@@ -123,6 +131,7 @@ func New(opts Options) (*Backend, error) {
 		scale = 1
 	}
 	b := &Backend{
+		quit:  make(chan struct{}),
 		scale: scale,
 		pool:  NewPool(c),
 		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
@@ -209,11 +218,17 @@ func (b *Backend) match(path string) *route {
 // its worker (or its place in the backlog), then writes to the dead
 // connection; under Cancel it leaves the pool and returns at once.
 //
-// StatsPath is answered at once, without a worker.
+// StatsPath is answered at once, without a worker. After Close every
+// request's connection is dropped.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == StatsPath {
 		b.serveStats(w, r)
 		return
+	}
+	select {
+	case <-b.quit:
+		panic(http.ErrAbortHandler)
+	default:
 	}
 	rt := b.match(r.URL.Path)
 	if rt == nil {
@@ -266,6 +281,8 @@ wait:
 			if b.abandon(j, rt) {
 				return
 			}
+		case <-b.quit:
+			panic(http.ErrAbortHandler)
 		}
 	}
 
@@ -352,4 +369,55 @@ func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(append(body, '\n'))
+}
+
+// Close drops the connection of every request in flight or waiting, and of
+// every later one, so that handler goroutines end at once rather than when
+// their work would. The pool's counters stay as they were. Close is
+// idempotent and safe to call concurrently with ServeHTTP.
+func (b *Backend) Close() {
+	b.closeOnce.Do(func() { close(b.quit) })
+}
+
+// Server limits for Serve. Every connection carries one request (the
+// backend answers Connection: close), so no idle or body timeouts matter.
+const (
+	readHeaderTimeout = 10 * time.Second
+	maxHeaderBytes    = 64 << 10
+	shutdownGrace     = 5 * time.Second
+)
+
+// Serve serves b on ln until ctx is done, then closes b (dropping requests
+// in flight, as a killed gunicorn would) and the server, and returns nil;
+// it returns the error if the server stops for another reason. Errors the
+// server logs (bad requests, handler panics) go to errorLog; nil discards
+// them.
+func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer) error {
+	if errorLog == nil {
+		errorLog = io.Discard
+	}
+	srv := &http.Server{
+		Handler:           b,
+		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          log.New(errorLog, "fake backend: ", 0),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		b.Close()
+		return err
+	case <-ctx.Done():
+	}
+	b.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -527,5 +528,71 @@ func BenchmarkBackend(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		be.ServeHTTP(httptest.NewRecorder(), r)
+	}
+}
+
+func TestBackendClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Path: "/", Service: Constant{time.Hour}}}})
+		run, queued := serve(t, b, "/"), serve(t, b, "/")
+		time.Sleep(time.Minute)
+		b.Close()
+		b.Close() // idempotent
+		if got := run.took(); got != time.Minute || !run.aborted {
+			t.Errorf("step 1: running request after Close: took %v aborted %v, want dropped at 1m", got, run.aborted)
+		}
+		if got := queued.took(); got != time.Minute || !queued.aborted {
+			t.Errorf("step 2: queued request after Close: took %v aborted %v, want dropped at 1m", got, queued.aborted)
+		}
+		if later := serve(t, b, "/"); !later.ended() || !later.aborted {
+			t.Errorf("step 3: request after Close: ended %v aborted %v, want dropped at once", later.ended(), later.aborted)
+		}
+		if st := serve(t, b, StatsPath); st.rec.Code != 200 {
+			t.Errorf("step 4: stats after Close: status %d, want 200", st.rec.Code)
+		}
+	})
+}
+
+func TestBackendServe(t *testing.T) {
+	b := mustNew(t, Options{Routes: []Route{{Path: "/hold", Service: Constant{time.Hour}}, {Path: "/", Service: Constant{0}}}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(ctx, ln, nil) }()
+	url := "http://" + ln.Addr().String()
+
+	resp, err := http.Get(url + "/x")
+	if err != nil {
+		t.Fatalf("step 1: GET /x: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderService) != "0s" {
+		t.Errorf("step 1: GET /x: status %d service %q, want 200 and 0s", resp.StatusCode, resp.Header.Get(HeaderService))
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := http.Get(url + "/hold")
+		held <- err
+	}()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for b.Stats().Busy == 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatal("step 2: /hold never took a worker")
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("step 3: Serve after ctx done: %v, want nil", err)
+	}
+	if err := <-held; err == nil {
+		t.Errorf("step 4: the hour-long request got a response, want its connection dropped")
 	}
 }
