@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -937,8 +938,56 @@ func drawFairness(c draw.Canvas, title string, r *Results) {
 
 // ---- histograms ----
 
-// groupQuantilers returns each group's merged latency histogram, by group
-// name, when r carries encoded histograms; nil otherwise.
+// groupQuantilers returns each group's latency histogram, the merge of its
+// tenants' encoded histograms, by group name. A group some of whose
+// tenants' histograms are missing or unreadable is left out, so that its
+// spectrum falls back to the summary rather than showing part of the group.
 func groupQuantilers(r *Results) map[string]quantiler {
-	return nil
+	if r.Histograms == nil || len(r.Histograms.Tenants) != len(r.Tenants) {
+		return nil
+	}
+	hs := map[string]*hdr.PackedHistogram{}
+	bad := map[string]bool{}
+	for i, t := range r.Tenants {
+		if bad[t.Group] {
+			continue
+		}
+		enc := r.Histograms.Tenants[i]
+		if enc == "" {
+			bad[t.Group] = t.Latency.Count > 0
+			continue
+		}
+		h, err := decode(enc)
+		if err != nil {
+			bad[t.Group] = true
+			continue
+		}
+		g := hs[t.Group]
+		if g == nil {
+			g = newHist()
+			hs[t.Group] = g
+		}
+		if g.Merge(h) != 0 {
+			bad[t.Group] = true
+		}
+	}
+	out := make(map[string]quantiler, len(hs))
+	for name, h := range hs {
+		if !bad[name] {
+			out[name] = hdrQuantiler{h}
+		}
+	}
+	return out
+}
+
+// hdrQuantiler reads a histogram of model-time microseconds in ms.
+type hdrQuantiler struct{ h *hdr.PackedHistogram }
+
+func (q hdrQuantiler) count() uint64 { return uint64(q.h.TotalCount()) }
+
+func (q hdrQuantiler) quantileMS(p float64) float64 {
+	if p >= 1 {
+		return float64(q.h.Max()) / 1000
+	}
+	return float64(q.h.ValueAtPercentile(100*p)) / 1000
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"stampede/loadgen"
 )
 
@@ -31,6 +33,8 @@ func synthResults(tenants int) *Results {
 		},
 	}
 	groups := []GroupResult{{Name: "noisy", Tenants: 1}, {Name: "other-sites", Tenants: tenants - 1}}
+	gh := make([]*hdr.PackedHistogram, len(groups))
+	hists := &Snapshots{}
 	for i := 0; i < tenants; i++ {
 		t := TenantResult{Name: "noisy", Group: "noisy", Host: "site1.example"}
 		if i > 0 {
@@ -45,19 +49,34 @@ func synthResults(tenants int) *Results {
 		}
 		t.OK = t.Requests - t.Rejected - t.ClientTimeouts
 		t.Status = map[string]uint64{"200": t.OK, "503": t.Rejected}
-		base := 30 + rng.Float64()*20
-		if i == 0 {
-			base = 150_000
+		// Latencies: lognormal around a few tens of ms with a slow 1%
+		// tail for the sites, minutes for the noisy tenant's reports.
+		h := newHist()
+		for j := uint64(0); j < t.OK; j++ {
+			ms := (30 + 20*rng.Float64()) * math.Exp(0.6*rng.NormFloat64())
+			if i == 0 {
+				ms = 150_000 * math.Exp(0.3*rng.NormFloat64())
+			} else if rng.IntN(100) == 0 {
+				ms *= 50 + 200*rng.Float64()
+			}
+			h.RecordValue(int64(ms * 1000))
 		}
-		t.Latency = Latency{Count: t.OK, Min: base / 3, Mean: base * 1.3, P50: base, P90: base * 2.5, P95: base * 4, P99: base * 12 * (1 + rng.Float64()), P999: base * 40, Max: base * 60}
+		t.Latency = latencyOf(h)
 		r.Tenants = append(r.Tenants, t)
+		hists.Tenants = append(hists.Tenants, encode(h))
 		g := &groups[min(i, 1)]
 		addCounts(&g.Counts, t.Counts)
 		addCounts(&r.Totals, t.Counts)
+		if gh[min(i, 1)] == nil {
+			gh[min(i, 1)] = newHist()
+		}
+		gh[min(i, 1)].Merge(h)
 	}
-	groups[0].Latency = r.Tenants[0].Latency
-	groups[1].Latency = Latency{Count: groups[1].OK, Min: 9, Mean: 60, P50: 38, P90: 95, P95: 160, P99: 14200, P999: 61000, Max: 121000}
+	for i := range groups {
+		groups[i].Latency = latencyOf(gh[i])
+	}
 	r.Groups = groups
+	r.Histograms = hists
 	r.Routes = []RouteResult{
 		{Name: "stock-balance", Counts: groups[0].Counts, Latency: groups[0].Latency},
 		{Name: "desk", Counts: groups[1].Counts, Latency: groups[1].Latency},

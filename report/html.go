@@ -1,0 +1,378 @@
+package report
+
+// This file writes report.html: one self-contained page (CSS and images
+// inline, no scripts, nothing fetched) from an embedded html/template.
+
+import (
+	"bytes"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"count": fmtCount,
+	"ms":    fmtLatency,
+	"pct":   fmtPct,
+	"secs":  fmtSeconds,
+}).ParseFS(templateFS, "templates/*.tmpl"))
+
+// maxTenantRows caps the per-tenant table; the rest are counted in a note.
+const maxTenantRows = 100
+
+// RenderReport writes dir/report.html and one PNG per chart (dir/NAME.png)
+// for the run r, creating dir if needed.
+func RenderReport(dir string, r *Results) error {
+	if r == nil {
+		return errors.New("report: rendering nil results")
+	}
+	charts, err := runCharts(r, formatPNG)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: creating report directory: %w", err)
+	}
+	for _, ch := range charts {
+		if err := writeFile(filepath.Join(dir, ch.Name+".png"), ch.PNG); err != nil {
+			return err
+		}
+	}
+	var b bytes.Buffer
+	if err := writeReport(&b, r, charts); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "report.html"), b.Bytes())
+}
+
+// WriteReport writes the HTML report of r to w, drawing its charts.
+func WriteReport(w io.Writer, r *Results) error {
+	if r == nil {
+		return errors.New("report: rendering nil results")
+	}
+	charts, err := runCharts(r, formatPNG)
+	if err != nil {
+		return err
+	}
+	return writeReport(w, r, charts)
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("report: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeReport executes the run template over r and its drawn charts.
+func writeReport(w io.Writer, r *Results, charts []Chart) error {
+	v := newRunView(r, charts)
+	if err := templates.ExecuteTemplate(w, "run.html.tmpl", v); err != nil {
+		return fmt.Errorf("report: writing the HTML report: %w", err)
+	}
+	return nil
+}
+
+// ---- views: what the templates see ----
+
+// verdictView is the page's first line.
+type verdictView struct {
+	Class string // "pass", "fail" or "none"
+	Text  string
+}
+
+// chartView is one inline image.
+type chartView struct {
+	Name, Title   string
+	Src           template.URL // a data: URI
+	Width, Height int
+}
+
+// countsRow is a table row of counts and latency.
+type countsRow struct {
+	Name, Group, Host string
+	Tenants           int
+	Counts
+	Latency Latency
+}
+
+// OKShare is the share of requests that were ok, 0..1; 0 with no requests.
+func (c countsRow) OKShare() float64 { return share(c.OK, c.Requests) }
+
+// RejectedShare is the share of requests that were rejected, 0..1.
+func (c countsRow) RejectedShare() float64 { return share(c.Rejected, c.Requests) }
+
+// errorShare is the share of requests that did not end ok.
+func (c countsRow) errorShare() float64 { return share(c.Requests-min(c.OK, c.Requests), c.Requests) }
+
+// sloView is one SLO line.
+type sloView struct {
+	Name, Value string
+	Pass        bool
+}
+
+// kv is one setting.
+type kv struct{ Key, Value string }
+
+// runView is the run template's data.
+type runView struct {
+	Scenario    string
+	Verdict     verdictView
+	Summary     string
+	SLOs        []sloView
+	Interrupted bool
+	Charts      []chartView
+	Groups      []countsRow
+	Tenants     []countsRow
+	TenantsLeft int
+	TenantCount int
+	Routes      []countsRow
+	Backend     BackendResult
+	Info        []kv
+	Settings    []kv
+}
+
+func newRunView(r *Results, charts []Chart) runView {
+	v := runView{
+		Scenario:    r.Scenario,
+		Verdict:     verdict(r.SLO),
+		Summary:     summaryLine(r),
+		Interrupted: r.Interrupted,
+		Backend:     r.Backend,
+		TenantCount: len(r.Tenants),
+	}
+	if v.Scenario == "" {
+		v.Scenario = "unnamed scenario"
+	}
+	for _, s := range r.SLO {
+		v.SLOs = append(v.SLOs, sloView{Name: s.Name, Value: sloValue(s), Pass: s.Pass})
+	}
+	v.Charts = chartViews(charts)
+	for _, g := range r.Groups {
+		v.Groups = append(v.Groups, countsRow{Name: g.Name, Tenants: g.Tenants, Counts: g.Counts, Latency: g.Latency})
+	}
+	tenants := make([]countsRow, 0, len(r.Tenants))
+	for _, t := range r.Tenants {
+		tenants = append(tenants, countsRow{Name: t.Name, Group: t.Group, Host: t.Host, Counts: t.Counts, Latency: t.Latency})
+	}
+	slices.SortStableFunc(tenants, worstFirst)
+	if len(tenants) > maxTenantRows {
+		v.TenantsLeft = len(tenants) - maxTenantRows
+		tenants = tenants[:maxTenantRows]
+	}
+	v.Tenants = tenants
+	for _, rt := range r.Routes {
+		v.Routes = append(v.Routes, countsRow{Name: rt.Name, Counts: rt.Counts, Latency: rt.Latency})
+	}
+	engine := r.Engine
+	if engine == "" {
+		engine = "unknown"
+	}
+	v.Info = []kv{
+		{"Scenario", v.Scenario},
+		{"Engine", engine},
+		{"Time scale", timeScale(r)},
+		{"Model duration", fmtSeconds(r.ModelDurationS)},
+		{"Wall duration", fmtSeconds(r.WallDurationS)},
+		{"Seed", strconv.FormatUint(r.Seed, 10)},
+		{"Command line", orDash(r.CommandLine)},
+		{"Version", orDash(r.Version)},
+		{"Schema", orDash(r.Schema)},
+	}
+	for k, val := range r.Settings {
+		v.Settings = append(v.Settings, kv{k, val})
+	}
+	slices.SortFunc(v.Settings, func(a, b kv) int { return strings.Compare(a.Key, b.Key) })
+	return v
+}
+
+// worstFirst orders tenants by the share of their requests that did not end
+// ok, then by p99, both descending, then by name.
+func worstFirst(a, b countsRow) int {
+	if ea, eb := a.errorShare(), b.errorShare(); ea != eb {
+		if ea > eb {
+			return -1
+		}
+		return 1
+	}
+	if a.Latency.P99 != b.Latency.P99 {
+		if a.Latency.P99 > b.Latency.P99 {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func chartViews(charts []Chart) []chartView {
+	out := make([]chartView, 0, len(charts))
+	for _, ch := range charts {
+		if len(ch.PNG) == 0 {
+			continue
+		}
+		src := "data:image/png;base64," + base64.StdEncoding.EncodeToString(ch.PNG)
+		out = append(out, chartView{Name: ch.Name, Title: ch.Title, Src: template.URL(src), Width: ch.Width, Height: ch.Height})
+	}
+	return out
+}
+
+// verdict says in words whether the SLOs passed, naming the failures with
+// their values.
+func verdict(slos []SLOResult) verdictView {
+	if len(slos) == 0 {
+		return verdictView{"none", "No SLOs were set for this scenario."}
+	}
+	var failed []string
+	for _, s := range slos {
+		if !s.Pass {
+			failed = append(failed, fmt.Sprintf("%s (was %s)", strings.Replace(s.Name, ": ", " ", 1), sloValue(s)))
+		}
+	}
+	if len(failed) == 0 {
+		if len(slos) == 1 {
+			return verdictView{"pass", "The SLO passed."}
+		}
+		return verdictView{"pass", fmt.Sprintf("All %d SLOs passed.", len(slos))}
+	}
+	noun := "SLOs"
+	if len(slos) == 1 {
+		noun = "SLO"
+	}
+	return verdictView{"fail", fmt.Sprintf("%d of %d %s failed: %s.", len(failed), len(slos), noun, strings.Join(failed, "; "))}
+}
+
+// sloValue formats an SLO's measured value in the unit of its metric: a
+// duration for latency metrics, a percentage for rates.
+func sloValue(s SLOResult) string {
+	metric := s.Name
+	if i := strings.LastIndex(metric, ": "); i >= 0 {
+		metric = metric[i+2:]
+	}
+	if f := strings.Fields(metric); len(f) > 0 {
+		metric = f[0]
+	}
+	if strings.HasSuffix(metric, "_rate") {
+		return fmtPct(s.Value)
+	}
+	return fmtLatency(s.Value)
+}
+
+// summaryLine is the sentence under the verdict: what happened, in figures.
+func summaryLine(r *Results) string {
+	t := r.Totals
+	if t.Requests == 0 {
+		return "No requests were recorded."
+	}
+	parts := []string{fmt.Sprintf("%s requests in %s of model time: %s ok", fmtCount(t.Requests), fmtSeconds(r.ModelDurationS), fmtPct(share(t.OK, t.Requests)))}
+	add := func(n uint64, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", fmtPct(share(n, t.Requests)), what))
+		}
+	}
+	add(t.Rejected, "rejected")
+	add(t.BackendErrors, "502")
+	add(t.GatewayTimeouts, "504")
+	add(t.ClientTimeouts, "client timeouts")
+	add(t.Dropped, "dropped")
+	add(t.Errors, "other errors")
+	return strings.Join(parts, ", ") + "."
+}
+
+func timeScale(r *Results) string {
+	if r.TimeScale <= 0 {
+		return "—"
+	}
+	if r.TimeScale == 1 {
+		return "1 (real time)"
+	}
+	return fmt.Sprintf("%g (%s faster than real time)", r.TimeScale, trimFloat(1/r.TimeScale, 1)+"×")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func share(n, of uint64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+
+// fmtCount formats n with thin thousands separators: 1 234 567.
+func fmtCount(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	if len(s) <= 4 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString("\u202f")
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// fmtPct formats a share 0..1 as a percentage with up to one decimal, and
+// keeps tiny non-zero shares visible ("<0.1%").
+func fmtPct(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "—"
+	case f == 0:
+		return "0%"
+	case f > 0 && f < 0.001:
+		return "<0.1%"
+	case f < 1 && f > 0.999:
+		return ">99.9%"
+	}
+	return trimFloat(100*f, 1) + "%"
+}
+
+// fmtLatency formats milliseconds for tables: "—" for none, else "850 ms",
+// "14.2 s", "2.5 min".
+func fmtLatency(ms float64) string {
+	switch {
+	case math.IsNaN(ms) || ms < 0:
+		return "—"
+	case ms >= 120_000:
+		return strconv.FormatFloat(ms/60_000, 'f', 1, 64) + " min"
+	case ms >= 1000:
+		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
+	case ms >= 10:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+}
+
+// fmtSeconds formats a duration in seconds: "45 s", "10 min", "1 h 30 min".
+func fmtSeconds(s float64) string {
+	switch {
+	case s <= 0 || math.IsNaN(s):
+		return "—"
+	case s < 10:
+		return trimFloat(s, 2) + " s"
+	case s < 120:
+		return trimFloat(s, 0) + " s"
+	case s < 7200:
+		return trimFloat(s/60, 1) + " min"
+	}
+	return trimFloat(s/3600, 1) + " h"
+}

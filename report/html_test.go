@@ -1,0 +1,309 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"html"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	outDir = flag.String("outdir", "", "also write the rendered test reports under this directory, to look at")
+)
+
+var (
+	reTag      = regexp.MustCompile(`(?s)<(h[1-3]|p class="(?:verdict|summary|warning|note)[^"]*"[^>]*|figcaption)[^>]*>(.*?)</(?:h[1-3]|p|figcaption)>`)
+	reTable    = regexp.MustCompile(`(?s)<table id="([^"]+)">(.*?)</table>`)
+	reTH       = regexp.MustCompile(`(?s)<th[^>]*>(.*?)</th>`)
+	reRow      = regexp.MustCompile(`(?s)<tr>(.*?)</tr>`)
+	reTD       = regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`)
+	reMarkup   = regexp.MustCompile(`<[^>]+>`)
+	reImg      = regexp.MustCompile(`<img [^>]*>`)
+	reDataURI  = regexp.MustCompile(`data:image/png;base64,(?:[A-Za-z0-9+/=]|&#43;)+`)
+	reInfo     = regexp.MustCompile(`(?s)<dt>(.*?)</dt>\s*<dd>(.*?)</dd>`)
+	reExternal = regexp.MustCompile(`(?i)(src|href|action|srcset|poster)\s*=\s*["']?\s*(https?:|//|ftp:)|url\(\s*["']?\s*(https?:|//)|@import|<script|<link|<iframe|<object|<embed`)
+	reLink     = regexp.MustCompile(`<a [^>]*href="([^"]*)"`)
+)
+
+// structure digests a report into what its golden file holds: headings,
+// verdict and notes in order, each table's header and first cells of its
+// rows, the images (with their data replaced by their size), and the links.
+func structure(page string) string {
+	var b strings.Builder
+	text := func(s string) string {
+		return strings.Join(strings.Fields(html.UnescapeString(reMarkup.ReplaceAllString(s, ""))), " ")
+	}
+	type item struct {
+		at  int
+		out string
+	}
+	var items []item
+	for _, m := range reTag.FindAllStringSubmatchIndex(page, -1) {
+		tag := page[m[2]:m[3]]
+		if i := strings.IndexByte(tag, ' '); i >= 0 {
+			tag = strings.Trim(tag[i+1:], `"`)
+			tag = strings.TrimPrefix(tag, `class="`)
+			if j := strings.IndexByte(tag, '"'); j >= 0 {
+				tag = tag[:j]
+			}
+		}
+		items = append(items, item{m[0], fmt.Sprintf("%s: %s", tag, text(page[m[4]:m[5]]))})
+	}
+	for _, m := range reTable.FindAllStringSubmatchIndex(page, -1) {
+		body := page[m[4]:m[5]]
+		var heads []string
+		for _, h := range reTH.FindAllStringSubmatch(body, -1) {
+			heads = append(heads, text(h[1]))
+		}
+		var rows []string
+		for _, r := range reRow.FindAllStringSubmatch(body, -1) {
+			tds := reTD.FindAllStringSubmatch(r[1], 3)
+			if len(tds) == 0 {
+				continue
+			}
+			var cells []string
+			for _, td := range tds {
+				cells = append(cells, text(td[1]))
+			}
+			rows = append(rows, "    "+strings.Join(cells, " | "))
+		}
+		out := fmt.Sprintf("table %s (%d rows): %s", page[m[2]:m[3]], len(rows), strings.Join(heads, " | "))
+		if len(rows) > 5 {
+			rows = append(rows[:5], "    …")
+		}
+		if len(rows) > 0 {
+			out += "\n" + strings.Join(rows, "\n")
+		}
+		items = append(items, item{m[0], out})
+	}
+	for _, m := range reImg.FindAllStringIndex(page, -1) {
+		tag := reDataURI.ReplaceAllStringFunc(page[m[0]:m[1]], func(string) string { return "data:image/png;base64,…" })
+		items = append(items, item{m[0], "img: " + tag})
+	}
+	for _, m := range reInfo.FindAllStringSubmatchIndex(page, -1) {
+		items = append(items, item{m[0], fmt.Sprintf("info: %s = %s", text(page[m[2]:m[3]]), text(page[m[4]:m[5]]))})
+	}
+	for _, m := range reLink.FindAllStringSubmatchIndex(page, -1) {
+		items = append(items, item{m[0], "link: " + page[m[2]:m[3]]})
+	}
+	for i := 1; i < len(items); i++ { // insertion sort by position: small n
+		for j := i; j > 0 && items[j].at < items[j-1].at; j-- {
+			items[j], items[j-1] = items[j-1], items[j]
+		}
+	}
+	for _, it := range items {
+		b.WriteString(it.out)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s differs from the golden file at line %d:\ngot:  %s\nwant: %s\n(run go test -update if the change is intended)", name, i+1, g, w)
+			}
+		}
+	}
+}
+
+// checkSelfContained fails if page could make any request: external URLs,
+// scripts, stylesheets or frames.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
+	if m := reExternal.FindString(page); m != "" {
+		t.Errorf("the report is not self-contained: found %q", m)
+	}
+	// xmlns declarations of inline SVG are names, not requests; anything
+	// else naming http(s) is suspicious.
+	rest := strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
+	if strings.Contains(rest, "http://") || strings.Contains(rest, "https://") {
+		i := max(0, strings.Index(rest, "http")-60)
+		t.Errorf("the report names a URL: …%s…", rest[i:min(len(rest), i+120)])
+	}
+}
+
+// renderTo renders the run report of r into a directory (-outdir/name if
+// given, else a temporary one) and returns the directory and the page.
+func renderTo(t *testing.T, name string, r *Results) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if *outDir != "" {
+		dir = filepath.Join(*outDir, name)
+	}
+	if err := RenderReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, string(b)
+}
+
+func TestRunReportGolden(t *testing.T) {
+	interrupted := synthResults(12)
+	interrupted.Interrupted = true
+	interrupted.SLO = nil
+	passing := synthResults(250)
+	for i := range passing.SLO {
+		passing.SLO[i].Pass = true
+	}
+	for _, tc := range []struct {
+		name        string
+		r           *Results
+		verdict     string
+		images      int
+		tenantRows  int
+		tenantsLeft string
+	}{
+		{"run-250", synthResults(250), "1 of 2 SLOs failed: other-sites p99 < 1s (was 14.2 s).", 5, maxTenantRows, "150 of 250 tenants"},
+		{"run-passing", passing, "All 2 SLOs passed.", 5, maxTenantRows, "150 of 250 tenants"},
+		{"run-interrupted", interrupted, "No SLOs were set for this scenario.", 5, 12, ""},
+		{"run-empty", emptyResults(), "No SLOs were set for this scenario.", 5, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, page := renderTo(t, tc.name, tc.r)
+			checkSelfContained(t, page)
+			if !strings.Contains(page, `id="verdict">`+html.EscapeString(tc.verdict)+`<`) {
+				t.Errorf("verdict %q not found", tc.verdict)
+			}
+			if i, j := strings.Index(page, `id="verdict"`), strings.Index(page, "<img"); i < 0 || j < i {
+				t.Errorf("the verdict (at %d) does not come before the charts (at %d)", i, j)
+			}
+			if got := len(reImg.FindAllString(page, -1)); got != tc.images {
+				t.Errorf("%d images, want %d", got, tc.images)
+			}
+			if tc.r.Interrupted != strings.Contains(page, "This run was interrupted") {
+				t.Errorf("interrupted warning shown = %v, want %v", !tc.r.Interrupted, tc.r.Interrupted)
+			}
+			if m := reTable.FindStringSubmatch(page[strings.Index(page, "<h2>Tenants"):]); tc.tenantRows > 0 {
+				if m == nil || m[1] != "tenants" {
+					t.Fatalf("no tenants table")
+				}
+				if got := len(reRow.FindAllString(m[2], -1)) - 1; got != tc.tenantRows {
+					t.Errorf("%d tenant rows, want %d", got, tc.tenantRows)
+				}
+			}
+			if tc.tenantsLeft != "" && !strings.Contains(page, tc.tenantsLeft) {
+				t.Errorf("no note that %s are not all shown", tc.tenantsLeft)
+			}
+			// The PNGs beside the page are the charts it embeds.
+			for _, name := range []string{"latency", "outcomes", "backend", "keys", "fairness"} {
+				b, err := os.ReadFile(filepath.Join(dir, name+".png"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+					t.Errorf("%s.png: %v", name, err)
+				}
+			}
+			golden(t, tc.name+".txt", structure(page))
+		})
+	}
+}
+
+func TestTenantsWorstFirst(t *testing.T) {
+	r := &Results{Tenants: []TenantResult{
+		{Name: "fine", Counts: Counts{Requests: 100, OK: 100}, Latency: Latency{P99: 900}},
+		{Name: "slow", Counts: Counts{Requests: 100, OK: 100}, Latency: Latency{P99: 9000}},
+		{Name: "half", Counts: Counts{Requests: 100, OK: 50, Rejected: 50}, Latency: Latency{P99: 10}},
+		{Name: "idle"},
+		{Name: "all-bad", Counts: Counts{Requests: 3, ClientTimeouts: 3}},
+	}}
+	v := newRunView(r, nil)
+	var got []string
+	for _, t := range v.Tenants {
+		got = append(got, t.Name)
+	}
+	if want := "all-bad half slow fine idle"; strings.Join(got, " ") != want {
+		t.Errorf("tenants ordered %v, want %s", got, want)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for i, tc := range []struct {
+		slos []SLOResult
+		want verdictView
+	}{
+		{nil, verdictView{"none", "No SLOs were set for this scenario."}},
+		{[]SLOResult{{Name: "a: p99 < 1s", Pass: true}}, verdictView{"pass", "The SLO passed."}},
+		{[]SLOResult{{Name: "a: p99 < 1s", Pass: true}, {Name: "b: ok_rate >= 0.99", Pass: true}}, verdictView{"pass", "All 2 SLOs passed."}},
+		{[]SLOResult{{Name: "other-sites: p99 < 1s", Value: 14200}, {Name: "b: ok_rate >= 0.99", Pass: true}}, verdictView{"fail", "1 of 2 SLOs failed: other-sites p99 < 1s (was 14.2 s)."}},
+		{[]SLOResult{{Name: "g: p50 <= 200ms", Value: 250}, {Name: "g: rejected_rate < 0.05", Value: 0.125}},
+			verdictView{"fail", "2 of 2 SLOs failed: g p50 <= 200ms (was 250 ms); g rejected_rate < 0.05 (was 12.5%)."}},
+	} {
+		if got := verdict(tc.slos); got != tc.want {
+			t.Errorf("step %d: verdict = %+v, want %+v", i, got, tc.want)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for i, tc := range []struct{ got, want string }{
+		{fmtCount(999), "999"},
+		{fmtCount(1234), "1234"},
+		{fmtCount(12345), "12\u202f345"},
+		{fmtCount(1234567), "1\u202f234\u202f567"},
+		{fmtPct(0), "0%"},
+		{fmtPct(0.0004), "<0.1%"},
+		{fmtPct(0.9996), ">99.9%"},
+		{fmtPct(1), "100%"},
+		{fmtPct(0.125), "12.5%"},
+		{fmtLatency(0.42), "0.4 ms"},
+		{fmtLatency(38), "38 ms"},
+		{fmtLatency(14200), "14.2 s"},
+		{fmtLatency(150_000), "2.5 min"},
+		{fmtSeconds(600), "10 min"},
+		{fmtSeconds(6.2), "6.2 s"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("step %d: got %q, want %q", i, tc.got, tc.want)
+		}
+	}
+}
+
+// BenchmarkRenderReport250 renders the whole report (charts, PNG files and
+// the page) of a 250-tenant run. The target is under 2 s an operation.
+func BenchmarkRenderReport250(b *testing.B) {
+	r := synthResults(250)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := RenderReport(dir, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
