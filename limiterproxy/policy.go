@@ -1,6 +1,7 @@
 package limiterproxy
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -68,8 +69,64 @@ type ReqRule struct {
 }
 
 // NewPolicy validates and compiles cfg. Errors name the limit (by kind and
-// index) and the bad field.
-func NewPolicy(cfg Config) (*Policy, error) { panic("unimplemented") }
+// index) and the bad field ("limit_conn[0].per_key: ..."). The compiled
+// rules' Specs have the defaults filled in (Status 503, Zone 10m) and Key
+// written as nginx writes it ("host" becomes "$host").
+func NewPolicy(cfg Config) (*Policy, error) {
+	p := &Policy{}
+	for i, spec := range cfg.Conn {
+		name := fmt.Sprintf("limit_conn[%d]", i)
+		key, err := ParseKey(spec.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%s.key: %w", name, err)
+		}
+		if spec.PerKey < 1 || spec.PerKey > 65535 {
+			return nil, fmt.Errorf("%s.per_key: %d is not a limit (want 1 to 65535 requests in flight per key)", name, spec.PerKey)
+		}
+		zone, err := parseZone(name, spec.Zone)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Status, err = checkStatus(name, spec.Status); err != nil {
+			return nil, err
+		}
+		if spec.Zone == "" {
+			spec.Zone = DefaultZone
+		}
+		spec.Key = key.String()
+		p.Conn = append(p.Conn, ConnRule{Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
+	}
+	for i, spec := range cfg.Req {
+		name := fmt.Sprintf("limit_req[%d]", i)
+		key, err := ParseKey(spec.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%s.key: %w", name, err)
+		}
+		rate, err := ParseRate(spec.Rate)
+		if err != nil {
+			return nil, fmt.Errorf("%s.rate: %w", name, err)
+		}
+		if spec.Burst < 0 || spec.Burst > maxBurst {
+			return nil, fmt.Errorf("%s.burst: %d is not a burst (want 0 to %d requests)", name, spec.Burst, maxBurst)
+		}
+		if spec.Delay < 0 || spec.Delay > maxBurst {
+			return nil, fmt.Errorf("%s.delay: %d is not a delay (want 0 to %d requests)", name, spec.Delay, maxBurst)
+		}
+		zone, err := parseZone(name, spec.Zone)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Status, err = checkStatus(name, spec.Status); err != nil {
+			return nil, err
+		}
+		if spec.Zone == "" {
+			spec.Zone = DefaultZone
+		}
+		spec.Key = key.String()
+		p.Req = append(p.Req, ReqRule{Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
+	}
+	return p, nil
+}
 
 // Verdict is what a stage decided for one request.
 type Verdict uint8
@@ -82,6 +139,23 @@ const (
 	Skipped                       // no limit counted it (every key empty or too long)
 )
 
+// String names the verdict as nginx's $limit_req_status does.
+func (v Verdict) String() string {
+	switch v {
+	case Passed:
+		return "PASSED"
+	case Delayed:
+		return "DELAYED"
+	case Rejected:
+		return "REJECTED"
+	case RejectedDryRun:
+		return "REJECTED_DRY_RUN"
+	case Skipped:
+		return "SKIPPED"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
 // ReqDecision is the limit_req stage's decision.
 type ReqDecision struct {
 	Verdict Verdict
@@ -93,7 +167,91 @@ type ReqDecision struct {
 // ReqStage runs every limit_req for one request whose keys are keys
 // (keys[i] for p.Req[i], as Key.Append gives them; "" means not counted) at
 // now, with nginx's lookup-then-account semantics across several limits.
-func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision { panic("unimplemented") }
+//
+// As in nginx, every limit but the last counted one is first only checked
+// against its burst, holding its key; the last is checked and accounted;
+// then the held ones are accounted and the longest delay wins. When a limit
+// rejects, the held keys are let go unaccounted and nothing is charged.
+// A rejecting dry-run limit gives RejectedDryRun (let the request through,
+// nothing charged, as nginx). A dry-run limit's delay is charged as nginx
+// charges it but not waited for: if no other limit delays, the decision is
+// Passed with Rule naming the dry-run limit that would have delayed.
+func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision {
+	ms := unixMilli(now)
+	// held[i] is the entry rule i's lookup holds until it is accounted or
+	// unlocked, as nginx's ctx->node.
+	var small [8]heldEntry
+	held := small[:0]
+	if len(p.Req) > len(small) {
+		held = make([]heldEntry, 0, len(p.Req))
+	}
+	rc, excess := lookupSkipped, int64(0)
+	n := 0
+	for ; n < len(p.Req); n++ {
+		held = append(held, heldEntry{})
+		key := keyAt(keys, n)
+		if key == "" || len(key) > MaxReqKey {
+			continue
+		}
+		var e *reqEntry
+		var sh *reqShard
+		rc, excess, e, sh = p.Req[n].Limiter.lookup(key, ms, n == len(p.Req)-1)
+		if rc != lookupAgain {
+			break
+		}
+		held[n] = heldEntry{e, sh}
+	}
+	switch rc {
+	case lookupSkipped:
+		return ReqDecision{Verdict: Skipped, Rule: -1}
+	case lookupBusy, lookupFull:
+		for i := range n {
+			if h := held[i]; h.e != nil {
+				p.Req[i].Limiter.unlock(h.e, h.sh)
+			}
+		}
+		spec := &p.Req[n].Spec
+		if spec.DryRun {
+			return ReqDecision{Verdict: RejectedDryRun, Rule: n, Status: spec.Status}
+		}
+		return ReqDecision{Verdict: Rejected, Rule: n, Status: spec.Status}
+	case lookupAgain:
+		// The last limit's key was not counted: nothing was accounted yet.
+		excess = 0
+	}
+	// nginx's ngx_http_limit_req_account: the limit that ended the loop
+	// sets the first delay; then every held limit, last to first, is
+	// accounted and a strictly longer delay wins. A dry-run limit's delay
+	// is accounted but not waited for.
+	last := min(n, len(p.Req)-1)
+	var wait, dry time.Duration
+	waitRule, dryRule := -1, -1
+	consider := func(i int, d time.Duration) {
+		if p.Req[i].Spec.DryRun {
+			if d > dry {
+				dry, dryRule = d, i
+			}
+		} else if d > wait {
+			wait, waitRule = d, i
+		}
+	}
+	consider(last, p.Req[last].Limiter.delayFor(excess))
+	for i := n - 1; i >= 0; i-- {
+		h := held[i]
+		if h.e == nil {
+			continue
+		}
+		l := p.Req[i].Limiter
+		consider(i, l.delayFor(l.account(h.e, h.sh, ms)))
+	}
+	switch {
+	case wait > 0:
+		return ReqDecision{Verdict: Delayed, Delay: wait, Rule: waitRule}
+	case dry > 0:
+		return ReqDecision{Verdict: Passed, Rule: dryRule}
+	}
+	return ReqDecision{Verdict: Passed, Rule: -1}
+}
 
 // ConnDecision is the limit_conn stage's decision.
 type ConnDecision struct {
@@ -126,8 +284,38 @@ func (s *Slots) Release() {
 
 // ConnStage takes a slot from every limit_conn in order (keys[i] for
 // p.Conn[i]). When one rejects, the slots already taken are released and
-// the returned Slots holds none.
-func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) { panic("unimplemented") }
+// the returned Slots holds none. When the rejecting limit is in dry run the
+// verdict is RejectedDryRun: the request goes on holding no slot and the
+// limits after it are not checked, as nginx does. Skipped means no limit
+// counted the request (every key empty or over MaxConnKey bytes). The
+// caller must Release the returned Slots when the request ends.
+func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) {
+	var s Slots
+	counted := false
+	for i := range p.Conn {
+		r := &p.Conn[i]
+		slot, v := r.Limiter.Acquire(keyAt(keys, i))
+		switch v {
+		case Skipped:
+			continue
+		case Rejected:
+			// nginx's ngx_http_limit_conn_cleanup_all: give back what this
+			// pass took. In dry run the request goes on holding nothing and
+			// the later limits are not checked.
+			s.Release()
+			if r.Spec.DryRun {
+				return Slots{}, ConnDecision{Verdict: RejectedDryRun, Rule: i, Status: r.Spec.Status}
+			}
+			return Slots{}, ConnDecision{Verdict: Rejected, Rule: i, Status: r.Spec.Status}
+		}
+		counted = true
+		s.add(slot)
+	}
+	if !counted {
+		return s, ConnDecision{Verdict: Skipped, Rule: -1}
+	}
+	return s, ConnDecision{Verdict: Passed, Rule: -1}
+}
 
 // Key is a compiled nginx key expression: variables ($host,
 // $binary_remote_addr, $remote_addr, $http_NAME) and literal text,
@@ -148,9 +336,6 @@ func (k Key) String() string { return k.src }
 // Rate is a limit_req rate in nginx's unit, milli-requests per second.
 type Rate int64
 
-// ReqLimiter is nginx's limit_req leaky bucket over a bounded zone.
-type ReqLimiter struct{}
-
 // KeyCount is one key's requests in flight.
 type KeyCount struct {
 	Key      string `json:"key"`
@@ -159,7 +344,12 @@ type KeyCount struct {
 
 // Busiest returns up to n keys of the first limit_conn with the most
 // requests in flight, busiest first; nil when there is no limit_conn.
-func (p *Policy) Busiest(n int) []KeyCount { panic("unimplemented") }
+func (p *Policy) Busiest(n int) []KeyCount {
+	if len(p.Conn) == 0 {
+		return nil
+	}
+	return p.Conn[0].Limiter.Busiest(n)
+}
 
 // Handler applies a Policy in front of Next: limit_req first (a delay waits
 // on the request's context), then every limit_conn in order, releasing on
@@ -194,4 +384,45 @@ type NginxOptions struct {
 	// TimeScale writes the config for a scenario played TimeScale times
 	// real time: rates divided by it, timeouts multiplied. Zero means 1.
 	TimeScale float64
+}
+
+// heldEntry is a limit_req entry held between lookup and account.
+type heldEntry struct {
+	e  *reqEntry
+	sh *reqShard
+}
+
+// lookupSkipped is ReqStage's "no limit counted the request" (nginx's
+// NGX_DECLINED), next to lookup's results.
+const lookupSkipped = -1
+
+func keyAt(keys []string, i int) string {
+	if i < len(keys) {
+		return keys[i]
+	}
+	return ""
+}
+
+func parseZone(name, zone string) (int64, error) {
+	if zone == "" {
+		zone = DefaultZone
+	}
+	size, err := ParseSize(zone)
+	if err != nil {
+		return 0, fmt.Errorf("%s.zone: %w", name, err)
+	}
+	if size < MinZone {
+		return 0, fmt.Errorf("%s.zone: %q is too small (nginx wants at least %dk)", name, zone, MinZone/1024)
+	}
+	return size, nil
+}
+
+func checkStatus(name string, status int) (int, error) {
+	if status == 0 {
+		return DefaultStatus, nil
+	}
+	if status < 400 || status > 599 {
+		return 0, fmt.Errorf("%s.status: %d is not allowed (want 400 to 599, e.g. 503 or 429)", name, status)
+	}
+	return status, nil
 }
