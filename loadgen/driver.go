@@ -216,7 +216,6 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
 				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
 			}
-			t.routeOf = append(t.routeOf, wr.Route)
 		}
 		t.timeout = d.wall(sc.Load.ClientTimeout)
 		t.cap = int64(sc.Load.MaxInFlight)
@@ -461,7 +460,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 			return
 		}
 		t := a.t
-		route := t.routeOf[t.mix.Pick(t.picks)]
+		route := t.mix.Pick(t.picks)
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {
@@ -511,7 +510,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		if ctx.Err() != nil {
 			return
 		}
-		route := t.routeOf[t.mix.Pick(rng)]
+		route := t.mix.Pick(rng)
 		r, ok := d.do(ctx, start, t, route, next)
 		if !ok {
 			return

@@ -17,21 +17,21 @@ import (
 // These tests run real HTTP over loopback, so they run in real time; they
 // keep to a few hundred milliseconds each and assert counts, not timings.
 
-// collect is a sink that keeps every result; the driver calls it from one
+// resultSink is a sink that keeps every result; the driver calls it from one
 // goroutine, and the test reads it after Run returned.
-type collect struct {
+type resultSink struct {
 	got   []Result
 	onAdd func(*Result) // called after appending, from the sink goroutine
 }
 
-func (c *collect) Add(r *Result) {
+func (c *resultSink) Add(r *Result) {
 	c.got = append(c.got, *r)
 	if c.onAdd != nil {
 		c.onAdd(r)
 	}
 }
 
-func (c *collect) count(o Outcome) int {
+func (c *resultSink) count(o Outcome) int {
 	n := 0
 	for _, r := range c.got {
 		if r.Outcome == o {
@@ -97,7 +97,7 @@ func TestDriverClosedExactCounts(t *testing.T) {
 		Horizon:   time.Second,
 		TimeScale: 0.1,
 	})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestDriverStatusOutcomes(t *testing.T) {
 			Model: scenarios.Closed, Users: 1, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}})
 	}
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1, RejectStatuses: []int{503, 429}})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestDriverTransportErrorIsError(t *testing.T) {
 	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 3, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
 	d := newDriver(t, "http://"+addr, DriverOptions{
 		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.1})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestDriverSourceAddresses(t *testing.T) {
 		{Index: 2, Name: "c", Host: "c", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 2, Routes: one}},
 	}
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestDriverOpenSendsEveryArrival(t *testing.T) {
 	tenants := []scenarios.Tenant{{Index: 0, Name: "p", Host: "p", Load: loads[0]}, {Index: 1, Name: "q", Host: "q", Load: loads[1]}}
 	const seed = 7
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: seed})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestDriverDropsOverInFlightCap(t *testing.T) {
 	n := arrivalsOf(load, time.Second, 1, 0)
 	d := newDriver(t, srv.URL, DriverOptions{
 		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.2, Seed: 1})
-	sink := collect{}
+	sink := resultSink{}
 	dropped := 0
 	sink.onAdd = func(r *Result) {
 		// Once every arrival but the two in flight is dropped, let those two
@@ -309,7 +309,7 @@ func TestDriverGlobalCapDrops(t *testing.T) {
 	tenants := []scenarios.Tenant{{Index: 0, Name: "a", Host: "a", Load: load}, {Index: 1, Name: "b", Host: "b", Load: load}}
 	n := arrivalsOf(load, time.Second, 1, 0) + arrivalsOf(load, time.Second, 1, 1)
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: 1, MaxInFlight: 3})
-	sink := collect{}
+	sink := resultSink{}
 	dropped := 0
 	sink.onAdd = func(r *Result) {
 		if r.Outcome == Dropped {
@@ -343,11 +343,12 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 		{Index: 1, Name: "retry", Host: "r", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1,
 			OnTimeout: scenarios.Retry, ClientTimeout: 300 * time.Millisecond, Think: 100 * time.Millisecond, Routes: one}},
 	}
-	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1})
-	var sink collect
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: 1100 * time.Millisecond, TimeScale: 0.1})
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("results: %+v", sink.got)
 	per := [2]int{}
 	for _, r := range sink.got {
 		per[r.Tenant]++
@@ -360,7 +361,7 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 		}
 	}
 	// give_up: one request, then the user stops. retry: every 300+100 ms of
-	// a 1 s horizon, sending at 0, 400 ms and 800 ms (the same iteration).
+	// a 1.1 s horizon, sending at 0, 400 ms and 800 ms (the same iteration).
 	if per[0] != 1 || per[1] != 3 {
 		t.Errorf("client timeouts: got give_up %d, retry %d; want 1 and 3", per[0], per[1])
 	}
@@ -381,7 +382,7 @@ func TestDriverDrainCutsOffAsClientTimeout(t *testing.T) {
 	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}},
 		Horizon: 100 * time.Millisecond, TimeScale: 0.1, Drain: 20 * time.Millisecond})
-	var sink collect
+	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestDriverCancelReturnsPromptly(t *testing.T) {
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Hour, TimeScale: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sink := collect{}
+	sink := resultSink{}
 	sink.onAdd = func(r *Result) {
 		if len(sink.got) == 5 {
 			cancel()
