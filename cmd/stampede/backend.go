@@ -1,0 +1,224 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"stampede/fakebackend"
+	"stampede/scenarios"
+)
+
+func init() { commands = append(commands, newBackendCmd) }
+
+type backendFlags struct {
+	listen        string
+	scenario      string
+	workers       int
+	backlog       int
+	timeout       time.Duration
+	onClientAbort string
+	routes        []string
+	timeScale     float64
+	seed          uint64
+}
+
+func newBackendCmd() *cobra.Command {
+	var f backendFlags
+	cmd := &cobra.Command{
+		Use:   "backend [--listen ADDR] [--scenario FILE] [--workers N] [--backlog N] [--timeout D] [--route PATH=DIST]...",
+		Short: "Run a fake gunicorn backend: sync workers, a FIFO backlog, a worker timeout",
+		Long: `backend is a fake app server that behaves like gunicorn's sync workers, as
+Frappe runs them: --workers processes each serve one request; further requests
+wait first-come first-served in a --backlog; past it the connection is dropped
+(a proxy in front answers 502). A request still running --timeout after a
+worker took it is killed with its worker (connection dropped, 502). When a
+client goes away, --on-client-abort continue (the default) keeps the worker
+busy until the work ends; cancel frees it.
+
+--route PATH=DIST gives the service time of paths starting with PATH (the
+longest prefix wins; repeatable). DIST is one of
+    2s                                 constant
+    exp:1s                             exponential with that mean
+    uniform:2m..4m                     uniform between the two
+    lognormal:median=30ms,p99=200ms    log-normal with that median and p99
+Without --route every path is served at once; with routes, a path none matches
+is answered 404 without a worker (add a "/" route to catch all).
+--time-scale multiplies every duration: 0.01 plays 2 minutes in 1.2 seconds.
+
+With --scenario, the backend settings, time scale and seed come from the
+scenario file, and flags given explicitly override them (--route replaces all
+of its routes). GET ` + fakebackend.StatsPath + ` answers busy workers, queue
+length and the counters as JSON.`,
+		Example: `  stampede backend --listen 127.0.0.1:9000 --workers 8 --timeout 120s \
+      --route '/slow=uniform:2m..4m' --route '/=lognormal:median=30ms,p99=200ms' --time-scale 0.01`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runBackend(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address to listen on, HOST:PORT")
+	fl.StringVar(&f.scenario, "scenario", "", "take the backend settings from this scenario file")
+	fl.IntVar(&f.workers, "workers", 8, "worker processes, each serving one request at a time")
+	fl.IntVar(&f.backlog, "backlog", fakebackend.DefaultBacklog, "requests that may wait for a worker; 0 means none")
+	fl.DurationVar(&f.timeout, "timeout", 120*time.Second, "kill a request still running this long after a worker took it; 0 means never")
+	fl.StringVar(&f.onClientAbort, "on-client-abort", "continue", "when a client goes away: continue (the worker finishes the work) or cancel")
+	fl.StringArrayVar(&f.routes, "route", nil, "PATH=DIST: the service time of paths starting with PATH, e.g. '/slow=uniform:2m..4m' (repeatable)")
+	fl.Float64Var(&f.timeScale, "time-scale", 1, "multiply every duration by this (0.01 = 100× faster)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws")
+	return cmd
+}
+
+// backendOptions builds the backend's options from the scenario file, if
+// any, and the flags; changed reports whether a flag was given explicitly.
+func backendOptions(f *backendFlags, changed func(name string) bool) (fakebackend.Options, error) {
+	opts := fakebackend.Options{
+		Pool: fakebackend.Config{
+			Workers: f.workers,
+			Backlog: f.backlog,
+			Timeout: f.timeout,
+		},
+		TimeScale: f.timeScale,
+		Seed:      f.seed,
+	}
+	given := func(name string) bool { return f.scenario == "" || changed(name) }
+	if f.scenario != "" {
+		sc, err := scenarios.LoadFile(f.scenario)
+		if err != nil {
+			return opts, asUsage(err)
+		}
+		opts.Pool = sc.Backend.PoolConfig()
+		for _, r := range sc.Backend.Routes {
+			opts.Routes = append(opts.Routes, fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service})
+		}
+		opts.TimeScale = sc.TimeScale
+		opts.Seed = sc.Seed
+	}
+
+	if given("workers") {
+		if f.workers < 1 || f.workers > fakebackend.MaxWorkers {
+			return opts, usagef("--workers %d: want 1 to %d", f.workers, fakebackend.MaxWorkers)
+		}
+		opts.Pool.Workers = f.workers
+	}
+	if given("backlog") {
+		switch {
+		case f.backlog < 0 || f.backlog > fakebackend.MaxBacklog:
+			return opts, usagef("--backlog %d: want 0 to %d (0: no request waits)", f.backlog, fakebackend.MaxBacklog)
+		case f.backlog == 0:
+			opts.Pool.Backlog = -1 // the pool reads 0 as the default
+		default:
+			opts.Pool.Backlog = f.backlog
+		}
+	}
+	if given("timeout") {
+		if f.timeout < 0 {
+			return opts, usagef("--timeout %v: want a duration ≥ 0, e.g. 120s (0: never)", f.timeout)
+		}
+		opts.Pool.Timeout = f.timeout
+	}
+	if given("on-client-abort") {
+		p, err := fakebackend.ParseAbortPolicy(f.onClientAbort)
+		if err != nil || f.onClientAbort == "" {
+			return opts, usagef("--on-client-abort %q: want continue or cancel", f.onClientAbort)
+		}
+		opts.Pool.OnClientAbort = p
+	}
+	if given("time-scale") {
+		if !(f.timeScale > 0) || math.IsInf(f.timeScale, 0) {
+			return opts, usagef("--time-scale %v: want a number above 0, e.g. 0.01 to play 100× faster", f.timeScale)
+		}
+		opts.TimeScale = f.timeScale
+	}
+	if given("seed") {
+		opts.Seed = f.seed
+	}
+	if changed("route") {
+		opts.Routes = nil
+		seen := map[string]bool{}
+		for _, s := range f.routes {
+			r, err := parseRoute(s)
+			if err != nil {
+				return opts, usagef("--route %q: %v", s, err)
+			}
+			if seen[r.Path] {
+				return opts, usagef("--route %q: path %s is given twice", s, r.Path)
+			}
+			seen[r.Path] = true
+			opts.Routes = append(opts.Routes, r)
+		}
+	}
+	if _, _, err := net.SplitHostPort(f.listen); err != nil {
+		return opts, usagef("--listen %q: want HOST:PORT, e.g. 127.0.0.1:9000", f.listen)
+	}
+	return opts, nil
+}
+
+// parseRoute reads PATH=DIST. The path ends at the first "=", since a
+// distribution may contain "=" but a route's path has no reason to.
+func parseRoute(s string) (fakebackend.Route, error) {
+	path, dist, ok := strings.Cut(s, "=")
+	path = strings.TrimSpace(path)
+	if !ok {
+		return fakebackend.Route{}, fmt.Errorf("want PATH=DIST, e.g. '/slow=uniform:2m..4m'")
+	}
+	if !strings.HasPrefix(path, "/") {
+		return fakebackend.Route{}, fmt.Errorf("path %q must start with /", path)
+	}
+	d, err := fakebackend.ParseDist(dist)
+	if err != nil {
+		return fakebackend.Route{}, err
+	}
+	return fakebackend.Route{Name: path, Path: path, Service: d}, nil
+}
+
+func runBackend(cmd *cobra.Command, f *backendFlags) error {
+	opts, err := backendOptions(f, cmd.Flags().Changed)
+	if err != nil {
+		return err
+	}
+	b, err := fakebackend.New(opts)
+	if err != nil {
+		return asUsage(err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return listenErr(f.listen, err)
+	}
+	defer ln.Close()
+	stderr := cmd.ErrOrStderr()
+	s := b.Stats()
+	timeout := "no timeout"
+	if opts.Pool.Timeout > 0 {
+		timeout = "timeout " + opts.Pool.Timeout.String()
+	}
+	fmt.Fprintf(stderr, "backend listening on %s (%d workers, backlog %d, %s)\n", ln.Addr(), s.Workers, s.Backlog, timeout)
+	return b.Serve(cmd.Context(), ln, stderr)
+}
+
+// listenErr says which address could not be listened on and why, without
+// net's "listen tcp" prefix and syscall name.
+func listenErr(addr string, err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if errno == syscall.EADDRINUSE {
+			return fmt.Errorf("listen %s: address already in use (is another backend running? choose another --listen)", addr)
+		}
+		return fmt.Errorf("listen %s: %w", addr, errno)
+	}
+	var se *os.SyscallError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("listen %s: %w", addr, se.Err)
+	case errors.As(err, &oe) && oe.Err != nil:
+		return fmt.Errorf("listen %s: %w", addr, oe.Err)
+	}
+	return fmt.Errorf("listen %s: %w", addr, err)
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stampede/fakebackend"
+)
+
+func TestBackendBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workers", "0"}, "--workers 0: want 1 to"},
+		{[]string{"--workers", "x"}, `invalid argument "x" for "--workers"`},
+		{[]string{"--backlog", "-1"}, "--backlog -1: want 0 to"},
+		{[]string{"--timeout", "-5s"}, "--timeout -5s: want a duration ≥ 0"},
+		{[]string{"--timeout", "2 minutes"}, `invalid argument "2 minutes" for "--timeout"`},
+		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": want continue or cancel`},
+		{[]string{"--time-scale", "0"}, "--time-scale 0: want a number above 0"},
+		{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
+		{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
+		{[]string{"--route", "/x"}, `--route "/x": want PATH=DIST`},
+		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" must start with /`},
+		{[]string{"--route", "/a=1s", "--route", "/a=2s"}, `--route "/a=2s": path /a is given twice`},
+		{[]string{"--route", "/a=uniform:4m..2m"}, "MAX is below MIN"},
+		{[]string{"--listen", "9000"}, `--listen "9000": want HOST:PORT`},
+		{[]string{"--scenario", "does-not-exist.yaml"}, "does-not-exist.yaml"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"extra"}, `unknown command "extra"`},
+	}
+	for i, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append([]string{"backend"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+		if code != exitUsage {
+			t.Errorf("step %d: backend %v: exit %d, want %d (stderr %q)", i, c.args, code, exitUsage, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("step %d: backend %v: stderr %q, want it to contain %q", i, c.args, stderr.String(), c.want)
+		}
+	}
+}
+
+func TestBackendOptions(t *testing.T) {
+	parse := func(t *testing.T, args ...string) fakebackend.Options {
+		t.Helper()
+		cmd := newBackendCmd()
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatalf("ParseFlags(%q): %v", args, err)
+		}
+		var f backendFlags
+		// Read the flags back through the command, as RunE would.
+		fl := cmd.Flags()
+		f.listen, _ = fl.GetString("listen")
+		f.scenario, _ = fl.GetString("scenario")
+		f.workers, _ = fl.GetInt("workers")
+		f.backlog, _ = fl.GetInt("backlog")
+		f.timeout, _ = fl.GetDuration("timeout")
+		f.onClientAbort, _ = fl.GetString("on-client-abort")
+		f.routes, _ = fl.GetStringArray("route")
+		f.timeScale, _ = fl.GetFloat64("time-scale")
+		f.seed, _ = fl.GetUint64("seed")
+		opts, err := backendOptions(&f, fl.Changed)
+		if err != nil {
+			t.Fatalf("backendOptions(%q): %v", args, err)
+		}
+		return opts
+	}
+	routes := func(o fakebackend.Options) string {
+		var s []string
+		for _, r := range o.Routes {
+			s = append(s, r.Name+" "+r.Path+"="+r.Service.String())
+		}
+		return strings.Join(s, "; ")
+	}
+
+	cases := []struct {
+		args   []string
+		pool   fakebackend.Config
+		scale  float64
+		seed   uint64
+		routes string
+	}{
+		{nil, fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second}, 1, 1, ""},
+		{[]string{"--workers", "16", "--backlog", "0", "--timeout", "0", "--on-client-abort", "cancel", "--time-scale", "0.01", "--seed", "9",
+			"--route", "/slow=uniform:2m..4m", "--route", "/=lognormal:median=30ms,p99=200ms"},
+			fakebackend.Config{Workers: 16, Backlog: -1, OnClientAbort: fakebackend.Cancel}, 0.01, 9,
+			"/slow /slow=uniform:2m..4m; / /=lognormal:median=30ms,p99=200ms"},
+		// The scenario's backend, time scale and seed.
+		{[]string{"--scenario", "../../scenarios/stock-balance.yaml"},
+			fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second}, 0.01, 1,
+			"page /app=lognormal:median=30ms,p99=200ms; stock-balance /api/method/stock_balance=uniform:2m..4m"},
+		// Flags given explicitly override it; --route replaces its routes.
+		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "4", "--timeout", "30s", "--time-scale", "1", "--route", "/=1s"},
+			fakebackend.Config{Workers: 4, Backlog: 2048, Timeout: 30 * time.Second}, 1, 1, "/ /=1s"},
+	}
+	for i, c := range cases {
+		o := parse(t, c.args...)
+		if o.Pool != c.pool || o.TimeScale != c.scale || o.Seed != c.seed || routes(o) != c.routes {
+			t.Errorf("step %d: %q: got pool %+v scale %v seed %d routes %q,\nwant pool %+v scale %v seed %d routes %q",
+				i, c.args, o.Pool, o.TimeScale, o.Seed, routes(o), c.pool, c.scale, c.seed, c.routes)
+		}
+	}
+}
+
+// lineWriter is a concurrency-safe buffer that hands on its first line.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	first chan string
+	sent  bool
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if s := w.buf.String(); !w.sent && strings.Contains(s, "\n") {
+		w.sent = true
+		w.first <- s[:strings.Index(s, "\n")]
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func TestBackendServes(t *testing.T) {
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	stderr := &lineWriter{first: make(chan string, 1)}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"backend", "--listen", "127.0.0.1:0", "--workers", "3", "--backlog", "5", "--timeout", "2m",
+			"--route", "/slow=10m", "--route", "/=2s", "--time-scale", "0.001"}, strings.NewReader(""), io.Discard, stderr)
+	}()
+	var line string
+	select {
+	case line = <-stderr.first:
+	case code := <-exit:
+		t.Fatalf("backend exited %d before listening: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("backend printed nothing in 10s")
+	}
+	m := regexp.MustCompile(`^backend listening on (127\.0\.0\.1:\d+) \(3 workers, backlog 5, timeout 2m0s\)$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q, want backend listening on 127.0.0.1:PORT (3 workers, backlog 5, timeout 2m0s)", line)
+	}
+	url := "http://" + m[1]
+
+	resp, err := http.Get(url + "/page")
+	if err != nil {
+		t.Fatalf("step 1: GET /page: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(fakebackend.HeaderService) != "2s" || string(body) != "/: served in 2s\n" {
+		t.Errorf("step 1: GET /page: %d %q %q, want 200, 2s of service and a body", resp.StatusCode, resp.Header.Get(fakebackend.HeaderService), body)
+	}
+	// 10m of work with a 2m timeout, 1000× faster: killed after 120ms.
+	if _, err := http.Get(url + "/slow"); err == nil {
+		t.Errorf("step 2: GET /slow got a response, want the connection dropped by the timeout")
+	}
+	resp, err = http.Get(url + fakebackend.StatsPath)
+	if err != nil {
+		t.Fatalf("step 3: GET stats: %v", err)
+	}
+	var s fakebackend.Stats
+	err = json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	if err != nil || s.Workers != 3 || s.Backlog != 5 || s.Served != 1 || s.Killed != 1 {
+		t.Errorf("step 3: stats %+v (%v), want 3 workers, backlog 5, 1 served, 1 killed", s, err)
+	}
+
+	stop()
+	select {
+	case code := <-exit:
+		if code != exitOK {
+			t.Errorf("step 4: exit %d after ctx done, want 0; stderr %q", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("step 4: backend still running 10s after ctx done")
+	}
+}
+
+func TestBackendBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"backend", "--listen", ln.Addr().String()}, strings.NewReader(""), io.Discard, &stderr)
+	want := "stampede: listen " + ln.Addr().String() + ": address already in use"
+	if code != exitError || !strings.Contains(stderr.String(), want) {
+		t.Errorf("backend on a busy port: exit %d stderr %q, want %d and %q", code, stderr.String(), exitError, want)
+	}
+}
