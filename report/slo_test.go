@@ -34,7 +34,7 @@ func TestEvaluateSLOs(t *testing.T) {
 		{slo("sites", "ok_rate", ">", 0.99), false, 0.95, ""},
 		{slo("sites", "ok_rate", ">=", 0.95), true, 0.95, ""},
 		{slo("sites", "rejected_rate", "<", 0.05), true, 0.02, ""},
-		{slo("sites", "error_rate", "<=", 0.018), true, 0.018, ""},  // (5+10+3)/1000
+		{slo("sites", "error_rate", "<=", 0.018), true, 0.018, ""},   // (5+10+3)/1000
 		{slo("sites", "timeout_rate", "<", 0.018), false, 0.018, ""}, // (8+10)/1000
 		{slo("idle", "ok_rate", ">=", 0), false, 0, ReasonNoRequests},
 		{slo("idle", "rejected_rate", "<", 1), false, 0, ReasonNoRequests},
