@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"stampede/report"
+	"stampede/scenarios"
+)
+
+func init() { commands = append(commands, newCompareCmd) }
+
+func newCompareCmd() *cobra.Command {
+	var (
+		f      runFlags
+		sweeps []string
+	)
+	c := &cobra.Command{
+		Use:   "compare SCENARIO --sweep PATH=V1,V2,...",
+		Short: "Play a scenario once per limit setting and recommend one",
+		Long: `compare plays the scenario once per point of a sweep (one --sweep is an axis,
+two make a grid; without --sweep the file's sweep: block is used), writes each
+point's results under -o DIR, then comparison.json and a comparison report.html
+whose recommendation is the point that passes every SLO and serves the
+noisiest tenant best.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			base, err := scenarios.LoadWith(args[0], f.sets)
+			if err != nil {
+				return asUsage(err)
+			}
+			axes := base.Sweep
+			if len(sweeps) > 0 {
+				axes = nil
+				for _, s := range sweeps {
+					a, err := scenarios.ParseSweep(s)
+					if err != nil {
+						return usagef("--sweep %q: %v", s, err)
+					}
+					axes = append(axes, a)
+				}
+			}
+			if len(axes) == 0 {
+				return usagef("nothing to compare: give --sweep PATH=V1,V2,... or a sweep: block in %s", args[0])
+			}
+			if len(axes) > 2 {
+				return usagef("%d sweep axes: compare takes one or two", len(axes))
+			}
+			points := grid(axes)
+			// Check every point loads before playing any of them.
+			scs := make([]*scenarios.Scenario, len(points))
+			for i, p := range points {
+				if scs[i], err = scenarios.LoadWith(args[0], append(append([]string(nil), f.sets...), p.sets...)); err != nil {
+					return asUsage(fmt.Errorf("point %s: %w", p.label, err))
+				}
+			}
+			dir := f.out
+			if dir == "" {
+				dir = filepath.Join("stampede-out", base.Name+"-compare")
+			}
+			if f.engine == "live" && len(points) > 3 {
+				fmt.Fprintf(c.ErrOrStderr(), "%d points played live; --engine sim plays the same sweep in virtual time in seconds\n", len(points))
+			}
+			var (
+				cps     []report.Point
+				results []*report.Results
+			)
+			names := make(report.Names, len(axes))
+			for i, a := range axes {
+				names[i] = a.Path
+			}
+			for i, p := range points {
+				res, err := play(c.Context(), scs[i], playOptions{
+					engine:      f.engine,
+					progress:    f.progressMode(c),
+					progressOut: c.ErrOrStderr(),
+					title:       fmt.Sprintf("[%d/%d] %s", i+1, len(points), p.label),
+					commandLine: commandLine(),
+				})
+				if res == nil {
+					return fmt.Errorf("point %s: %w", p.label, err)
+				}
+				sub := filepath.Join(dir, p.dir)
+				if err := writeRun(sub, res); err != nil {
+					return err
+				}
+				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
+				results = append(results, res)
+				if err != nil || res.Interrupted {
+					// Keep what was played: the comparison of the points so far.
+					cmp := report.NewComparison(base.Name, names, cps)
+					if werr := writeComparison(dir, cmp, results); werr != nil {
+						return werr
+					}
+					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points written to %s", p.label, len(cps), len(points), dir)}
+				}
+			}
+			cmp := report.NewComparison(base.Name, names, cps)
+			if err := writeComparison(dir, cmp, results); err != nil {
+				return err
+			}
+			w := c.OutOrStdout()
+			for i, p := range cps {
+				fmt.Fprintf(w, "%-28s %s\n", points[i].label, pointLine(p))
+			}
+			fmt.Fprintf(w, "\nrecommendation: %s\n", cmp.Recommendation.Reason)
+			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
+			if !cmp.Recommendation.Passed {
+				return exitCodeError{exitSLO, "no point passes every SLO"}
+			}
+			return nil
+		},
+	}
+	f.register(c)
+	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
+	return c
+}
+
+func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
+		return err
+	}
+	return report.RenderComparison(dir, cmp, results)
+}
+
+// pointLine is a point's one-line summary: SLO verdict and each group's ok
+// share and p99.
+func pointLine(p report.Point) string {
+	var b strings.Builder
+	if p.Passed {
+		b.WriteString("pass ")
+	} else {
+		b.WriteString("FAIL ")
+	}
+	for _, g := range p.Groups {
+		ok := 0.0
+		if g.Requests > 0 {
+			ok = 100 * float64(g.OK) / float64(g.Requests)
+		}
+		fmt.Fprintf(&b, " %s: %.1f%% ok, p99 %.0f ms;", g.Name, ok, g.Latency.P99)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// sweepPoint is one point of a sweep grid.
+type sweepPoint struct {
+	sets   []string     // PATH=VALUE per axis
+	values report.Names // VALUE per axis
+	label  string       // per_key=4, workers=16
+	dir    string       // a directory name for the point
+}
+
+// grid returns every combination of the axes' values, the first axis
+// varying slowest.
+func grid(axes []scenarios.Axis) []sweepPoint {
+	points := []sweepPoint{{}}
+	for _, a := range axes {
+		short := a.Path[strings.LastIndex(a.Path, ".")+1:]
+		var next []sweepPoint
+		for _, p := range points {
+			for _, v := range a.Values {
+				q := sweepPoint{
+					sets:   append(append([]string(nil), p.sets...), a.Path+"="+v),
+					values: append(append(report.Names(nil), p.values...), v),
+				}
+				lbl := short + "=" + v
+				if p.label != "" {
+					q.label = p.label + ", " + lbl
+					q.dir = p.dir + "_" + safeName(lbl)
+				} else {
+					q.label, q.dir = lbl, safeName(lbl)
+				}
+				next = append(next, q)
+			}
+		}
+		points = next
+	}
+	return points
+}
+
+// safeName keeps letters, digits and ._=- of s for a directory name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '=', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}

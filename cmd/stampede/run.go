@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"stampede/report"
+	"stampede/scenarios"
+)
+
+func init() { commands = append(commands, newRunCmd) }
+
+// runFlags are the flags run and compare share.
+type runFlags struct {
+	out         string
+	engine      string
+	sets        []string
+	target      string
+	allowRemote bool
+	noProgress  bool
+}
+
+func (f *runFlags) register(c *cobra.Command) {
+	c.Flags().StringVarP(&f.out, "out", "o", "", "output directory (default stampede-out/<scenario name>)")
+	c.Flags().StringVar(&f.engine, "engine", "live", "live (real HTTP on loopback) or sim (virtual time)")
+	c.Flags().StringArrayVar(&f.sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable), e.g. proxy.limit_conn.per_key=off")
+	c.Flags().BoolVar(&f.noProgress, "no-progress", false, "print plain progress lines instead of bars")
+}
+
+func (f *runFlags) check() error {
+	switch f.engine {
+	case "live", "sim":
+	default:
+		return usagef("--engine %q: want live or sim", f.engine)
+	}
+	if f.target != "" && f.engine == "sim" {
+		return usagef("--target drives real HTTP: it needs --engine live")
+	}
+	return nil
+}
+
+func (f *runFlags) progressMode(c *cobra.Command) string {
+	if f.noProgress || !isTerminal(c.ErrOrStderr()) {
+		return "plain"
+	}
+	return "bar"
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Play a scenario and write results.json, histograms.hlog and report.html",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			sc, err := scenarios.LoadWith(args[0], f.sets)
+			if err != nil {
+				return asUsage(err)
+			}
+			dir := f.out
+			if dir == "" {
+				dir = filepath.Join("stampede-out", sc.Name)
+			}
+			res, err := play(c.Context(), sc, playOptions{
+				engine:      f.engine,
+				target:      f.target,
+				allowRemote: f.allowRemote,
+				progress:    f.progressMode(c),
+				progressOut: c.ErrOrStderr(),
+				commandLine: commandLine(),
+			})
+			if res == nil {
+				return err
+			}
+			if werr := writeRun(dir, res); werr != nil {
+				return werr
+			}
+			report.WriteSummary(c.OutOrStdout(), res)
+			fmt.Fprintf(c.OutOrStdout(), "\nwrote %s\n", filepath.Join(dir, "report.html"))
+			if err != nil {
+				return err
+			}
+			return verdict(res)
+		},
+	}
+	f.register(c)
+	c.Flags().StringVar(&f.target, "target", "", "drive this URL (e.g. nginx in front of `stampede backend`) instead of the built-in proxy and backend")
+	c.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --target outside loopback")
+	return c
+}
+
+// writeRun writes a run's results.json, histograms.hlog and report into dir.
+func writeRun(dir string, res *report.Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "results.json"), func(f *os.File) error { return report.WriteJSON(f, res) }); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "histograms.hlog"), func(f *os.File) error { return report.WriteHlog(f, res) }); err != nil {
+		return err
+	}
+	return report.RenderReport(dir, res)
+}
+
+// writeFile writes path through a temporary file, so an interrupted write
+// never leaves half a file behind.
+func writeFile(path string, write func(*os.File) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// verdict maps a finished run to its exit status: interrupted 130, a failed
+// SLO 3.
+func verdict(res *report.Results) error {
+	if res.Interrupted {
+		return exitCodeError{exitInterrupted, "interrupted: partial results written"}
+	}
+	var failed []string
+	for _, s := range res.SLO {
+		if !s.Pass {
+			failed = append(failed, s.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return exitCodeError{exitSLO, fmt.Sprintf("%d SLO(s) failed: %s", len(failed), strings.Join(failed, "; "))}
+	}
+	return nil
+}
+
+// commandLine is how this process was invoked, for the report.
+func commandLine() string {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args[i] = a
+	}
+	if len(args) > 0 {
+		args[0] = filepath.Base(args[0])
+	}
+	return strings.Join(args, " ")
+}
