@@ -61,11 +61,21 @@ func (h *eventHeap) pop() event {
 	n := len(ev) - 1
 	last := ev[n]
 	ev[n] = event{} // drop the request pointer
-	ev = ev[:n]
-	h.ev = ev
-	if n == 0 {
-		return top
+	h.ev = ev[:n]
+	if n > 0 {
+		h.down(last)
 	}
+	return top
+}
+
+// replaceTop replaces the earliest event with e: one sift instead of a pop
+// and a push. The heap must not be empty.
+func (h *eventHeap) replaceTop(e event) { h.down(e) }
+
+// down puts e at the root and sifts it down.
+func (h *eventHeap) down(last event) {
+	ev := h.ev
+	n := len(ev)
 	i := 0
 	for {
 		c := 4*i + 1
@@ -86,7 +96,6 @@ func (h *eventHeap) pop() event {
 		i = m
 	}
 	ev[i] = last
-	return top
 }
 
 // peek returns the earliest event's time. The heap must not be empty.

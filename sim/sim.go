@@ -347,9 +347,14 @@ func at(d time.Duration) time.Time { return Epoch.Add(d) }
 
 // push schedules an event and returns its seq.
 func (e *engine) push(t time.Duration, k kind, r *request, ref int32) uint64 {
+	s := e.nextSeq()
+	e.heap.push(event{at: t, seq: s, r: r, ref: ref, kind: k})
+	return s
+}
+
+func (e *engine) nextSeq() uint64 {
 	s := e.seq
 	e.seq++
-	e.heap.push(event{at: t, seq: s, r: r, ref: ref, kind: k})
 	return s
 }
 
@@ -388,16 +393,24 @@ func (e *engine) run(ctx context.Context) error {
 		if e.heap.peek() > e.horizon {
 			break
 		}
-		ev := e.heap.pop()
+		ev := e.heap.ev[0]
 		e.stats.Events++
 		e.stats.End = ev.at
 		switch ev.kind {
 		case evArrival:
+			// The arrival stays on top while it is handled (anything it
+			// schedules comes after it) and is then replaced by the next.
 			t := &e.tenants[ev.ref]
 			e.arrive(t, ev.at)
 			if next, ok := t.arrivals.Next(); ok {
-				e.push(next, evArrival, nil, ev.ref)
+				e.heap.replaceTop(event{at: next, seq: e.nextSeq(), ref: ev.ref, kind: evArrival})
+			} else {
+				e.heap.pop()
 			}
+			continue
+		}
+		e.heap.pop()
+		switch ev.kind {
 		case evSend:
 			u := &e.users[ev.ref]
 			e.send(u.t, ev.ref, ev.at)

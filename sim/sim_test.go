@@ -65,17 +65,12 @@ type counter struct {
 
 func (c *counter) Add(r *loadgen.Result) {
 	c.n[r.Outcome]++
-	// FNV-1a over the fields, inline: no allocation per result.
+	// An order-dependent mix of every field: cheap enough not to weigh on
+	// the engine's benchmark.
 	h := c.hash
-	if h == 0 {
-		h = 14695981039346656037
-	}
-	for _, v := range [...]uint64{uint64(r.Tenant), uint64(r.Route), uint64(r.Outcome), uint64(r.Status), uint64(r.Intended), uint64(r.Latency)} {
-		for range 8 {
-			h ^= v & 0xff
-			h *= 1099511628211
-			v >>= 8
-		}
+	for _, v := range [...]uint64{uint64(r.Tenant)<<32 | uint64(r.Route)<<16 | uint64(r.Outcome)<<12 | uint64(r.Status), uint64(r.Intended), uint64(r.Latency)} {
+		h = (h ^ v) * 0x9E3779B97F4A7C15
+		h ^= h >> 29
 	}
 	c.hash = h
 }
@@ -129,7 +124,7 @@ func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
 func TestOutcomes(t *testing.T) {
 	sec := time.Second
 	closed := func(users int, timeout time.Duration) scenarios.Load {
-		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout}
+		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -465,47 +460,71 @@ func (g *groupStats) p(q float64) time.Duration {
 }
 
 func TestStockBalance(t *testing.T) {
-	sc := stockBalance(4)
-	c := &collector{}
-	st := mustRun(t, sc, c, Options{})
-	g := byGroup(sc, c.results)
-	x, other := g["user-x"], g["other-sites"]
-	t.Logf("limit 4: user-x %v; other-sites %v, p50 %v p99 %v; %d events", x.n, other.n, other.p(0.5), other.p(0.99), st.Events)
-	if x.n[loadgen.OK] != 4 || x.n[loadgen.Rejected] != 4 || len(x.lat) != 4 {
-		t.Errorf("user-x: %d ok, %d rejected of %v; want exactly 4 and 4", x.n[loadgen.OK], x.n[loadgen.Rejected], x.n)
-	}
-	total := 0
-	for _, n := range other.n {
-		total += n
-	}
-	if other.n[loadgen.OK] != total || total < 25000 {
-		t.Errorf("other-sites: %v; want every one of about 29880 ok", other.n)
-	}
-	if p99 := other.p(0.99); p99 >= time.Second {
-		t.Errorf("other-sites: p99 %v, want under 1s", p99)
-	}
-	// The key sampler saw x.example.com at its limit while the reports ran.
-	peak := 0
-	for _, m := range c.keys {
-		peak = max(peak, m["x.example.com"])
-	}
-	if peak != 4 {
-		t.Errorf("x.example.com: peak in-flight %d in the key samples, want 4", peak)
+	// As the file has it, the worker timeout and the proxy's read timeout
+	// (120 s) are shorter than the report (2-4 min): the 4 admitted reports
+	// are killed at 120 s (502; the worker's kill and the proxy's timeout
+	// fall on the same instant, and the kill is seen first). With both
+	// timeouts at 5 min the 4 reports are served. Either way the limit
+	// keeps 4 workers for the other sites.
+	for _, tc := range []struct {
+		timeout time.Duration
+		xOK     int
+		xErr    int
+	}{
+		{0, 0, 4},
+		{5 * time.Minute, 4, 0},
+	} {
+		sc := stockBalance(4)
+		if tc.timeout > 0 {
+			sc.Backend.Timeout, sc.Proxy.ReadTimeout = tc.timeout, tc.timeout
+		}
+		c := &collector{}
+		st := mustRun(t, sc, c, Options{})
+		g := byGroup(sc, c.results)
+		x, other := g["user-x"], g["other-sites"]
+		t.Logf("limit 4, timeouts %v: user-x %v, latencies %v; other-sites %v, p50 %v p99 %v; %d events",
+			sc.Backend.Timeout, x.n, x.lat, other.n, other.p(0.5), other.p(0.99), st.Events)
+		if x.n[loadgen.OK] != tc.xOK || x.n[loadgen.BackendError] != tc.xErr || x.n[loadgen.Rejected] != 4 {
+			t.Errorf("timeouts %v: user-x %v; want %d ok, %d backend errors, 4 rejected", sc.Backend.Timeout, x.n, tc.xOK, tc.xErr)
+		}
+		total := 0
+		for _, n := range other.n {
+			total += n
+		}
+		if other.n[loadgen.OK] != total || total < 28000 {
+			t.Errorf("timeouts %v: other-sites %v; want every one of about 29880 ok", sc.Backend.Timeout, other.n)
+		}
+		if p99 := other.p(0.99); p99 >= time.Second {
+			t.Errorf("timeouts %v: other-sites: p99 %v, want under 1s", sc.Backend.Timeout, p99)
+		}
+		// The key sampler saw x.example.com at its limit while the reports ran.
+		peak := 0
+		for _, m := range c.keys {
+			peak = max(peak, m["x.example.com"])
+		}
+		if peak != 4 {
+			t.Errorf("timeouts %v: x.example.com: peak in-flight %d in the key samples, want 4", sc.Backend.Timeout, peak)
+		}
+		if b := c.busyAt(t, 90*time.Second); b.busy < 4 {
+			t.Errorf("timeouts %v: at 90s: %d workers busy, want the 4 reports at least", sc.Backend.Timeout, b.busy)
+		}
 	}
 
 	// Without the limit the reports take all 8 workers and everyone else
-	// waits minutes.
-	sc = stockBalance(0)
-	c = &collector{}
+	// waits until their browsers give up.
+	sc := stockBalance(0)
+	c := &collector{}
 	mustRun(t, sc, c, Options{})
-	g = byGroup(sc, c.results)
-	x, other = g["user-x"], g["other-sites"]
+	g := byGroup(sc, c.results)
+	x, other := g["user-x"], g["other-sites"]
 	t.Logf("no limit: user-x %v; other-sites %v, p50 %v p99 %v", x.n, other.n, other.p(0.5), other.p(0.99))
-	if x.n[loadgen.OK] != 8 {
-		t.Errorf("no limit: user-x %v; want 8 ok", x.n)
+	if x.n[loadgen.Rejected] != 0 {
+		t.Errorf("no limit: user-x %v; want none rejected", x.n)
 	}
-	if other.n[loadgen.ClientTimeout]+other.n[loadgen.GatewayTimeout] == 0 && other.p(0.99) < 10*time.Second {
-		t.Errorf("no limit: other-sites %v, p99 %v; want timeouts or p99 over 10s", other.n, other.p(0.99))
+	// The backlog (2048) fills within a minute: later pages are refused
+	// (502) and those that got in waited minutes.
+	if failed := len(c.results) - len(x.lat) - len(other.lat); failed < 1000 || other.p(0.99) < 10*time.Second {
+		t.Errorf("no limit: other-sites %v, p99 %v; want over 1000 failed and p99 over 10s", other.n, other.p(0.99))
 	}
 }
 
