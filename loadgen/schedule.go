@@ -42,7 +42,8 @@ type Arrivals struct {
 }
 
 // NewArrivals returns the arrivals of load (Open model) between load.Start
-// and its stop (load.Stop, or horizon when that is zero), drawn from rng.
+// and its stop, drawn from rng. The stop is load.Stop, or horizon when
+// load.Stop is zero or, with a horizon above zero, past it.
 func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *Arrivals {
 	a := &Arrivals{}
 	a.Reset(load, horizon, rng)
@@ -53,7 +54,7 @@ func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *A
 // reusing a's memory.
 func (a *Arrivals) Reset(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) {
 	stop := load.Stop
-	if stop <= 0 {
+	if stop <= 0 || horizon > 0 && stop > horizon {
 		stop = horizon
 	}
 	*a = Arrivals{

@@ -8,8 +8,8 @@ import (
 	"stampede/scenarios"
 )
 
-// collect returns every arrival, failing past limit.
-func collect(t testing.TB, a *Arrivals, limit int) []time.Duration {
+// allArrivals returns every arrival, failing past limit.
+func allArrivals(t testing.TB, a *Arrivals, limit int) []time.Duration {
 	t.Helper()
 	var out []time.Duration
 	for {
@@ -39,12 +39,14 @@ func TestArrivalsCounts(t *testing.T) {
 		{"poisson 50/s", scenarios.Load{Rate: 50}, hour, 50 * 3600, 0.01},
 		{"poisson 0.2/s", scenarios.Load{Rate: 0.2}, 100 * hour, 0.2 * 360000, 0.02},
 		{"poisson start stop", scenarios.Load{Rate: 20, Start: 10 * time.Minute, Stop: 40 * time.Minute}, hour, 20 * 1800, 0.02},
+		{"stop past horizon", scenarios.Load{Rate: 20, Stop: 2 * hour}, hour, 20 * 3600, 0.02},
+		{"stop without horizon", scenarios.Load{Rate: 20, Stop: hour}, 0, 20 * 3600, 0.02},
 		{"poisson stages", scenarios.Load{Stages: []scenarios.Stage{{Duration: 20 * time.Minute, Rate: 10}, {Duration: 20 * time.Minute, Rate: 0}, {Duration: 20 * time.Minute, Rate: 40}}}, 2 * hour, 50 * 1200, 0.02},
 		{"constant 50/s", scenarios.Load{Arrivals: scenarios.Constant, Rate: 50}, hour, 50 * 3600, 0.0001},
 		{"constant stages", scenarios.Load{Arrivals: scenarios.Constant, Stages: []scenarios.Stage{{Duration: time.Minute, Rate: 3}, {Duration: time.Minute, Rate: 7}}}, hour, 600, 0.002},
 	} {
 		a := NewArrivals(&tc.load, tc.horizon, TenantRand(42, i))
-		got := float64(len(collect(t, a, int(tc.want*2)+10)))
+		got := float64(len(allArrivals(t, a, int(tc.want*2)+10)))
 		if math.Abs(got-tc.want) > tc.tol*tc.want {
 			t.Errorf("%s: got %v arrivals, want %v ± %.1f%%", tc.name, got, tc.want, tc.tol*100)
 		}
@@ -62,7 +64,7 @@ func TestArrivalsStagesRespected(t *testing.T) {
 				{Duration: 10 * time.Minute, Rate: 50},
 			},
 		}
-		got := collect(t, NewArrivals(&load, 2*time.Hour, TenantRand(7, 0)), 100000)
+		got := allArrivals(t, NewArrivals(&load, 2*time.Hour, TenantRand(7, 0)), 100000)
 		var per [4]int
 		for _, at := range got {
 			switch {
@@ -90,7 +92,7 @@ func TestArrivalsStagesRespected(t *testing.T) {
 func TestArrivalsConstantSpacing(t *testing.T) {
 	for _, rate := range []float64{1, 3, 10, 0.2, 1000} {
 		load := scenarios.Load{Arrivals: scenarios.Constant, Rate: rate, Start: 5 * time.Second}
-		got := collect(t, NewArrivals(&load, 5*time.Second+time.Duration(200/rate*float64(time.Second)), TenantRand(1, 3)), 1000)
+		got := allArrivals(t, NewArrivals(&load, 5*time.Second+time.Duration(200/rate*float64(time.Second)), TenantRand(1, 3)), 1000)
 		gap := time.Duration(math.Round(float64(time.Second) / rate))
 		if len(got) != 200 {
 			t.Errorf("rate %v: got %d arrivals, want 200", rate, len(got))
@@ -113,7 +115,7 @@ func TestArrivalsConstantAcrossStages(t *testing.T) {
 		{Duration: 2500 * time.Millisecond, Rate: 1},
 		{Duration: 10 * time.Second, Rate: 2},
 	}}
-	got := collect(t, NewArrivals(&load, time.Hour, TenantRand(1, 0)), 100)
+	got := allArrivals(t, NewArrivals(&load, time.Hour, TenantRand(1, 0)), 100)
 	phase := got[0]
 	for i, want := range []time.Duration{phase, phase + time.Second, phase + 2*time.Second} {
 		if want >= 2500*time.Millisecond {
@@ -144,7 +146,7 @@ func TestArrivalsEdges(t *testing.T) {
 		{"no horizon", scenarios.Load{Rate: 10}, 0},
 		{"only zero stages", scenarios.Load{Stages: []scenarios.Stage{{Duration: time.Minute, Rate: 0}}}, time.Hour},
 	} {
-		if got := collect(t, NewArrivals(&tc.load, tc.horizon, TenantRand(1, i)), 10); len(got) != 0 {
+		if got := allArrivals(t, NewArrivals(&tc.load, tc.horizon, TenantRand(1, i)), 10); len(got) != 0 {
 			t.Errorf("%s: got %d arrivals, want none", tc.name, len(got))
 		}
 	}
@@ -156,9 +158,9 @@ func TestArrivalsEdges(t *testing.T) {
 
 func TestArrivalsDeterministic(t *testing.T) {
 	load := scenarios.Load{Rate: 30, Stages: []scenarios.Stage{{Duration: time.Minute, Rate: 30}, {Duration: time.Minute, Rate: 90}}}
-	a := collect(t, NewArrivals(&load, time.Hour, TenantRand(9, 4)), 100000)
-	b := collect(t, NewArrivals(&load, time.Hour, TenantRand(9, 4)), 100000)
-	c := collect(t, NewArrivals(&load, time.Hour, TenantRand(9, 5)), 100000)
+	a := allArrivals(t, NewArrivals(&load, time.Hour, TenantRand(9, 4)), 100000)
+	b := allArrivals(t, NewArrivals(&load, time.Hour, TenantRand(9, 4)), 100000)
+	c := allArrivals(t, NewArrivals(&load, time.Hour, TenantRand(9, 5)), 100000)
 	if len(a) != len(b) {
 		t.Fatalf("same seed: %d and %d arrivals", len(a), len(b))
 	}
@@ -175,7 +177,7 @@ func TestArrivalsDeterministic(t *testing.T) {
 func TestArrivalsPoissonGaps(t *testing.T) {
 	// Exponential gaps: the coefficient of variation is 1.
 	load := scenarios.Load{Rate: 100}
-	got := collect(t, NewArrivals(&load, 1000*time.Second, TenantRand(3, 0)), 200000)
+	got := allArrivals(t, NewArrivals(&load, 1000*time.Second, TenantRand(3, 0)), 200000)
 	var sum, sq float64
 	for i := 1; i < len(got); i++ {
 		g := (got[i] - got[i-1]).Seconds()
