@@ -29,10 +29,16 @@ func WriteSummary(w io.Writer, r *Results) error {
 		}
 		fmt.Fprintf(&b, "settings: %s\n", strings.Join(s, " "))
 	}
-	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "group\ttenants\trequests\tok\trejected\t502\t504\tclient timeouts\tdropped\terrors\tp50\tp99\tmax\t")
+	// tabwriter aligns every column right; pad the names to align them left.
+	width := len("total")
+	for _, g := range r.Groups {
+		width = max(width, len(g.Name))
+	}
+	tw := tabwriter.NewWriter(&b, 0, 8, 0, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "group"+strings.Repeat(" ", width-len("group"))+"\t  tenants\t  requests\t  ok\t  rejected\t  502\t  504\t  client timeouts\t  dropped\t  errors\t  p50\t  p99\t  max\t")
 	row := func(name, tenants string, c Counts, l Latency) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", name, tenants,
+		name += strings.Repeat(" ", width-len(name))
+		fmt.Fprintf(tw, "%s\t  %s\t  %d\t  %d\t  %d\t  %d\t  %d\t  %d\t  %d\t  %d\t  %s\t  %s\t  %s\t\n", name, tenants,
 			c.Requests, c.OK, c.Rejected, c.BackendErrors, c.GatewayTimeouts, c.ClientTimeouts, c.Dropped, c.Errors,
 			latencyCell(l, l.P50), latencyCell(l, l.P99), latencyCell(l, l.Max))
 	}

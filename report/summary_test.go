@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+func TestWriteSummary(t *testing.T) {
+	res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "sim", Wall: 1234 * time.Millisecond, Backend: statsOf(8, 8, 3, 0)})
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	want := `scenario mini-stock: engine sim, time scale 0.01, model 2.02 min, wall 1.23 s
+settings: proxy.limit_conn.per_key=4
+group        tenants  requests   ok  rejected  502  504  client timeouts  dropped  errors    p50    p99     max
+other-sites        3       104  100         1    1    0                1        1       0  50 ms  99 ms  100 ms
+user-x             1         8    4         4    0    0                0        0       0    3 s    3 s     3 s
+total              4       112  104         5    1    0                1        1       0      -      -       -
+backend: 8 workers, busy max 8, queue max 3, utilization 0%
+SLO pass  other-sites: p99 < 1s (99 ms)
+SLO FAIL  user-x: ok_rate > 99% (50%)
+1 of 2 SLOs failed
+`
+	if got := buf.String(); got != want {
+		t.Errorf("summary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestFormatMs(t *testing.T) {
+	cases := []struct {
+		ms   float64
+		want string
+	}{
+		{0, "0 ms"}, {0.512, "0.512 ms"}, {5.126, "5.13 ms"}, {31.24, "31.2 ms"}, {212.345, "212 ms"},
+		{1000, "1 s"}, {1500, "1.5 s"}, {12345, "12.3 s"}, {180_000, "3 min"},
+	}
+	for i, c := range cases {
+		if got := formatMs(c.ms); got != c.want {
+			t.Errorf("step %d: formatMs(%v) = %q, want %q", i, c.ms, got, c.want)
+		}
+	}
+	pct := []struct {
+		f    float64
+		want string
+	}{{0.5, "50%"}, {0.995, "99.5%"}, {0.99999, "99.999%"}, {1, "100%"}, {0.0001234, "0.012%"}}
+	for i, c := range pct {
+		if got := formatPercent(c.f); got != c.want {
+			t.Errorf("step %d: formatPercent(%v) = %q, want %q", i, c.f, got, c.want)
+		}
+	}
+}
