@@ -118,6 +118,10 @@ func writeFile(path string, write func(*os.File) error) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := write(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)

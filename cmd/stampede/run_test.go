@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stampede/report"
+	"stampede/scenarios"
+)
+
+// runCLI runs the command line in-process and returns its exit status and
+// output.
+func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// miniScenario is a small scenario that simulates in milliseconds: one noisy
+// tenant with four long requests and a limit of two, and quiet tenants.
+const miniScenario = `name: mini
+duration: 1m
+time_scale: 0.01
+seed: 7
+backend:
+  workers: 4
+  timeout: 120s
+  routes:
+    - {name: page, path: /app, service: "lognormal:median=30ms,p99=200ms"}
+    - {name: report, path: /report, service: "uniform:30s..60s"}
+proxy:
+  read_timeout: 120s
+  limit_conn: {key: $host, per_key: 2}
+tenants:
+  - group: quiet
+    count: 5
+    host: site{i}.example.com
+    load: {model: open, arrivals: poisson, rate: 1/s, routes: {page: 1}, client_timeout: 30s}
+  - group: noisy
+    host: x.example.com
+    load: {model: closed, users: 4, start: 5s, iterations: 1, routes: {report: 1}, client_timeout: 5m}
+slo:
+  quiet: ["p99 < 1s", "ok_rate > 99%"]
+`
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readResults(t *testing.T, path string) *report.Results {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func group(t *testing.T, r *report.Results, name string) report.GroupResult {
+	t.Helper()
+	for _, g := range r.Groups {
+		if g.Name == name {
+			return g
+		}
+	}
+	t.Fatalf("no group %q in results", name)
+	return report.GroupResult{}
+}
+
+func TestRunSim(t *testing.T) {
+	sc := writeScenario(t, miniScenario)
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, f := range []string{"results.json", "histograms.hlog", "report.html"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: missing or empty (%v)", f, err)
+		}
+	}
+	r := readResults(t, filepath.Join(out, "results.json"))
+	if r.Schema != report.Schema || r.Engine != "sim" || r.Interrupted {
+		t.Errorf("schema %q engine %q interrupted %v, want %q sim false", r.Schema, r.Engine, r.Interrupted, report.Schema)
+	}
+	noisy := group(t, r, "noisy")
+	if noisy.OK != 2 || noisy.Rejected != 2 {
+		t.Errorf("noisy: ok %d rejected %d, want 2 and 2 (limit_conn 2 of 4 users)", noisy.OK, noisy.Rejected)
+	}
+	if q := group(t, r, "quiet"); q.Rejected != 0 || q.Requests < 200 {
+		t.Errorf("quiet: %d requests, %d rejected; want about 300 and none rejected", q.Requests, q.Rejected)
+	}
+	if !strings.Contains(stdout, "noisy") || !strings.Contains(stdout, "report.html") {
+		t.Errorf("stdout lacks the summary:\n%s", stdout)
+	}
+}
+
+func TestRunSLOFailureExits3(t *testing.T) {
+	sc := writeScenario(t, miniScenario)
+	out := t.TempDir()
+	// Without the limit the noisy tenant's four reports hold all four
+	// workers and the quiet tenants wait.
+	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress",
+		"--set", "proxy.limit_conn.per_key=off")
+	if code != exitSLO {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitSLO, stdout, stderr)
+	}
+	r := readResults(t, filepath.Join(out, "results.json"))
+	if r.Settings["proxy.limit_conn.per_key"] != "off" {
+		t.Errorf("settings = %v, want the override recorded", r.Settings)
+	}
+	if !strings.Contains(stderr, "SLO") {
+		t.Errorf("stderr does not name the failed SLO: %s", stderr)
+	}
+}
+
+func TestRunInterruptedExits130(t *testing.T) {
+	sc := writeScenario(t, miniScenario)
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, stderr := runCLI(t, ctx, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr)
+	}
+	if r := readResults(t, filepath.Join(out, "results.json")); !r.Interrupted {
+		t.Errorf("results.json: interrupted = false, want true")
+	}
+}
+
+func TestRunBadUsage(t *testing.T) {
+	good := writeScenario(t, miniScenario)
+	bad := writeScenario(t, strings.Replace(miniScenario, "rate: 1/s", "rate: fast", 1))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no scenario", []string{"run"}, "accepts 1 arg"},
+		{"missing file", []string{"run", filepath.Join(t.TempDir(), "nope.yaml")}, "nope.yaml"},
+		{"bad file", []string{"run", bad}, ":"},
+		{"bad engine", []string{"run", good, "--engine", "warp"}, "--engine"},
+		{"bad set", []string{"run", good, "--set", "backend.workers=many"}, "backend.workers"},
+		{"unknown set path", []string{"run", good, "--set", "backend.wrokers=2"}, "wrokers"},
+		{"sim with target", []string{"run", good, "--engine", "sim", "--target", "http://127.0.0.1:1"}, "--target"},
+		{"unknown flag", []string{"run", good, "--bogus"}, "bogus"},
+		{"compare without sweep", []string{"compare", good, "--engine", "sim"}, "sweep"},
+		{"compare bad sweep", []string{"compare", good, "--sweep", "proxy.limit_conn.per_key"}, "--sweep"},
+		{"compare bad value", []string{"compare", good, "--sweep", "proxy.limit_conn.per_key=2,zero"}, "zero"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, context.Background(), append(tc.args, "-o", t.TempDir())...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestCompareSim(t *testing.T) {
+	sc := writeScenario(t, miniScenario)
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, context.Background(), "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
+		"--sweep", "proxy.limit_conn.per_key=off,1,2,4")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "comparison.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c report.Comparison
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Schema != report.ComparisonSchema || len(c.Points) != 4 {
+		t.Fatalf("schema %q with %d points, want %q with 4", c.Schema, len(c.Points), report.ComparisonSchema)
+	}
+	for _, p := range c.Points {
+		if _, err := os.Stat(filepath.Join(out, filepath.FromSlash(p.Results))); err != nil {
+			t.Errorf("point %v: results %s: %v", p.Value, p.Results, err)
+		}
+	}
+	if c.Points[0].Passed {
+		t.Errorf("per_key=off passed its SLOs; want the quiet tenants to suffer without a limit")
+	}
+	rec := c.Recommendation
+	if !rec.Passed || len(rec.Value) != 1 || rec.Value[0] == "off" {
+		t.Errorf("recommendation %+v: want a passing limit", rec)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Errorf("comparison report: %v", err)
+	}
+}
+
+func TestGrid(t *testing.T) {
+	pts := grid([]scenarios.Axis{{Path: "proxy.limit_conn.per_key", Values: []string{"2", "4"}}, {Path: "backend.workers", Values: []string{"8", "16"}}})
+	var got []string
+	for _, p := range pts {
+		got = append(got, p.label+"|"+p.dir+"|"+strings.Join(p.sets, " "))
+	}
+	want := []string{
+		"per_key=2, workers=8|per_key=2_workers=8|proxy.limit_conn.per_key=2 backend.workers=8",
+		"per_key=2, workers=16|per_key=2_workers=16|proxy.limit_conn.per_key=2 backend.workers=16",
+		"per_key=4, workers=8|per_key=4_workers=8|proxy.limit_conn.per_key=4 backend.workers=8",
+		"per_key=4, workers=16|per_key=4_workers=16|proxy.limit_conn.per_key=4 backend.workers=16",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("grid:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
