@@ -427,10 +427,16 @@ func (msLogTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	if len(in) > 10 {
-		kept := in[:0]
+		var kept []cand
 		for _, c := range in {
 			if c.major {
 				kept = append(kept, c)
+			}
+		}
+		if len(kept) < 4 { // too sparse: every other candidate instead
+			kept = kept[:0]
+			for i := len(in) - 1; i >= 0; i -= 2 {
+				kept = append([]cand{in[i]}, kept...)
 			}
 		}
 		in = kept
@@ -990,4 +996,182 @@ func (q hdrQuantiler) quantileMS(p float64) float64 {
 		return float64(q.h.Max()) / 1000
 	}
 	return float64(q.h.ValueAtPercentile(100*p)) / 1000
+}
+
+// ---- 6. comparisons ----
+
+// pointSeries is one group's figures across the points of a comparison.
+type pointSeries struct {
+	group                string
+	p99, okRate, rejRate []float64 // NaN where the point has no such group or no data
+}
+
+// comparisonSeries collects each group's figures per point, groups in the
+// order they first appear. A point without groups in c takes them from
+// points[i], when given.
+func comparisonSeries(c *Comparison, points []*Results) []pointSeries {
+	var out []pointSeries
+	at := map[string]int{}
+	n := len(c.Points)
+	for i, p := range c.Points {
+		groups := p.Groups
+		if len(groups) == 0 && i < len(points) && points[i] != nil {
+			groups = points[i].Groups
+		}
+		for _, g := range groups {
+			j, ok := at[g.Name]
+			if !ok {
+				j = len(out)
+				at[g.Name] = j
+				s := pointSeries{group: g.Name, p99: make([]float64, n), okRate: make([]float64, n), rejRate: make([]float64, n)}
+				for k := 0; k < n; k++ {
+					s.p99[k], s.okRate[k], s.rejRate[k] = math.NaN(), math.NaN(), math.NaN()
+				}
+				out = append(out, s)
+			}
+			if g.Latency.Count > 0 {
+				out[j].p99[i] = g.Latency.P99
+			}
+			if g.Requests > 0 {
+				out[j].okRate[i] = float64(g.OK) / float64(g.Requests)
+				out[j].rejRate[i] = float64(g.Rejected) / float64(g.Requests)
+			}
+		}
+	}
+	return out
+}
+
+// pointLabels are the x-axis labels of a comparison: each point's values.
+func pointLabels(c *Comparison) []string {
+	out := make([]string, len(c.Points))
+	for i, p := range c.Points {
+		out[i] = strings.Join(p.Value, ", ")
+	}
+	return out
+}
+
+// recommendedIndex is the index of the recommended point, -1 if none.
+func recommendedIndex(c *Comparison) int {
+	if len(c.Recommendation.Value) == 0 {
+		return -1
+	}
+	for i, p := range c.Points {
+		if slices.Equal(p.Value, c.Recommendation.Value) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ComparisonCharts draws the charts of a comparison against the swept
+// value: each group's p99 latency, ok rate and rejected share. points are
+// the points' results in c's order; they are optional, used only where c
+// lacks a point's groups.
+func ComparisonCharts(c *Comparison, points []*Results) ([]Chart, error) {
+	return comparisonCharts(c, points, formatPNG|formatSVG)
+}
+
+func comparisonCharts(c *Comparison, points []*Results, f formats) ([]Chart, error) {
+	if c == nil {
+		return nil, errors.New("report: charts of a nil comparison")
+	}
+	series := comparisonSeries(c, points)
+	axis := strings.Join(c.Axis, " × ")
+	if axis == "" {
+		axis = "setting"
+	}
+	specs := []struct {
+		name, title, ylabel string
+		pick                func(pointSeries) []float64
+		pct, logY           bool
+	}{
+		{"compare-p99", "p99 latency per group against " + axis, "p99 latency (model time)", func(s pointSeries) []float64 { return s.p99 }, false, true},
+		{"compare-ok", "Ok rate per group against " + axis, "ok (% of requests)", func(s pointSeries) []float64 { return s.okRate }, true, false},
+		{"compare-rejected", "Rejected share per group against " + axis, "rejected (% of requests)", func(s pointSeries) []float64 { return s.rejRate }, true, false},
+	}
+	var charts []Chart
+	for _, sp := range specs {
+		ch, err := render(sp.name, sp.title, chartWidth, chartHeight, f, func(cv draw.Canvas) {
+			drawAgainstPoints(cv, sp.title, axis, c, series, sp.pick, sp.ylabel, sp.pct, sp.logY)
+		})
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, ch)
+	}
+	return charts, nil
+}
+
+// drawAgainstPoints draws one line per group of the figure pick gives,
+// against the comparison's points as categories, marking the recommended
+// point.
+func drawAgainstPoints(c draw.Canvas, title, axis string, cmp *Comparison, series []pointSeries, pick func(pointSeries) []float64, ylabel string, pct, logY bool) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, v := range pick(s) {
+			if !math.IsNaN(v) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if len(cmp.Points) == 0 || math.IsInf(lo, 1) {
+		drawNoData(c, title, "no point of the comparison has data for this chart")
+		return
+	}
+	p := newPlot(title, "", axis, ylabel)
+	p.NominalX(pointLabels(cmp)...)
+	scale := 1.0
+	if pct {
+		scale = 100
+		p.Y.Min, p.Y.Max = 0, math.Min(100, math.Max(hi*100*1.1, 1))
+		if hi*100 > 80 {
+			p.Y.Max = 100
+		}
+	} else if logY && hi/math.Max(lo, 0.001) > 30 {
+		lo = math.Max(lo, 0.001)
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = msLogTicks{}
+		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	} else {
+		p.Y.Min, p.Y.Max = 0, hi*1.15+0.001
+		p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+			ticks := niceTicks{}.Ticks(lo, hi)
+			for i := range ticks {
+				ticks[i].Label = fmtMS(ticks[i].Value)
+			}
+			return ticks
+		})
+	}
+	if i := recommendedIndex(cmp); i >= 0 {
+		name := "recommended"
+		if !cmp.Recommendation.Passed {
+			name = "closest (no point passes)"
+		}
+		rl := line(plotter.XYs{{X: float64(i), Y: p.Y.Min}, {X: float64(i), Y: p.Y.Max}}, color.Gray{0x60}, 2, true)
+		p.Add(rl)
+		p.Legend.Add(name, rl)
+	}
+	p.X.Min, p.X.Max = -0.4, float64(len(cmp.Points))-0.6
+	for gi, s := range series {
+		vals := pick(s)
+		var xys plotter.XYs
+		for i, v := range vals {
+			if !math.IsNaN(v) {
+				xys = append(xys, plotter.XY{X: float64(i), Y: math.Max(v*scale, p.Y.Min)})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		col := paletteColor(gi)
+		l := line(xys, col, 2.2, false)
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			continue
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: px(5), Shape: draw.CircleGlyph{}}
+		p.Add(l, sc)
+		p.Legend.Add(s.group, l, sc)
+	}
+	drawPlot(p, c)
 }

@@ -191,6 +191,9 @@ func newRunView(r *Results, charts []Chart) runView {
 		{"Version", orDash(r.Version)},
 		{"Schema", orDash(r.Schema)},
 	}
+	if r.Shards > 0 {
+		v.Info = append(v.Info, kv{"Shards", fmt.Sprintf("merged from %d results files", r.Shards)})
+	}
 	for k, val := range r.Settings {
 		v.Settings = append(v.Settings, kv{k, val})
 	}
@@ -237,7 +240,11 @@ func verdict(slos []SLOResult) verdictView {
 	var failed []string
 	for _, s := range slos {
 		if !s.Pass {
-			failed = append(failed, fmt.Sprintf("%s (was %s)", strings.Replace(s.Name, ": ", " ", 1), sloValue(s)))
+			what := "was " + sloValue(s)
+			if s.Reason != "" {
+				what = s.Reason
+			}
+			failed = append(failed, fmt.Sprintf("%s (%s)", strings.Replace(s.Name, ": ", " ", 1), what))
 		}
 	}
 	if len(failed) == 0 {
@@ -256,7 +263,13 @@ func verdict(slos []SLOResult) verdictView {
 // sloValue formats an SLO's measured value in the unit of its metric: a
 // duration for latency metrics, a percentage for rates.
 func sloValue(s SLOResult) string {
-	metric := s.Name
+	if s.Reason != "" {
+		return "— (" + s.Reason + ")"
+	}
+	metric := s.Metric
+	if metric == "" {
+		metric = s.Name // written before SLOResult carried the metric
+	}
 	if i := strings.LastIndex(metric, ": "); i >= 0 {
 		metric = metric[i+2:]
 	}
@@ -375,4 +388,140 @@ func fmtSeconds(s float64) string {
 		return trimFloat(s/60, 1) + " min"
 	}
 	return trimFloat(s/3600, 1) + " h"
+}
+
+// ---- the comparison report ----
+
+// RenderComparison writes dir/report.html for the comparison c, with one
+// PNG per comparison chart (dir/NAME.png). points are the points' results in
+// c's order; they may be nil. Each point's own report is linked from its
+// results path, relative to dir.
+func RenderComparison(dir string, c *Comparison, points []*Results) error {
+	if c == nil {
+		return errors.New("report: rendering a nil comparison")
+	}
+	charts, err := comparisonCharts(c, points, formatPNG)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: creating report directory: %w", err)
+	}
+	for _, ch := range charts {
+		if err := writeFile(filepath.Join(dir, ch.Name+".png"), ch.PNG); err != nil {
+			return err
+		}
+	}
+	var b bytes.Buffer
+	v := newComparisonView(dir, c, charts)
+	if err := templates.ExecuteTemplate(&b, "comparison.html.tmpl", v); err != nil {
+		return fmt.Errorf("report: writing the comparison report: %w", err)
+	}
+	return writeFile(filepath.Join(dir, "report.html"), b.Bytes())
+}
+
+// pointRow is one point × group row of the comparison table.
+type pointRow struct {
+	First  bool // the point's first row, carrying the point's cells
+	Span   int  // rows of this point
+	Label  string
+	Passed bool
+	SLOs   string // "2 of 2 pass"
+	Report string // relative link to the point's report.html; "" if none
+	Best   bool   // the recommended point
+	Group  string
+	countsRow
+}
+
+// pointLink is one point's report link.
+type pointLink struct{ Label, Href string }
+
+// comparisonView is the comparison template's data.
+type comparisonView struct {
+	Scenario string
+	Axis     string
+	Verdict  verdictView
+	Summary  string
+	Rows     []pointRow
+	Charts   []chartView
+	Links    []pointLink
+}
+
+func newComparisonView(dir string, c *Comparison, charts []Chart) comparisonView {
+	v := comparisonView{Scenario: c.Scenario, Axis: strings.Join(c.Axis, " × "), Charts: chartViews(charts)}
+	if v.Scenario == "" {
+		v.Scenario = "unnamed scenario"
+	}
+	if v.Axis == "" {
+		v.Axis = "setting"
+	}
+	rec := c.Recommendation
+	value := strings.Join(rec.Value, ", ")
+	reason := strings.TrimSpace(rec.Reason)
+	if reason != "" && !strings.HasSuffix(reason, ".") {
+		reason += "."
+	}
+	switch {
+	case len(c.Points) == 0:
+		v.Verdict = verdictView{"none", "No points were run, so there is nothing to recommend."}
+	case len(rec.Value) == 0:
+		v.Verdict = verdictView{"none", strings.TrimSpace("No recommendation. " + reason)}
+	case rec.Passed:
+		v.Verdict = verdictView{"pass", strings.TrimSpace(fmt.Sprintf("Use %s = %s. %s", v.Axis, value, reason))}
+	default:
+		v.Verdict = verdictView{"fail", strings.TrimSpace(fmt.Sprintf("No setting meets every SLO; the closest is %s = %s. %s", v.Axis, value, reason))}
+	}
+	passing := 0
+	best := recommendedIndex(c)
+	for i, p := range c.Points {
+		if p.Passed {
+			passing++
+		}
+		label := strings.Join(p.Value, ", ")
+		href := pointReport(dir, p.Results)
+		if href != "" {
+			v.Links = append(v.Links, pointLink{Label: v.Axis + " = " + label, Href: href})
+		}
+		ok := 0
+		for _, s := range p.SLO {
+			if s.Pass {
+				ok++
+			}
+		}
+		slos := "no SLOs"
+		if len(p.SLO) > 0 {
+			slos = fmt.Sprintf("%d of %d pass", ok, len(p.SLO))
+		}
+		groups := p.Groups
+		if len(groups) == 0 {
+			groups = []GroupResult{{}}
+		}
+		for j, g := range groups {
+			v.Rows = append(v.Rows, pointRow{
+				First: j == 0, Span: len(groups), Label: label, Passed: p.Passed, SLOs: slos, Report: href, Best: i == best,
+				Group: g.Name, countsRow: countsRow{Name: g.Name, Tenants: g.Tenants, Counts: g.Counts, Latency: g.Latency},
+			})
+		}
+	}
+	v.Summary = fmt.Sprintf("%d settings of %s compared; %d pass every SLO.", len(c.Points), v.Axis, passing)
+	return v
+}
+
+// pointReport returns the link from dir to the report.html beside a
+// point's results file, or "" when the point names no results.
+func pointReport(dir, results string) string {
+	if results == "" {
+		return ""
+	}
+	rp := filepath.Join(filepath.Dir(filepath.FromSlash(results)), "report.html")
+	if filepath.IsAbs(rp) {
+		if rel, err := filepath.Rel(dir, rp); err == nil {
+			rp = rel
+		} else if abs, err := filepath.Abs(dir); err == nil {
+			if rel, err := filepath.Rel(abs, rp); err == nil {
+				rp = rel
+			}
+		}
+	}
+	return filepath.ToSlash(rp)
 }

@@ -307,3 +307,113 @@ func BenchmarkRenderReport250(b *testing.B) {
 		}
 	}
 }
+
+// synthComparison returns a comparison of five limit settings, each point
+// written as dir/limit-V/results.json with its report beside it, as
+// stampede compare lays them out.
+func synthComparison(t testing.TB, dir string) (*Comparison, []*Results) {
+	values := []string{"off", "2", "4", "6", "8"}
+	var pts []Point
+	var rs []*Results
+	for i, v := range values {
+		r := synthResults(40)
+		r.Settings = map[string]string{"proxy.limit_conn.per_key": v}
+		// Tighter limits reject more of the noisy tenant and keep the
+		// others fast; no limit lets the noisy tenant slow everyone.
+		noisy, other := &r.Groups[0], &r.Groups[1]
+		noisy.Rejected = uint64([]int{0, 90, 70, 40, 20}[i])
+		noisy.OK = noisy.Requests - noisy.Rejected
+		other.Latency.P99 = []float64{14200, 240, 380, 2100, 6400}[i]
+		pass := other.Latency.P99 < 1000
+		r.SLO = []SLOResult{{Name: "other-sites: p99 < 1s", Group: "other-sites", Metric: "p99", Op: "<", Pass: pass, Value: other.Latency.P99, Threshold: 1000}}
+		rel := "limit-" + v + "/results.json"
+		if dir != "" {
+			if err := RenderReport(filepath.Join(dir, "limit-"+v), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pts = append(pts, NewPoint(Names{v}, rel, r))
+		rs = append(rs, r)
+	}
+	// A fixed recommendation, so that this golden file follows the page
+	// and not the recommendation's wording (compare_test.go tests that).
+	return &Comparison{Schema: ComparisonSchema, Scenario: "stock-balance", Axis: Names{"proxy.limit_conn.per_key"}, Points: pts,
+		Recommendation: Recommendation{Value: Names{"2"}, Passed: true, Reason: "per_key=2 passes every SLO (other-sites p99 240 ms < 1 s) and serves noisy best among passing points (30/120 ok)"}}, rs
+}
+
+func TestComparisonReportGolden(t *testing.T) {
+	dir := t.TempDir()
+	if *outDir != "" {
+		dir = filepath.Join(*outDir, "comparison")
+	}
+	c, rs := synthComparison(t, dir)
+	if err := RenderComparison(dir, c, rs); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	checkSelfContained(t, page)
+	if !strings.Contains(page, `id="verdict">Use proxy.limit_conn.per_key = `) {
+		t.Errorf("the verdict does not recommend a value: %s", reTag.FindString(page))
+	}
+	if got := len(reImg.FindAllString(page, -1)); got != 3 {
+		t.Errorf("%d images, want 3", got)
+	}
+	links := reLink.FindAllStringSubmatch(page, -1)
+	if len(links) != 10 { // in the table and in the list
+		t.Errorf("%d links, want 10", len(links))
+	}
+	for _, l := range links {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(l[1]))); err != nil {
+			t.Errorf("link %s: %v", l[1], err)
+		}
+	}
+	golden(t, "comparison.txt", structure(page))
+
+	// An empty comparison still renders, saying so.
+	empty := t.TempDir()
+	if err := RenderComparison(empty, &Comparison{Scenario: "x", Axis: Names{"a.b"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(filepath.Join(empty, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "comparison-empty.txt", structure(string(b)))
+}
+
+func TestComparisonChartsDecode(t *testing.T) {
+	c, rs := synthComparison(t, "")
+	charts, err := ComparisonCharts(c, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) != 3 {
+		t.Fatalf("%d charts, want 3", len(charts))
+	}
+	for _, ch := range charts {
+		checkPNG(t, ch, 6, 0.01)
+	}
+	charts, err = ComparisonCharts(&Comparison{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range charts {
+		checkPNG(t, ch, 3, 0.002)
+	}
+}
+
+func TestPointReport(t *testing.T) {
+	for i, tc := range []struct{ dir, results, want string }{
+		{"out", "limit-4/results.json", "limit-4/report.html"},
+		{"/tmp/out", "/tmp/out/p/limit-4/results.json", "p/limit-4/report.html"},
+		{"out", "", ""},
+	} {
+		if got := pointReport(tc.dir, tc.results); got != tc.want {
+			t.Errorf("step %d: pointReport(%q, %q) = %q, want %q", i, tc.dir, tc.results, got, tc.want)
+		}
+	}
+}
