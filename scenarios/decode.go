@@ -240,6 +240,9 @@ func (f *fields) at(key string) *yaml.Node {
 
 func (f *fields) missing(key, example string) {
 	f.d.fail(f.node, join(f.path, key), nil, "missing (want e.g. %s: %s)", key, example)
+	if n := len(f.d.errs); n > 0 {
+		f.d.errs[n-1].missing = true
+	}
 }
 
 // scalar returns n's text, reporting lists and mappings.

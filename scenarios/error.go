@@ -23,6 +23,8 @@ type Error struct {
 	Msg  string // what is wrong and an example of a good value
 	Err  error  // the underlying error (for errors.Is), or nil
 	More []*Error
+
+	missing bool // a required field is absent: listed after the mistakes that are there to see
 }
 
 // maxShown bounds how many mistakes one message lists.
@@ -80,6 +82,9 @@ func joinErrors(errs []*Error) error {
 	slices.SortStableFunc(errs, func(a, b *Error) int {
 		if fa, fb := a.Set == "", b.Set == ""; fa != fb || !fa {
 			return cmp.Compare(b2i(!fa), b2i(!fb))
+		}
+		if a.missing != b.missing {
+			return cmp.Compare(b2i(a.missing), b2i(b.missing))
 		}
 		if c := cmp.Compare(a.Line, b.Line); c != 0 {
 			return c

@@ -39,6 +39,12 @@ func withLine(n int, text string) string {
 	return strings.Join(lines, "\n")
 }
 
+// withoutLines returns base without lines from to to (from 1).
+func withoutLines(from, to int) string {
+	lines := strings.Split(base, "\n")
+	return strings.Join(append(lines[:from-1:from-1], lines[to:]...), "\n")
+}
+
 func TestBaseIsGood(t *testing.T) {
 	sc, err := Parse("base.yaml", []byte(base))
 	if err != nil {
@@ -103,8 +109,9 @@ func TestBadFiles(t *testing.T) {
 		{"start after the end", withLine(17, "    load: {model: closed, users: 2, start: 2m, routes: {report: 1}}"), 17, 44, "tenants[1].load.start", "is not before the end of the run at 1m"},
 		{"stop before start", withLine(17, "    load: {model: closed, users: 2, start: 30s, stop: 10s, routes: {report: 1}}"), 17, 55, "tenants[1].load.stop", "is not after start 30s"},
 		{"stage without rate", withLine(14, "    load: {stages: [{duration: 10s}], routes: {page: 1}}"), 14, 21, "tenants[0].load.stages[0].rate", "missing"},
+		{"misspelt backend", withLine(3, "backnd:"), 3, 1, "", `unknown key "backnd" (did you mean "backend"?)`},
 		{"bad on_client_abort", withLine(4, "  on_client_abort: ignore"), 4, 20, "backend.on_client_abort", `"ignore" is not continue or cancel`},
-		{"missing backend", withLine(3, "x:"), 1, 1, "backend", "missing (want e.g. backend: {workers: 8"},
+		{"missing backend", withoutLines(3, 7), 1, 1, "backend", "missing (want e.g. backend: {workers: 8"},
 		{"bad YAML syntax", withLine(14, "    load: {rate: 1/s, routes: {page: 1}"), 14, 0, "", "bad YAML"},
 		{"tab indentation", withLine(4, "\tworkers: 2"), 4, 0, "", "bad YAML"},
 		{"sweep value", base + "sweep:\n  - {path: proxy.limit_conn.per_key, values: [off, 2, 0]}\n", 21, 55, "sweep[0].values[2]", "proxy.limit_conn.per_key=0: proxy.limit_conn.per_key: 0 is below 1"},

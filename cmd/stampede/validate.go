@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"stampede/scenarios"
+)
+
+func init() { commands = append(commands, newValidateCmd) }
+
+func newValidateCmd() *cobra.Command {
+	var sets []string
+	c := &cobra.Command{
+		Use:   "validate SCENARIO",
+		Short: "Check a scenario file and print it with every default filled in",
+		Long: `validate reads a scenario file, applies any --set overrides, checks every field
+and prints the scenario as it would run, with every default filled in. A bad file
+gets a message naming the file, line, column and field, and exit status 2.`,
+		Example: `  stampede validate scenarios/stock-balance.yaml
+  stampede validate scenarios/stock-balance.yaml --set proxy.limit_conn.per_key=off`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			sc, err := scenarios.LoadWith(args[0], sets)
+			if err != nil {
+				return asUsage(err)
+			}
+			return sc.Format(c.OutOrStdout())
+		},
+	}
+	c.Flags().StringArrayVar(&sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable), e.g. tenants.user-x.load.users=6")
+	return c
+}

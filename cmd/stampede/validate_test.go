@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stampede/scenarios"
+)
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\nduration: 1m\nbackend:\n  wokers: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		args      []string
+		code      int
+		stdout    []string // parts of stdout
+		stderr    []string // parts of stderr
+		roundTrip bool
+	}{
+		{"good file", []string{"validate", "../../scenarios/stock-balance.yaml"}, 0,
+			[]string{"name: stock-balance\n", "  workers: 8\n", "  limit_conn: {key: $host, per_key: 4, zone: 10m, status: 503, dry_run: false}\n", "      rate: 0.2/s\n"}, nil, true},
+		{"overrides", []string{"validate", "../../scenarios/stock-balance.yaml", "--set", "backend.workers=16", "--set", "proxy.limit_conn.per_key=off"}, 0,
+			[]string{"# --set backend.workers=16\n", "# --set proxy.limit_conn.per_key=off\n", "  workers: 16\n"}, nil, true},
+		{"bad file", []string{"validate", bad}, 2, nil,
+			[]string{"stampede: scenario " + bad + `:4:3: backend: unknown key "wokers" (did you mean "workers"?)`}, false},
+		{"bad override", []string{"validate", "../../scenarios/stock-balance.yaml", "--set", "proxy.limit_conn.per_key=0"}, 2, nil,
+			[]string{"--set proxy.limit_conn.per_key=0: proxy.limit_conn.per_key: 0 is below 1"}, false},
+		{"missing file", []string{"validate", filepath.Join(dir, "none.yaml")}, 2, nil, []string{"none.yaml", "no such file"}, false},
+		{"no file", []string{"validate"}, 2, nil, []string{"accepts 1 arg"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), c.args, strings.NewReader(""), &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout.String(), stderr.String())
+			}
+			for _, s := range c.stdout {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+				}
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
+				}
+			}
+			if c.code != 0 && stdout.Len() != 0 {
+				t.Errorf("a failed validate printed to stdout:\n%s", stdout.String())
+			}
+			if c.roundTrip {
+				if stderr.Len() != 0 {
+					t.Errorf("stderr = %q, want nothing", stderr.String())
+				}
+				if _, err := scenarios.Parse("printed.yaml", stdout.Bytes()); err != nil {
+					t.Errorf("the printed scenario does not load: %v", err)
+				}
+			}
+		})
+	}
+}
