@@ -609,13 +609,13 @@ func (d *decoder) limitCommon(f *fields, path string, key, zone *string, status 
 	*key = DefaultKey
 	if f.str("key", "$host", key) {
 		if err := checkKey(*key); err != nil {
-			d.fail(f.at("key"), join(path, "key"), err, "%q is not a key: %v (want e.g. $host or $binary_remote_addr)", *key, err)
+			d.fail(f.at("key"), join(path, "key"), err, "%v", err)
 		}
 	}
 	*zone = limiterproxy.DefaultZone
 	if f.str("zone", "10m", zone) {
 		if err := checkSize(*zone); err != nil {
-			d.fail(f.at("zone"), join(path, "zone"), err, "%q is not a zone size: %v (want e.g. 10m)", *zone, err)
+			d.fail(f.at("zone"), join(path, "zone"), err, "%v", err)
 		}
 	}
 	*status = limiterproxy.DefaultStatus
@@ -638,7 +638,7 @@ func (d *decoder) connSpec(n *yaml.Node, path string) (limiterproxy.ConnSpec, bo
 	case isOff(pk):
 		return c, false
 	}
-	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", 1, math.MaxInt32); ok {
+	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", 1, 65535); ok {
 		c.PerKey = v
 	}
 	return c, true
@@ -661,12 +661,12 @@ func (d *decoder) reqSpec(n *yaml.Node, path string) (limiterproxy.ReqSpec, bool
 	}
 	if s, ok := d.scalar(rn, join(path, "rate"), "10r/s"); ok {
 		if err := checkReqRate(s); err != nil {
-			d.fail(rn, join(path, "rate"), err, "%q is not a limit_req rate: %v (want e.g. 10r/s or 30r/m)", s, err)
+			d.fail(rn, join(path, "rate"), err, "%v", err)
 		}
 		r.Rate = s
 	}
-	f.integer("burst", "20", 0, math.MaxInt32/1000, &r.Burst)
-	f.integer("delay", "8", 0, math.MaxInt32/1000, &r.Delay)
+	f.integer("burst", "20", 0, 1_000_000_000, &r.Burst)
+	f.integer("delay", "8", 0, 1_000_000_000, &r.Delay)
 	f.boolean("nodelay", &r.NoDelay)
 	if r.NoDelay && f.has("delay") {
 		d.fail(f.at("delay"), join(path, "delay"), nil, "delay and nodelay exclude each other (want delay: N for two-stage limiting, or nodelay: true)")

@@ -193,79 +193,26 @@ func (s *Scenario) With(sets ...string) (*Scenario, error) {
 	return ParseWith(s.File, s.src, all)
 }
 
-// safeCall calls f, reporting ok=false when it panics. It lets the
-// scenario checks use limiterproxy's parsers while they are being written,
-// falling back to local checks.
-func safeCall[T any](f func(string) (T, error), s string) (v T, err error, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	v, err = f(s)
-	return v, err, true
-}
-
-var (
-	keyVar     = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_]*)`)
-	reqRateRE  = regexp.MustCompile(`^([0-9]+)r/([sm])$`)
-	zoneSizeRE = regexp.MustCompile(`^([0-9]+)([kKmM]?)$`)
-)
-
 // checkKey checks an nginx key expression.
 func checkKey(s string) error {
-	if _, err, ok := safeCall(limiterproxy.ParseKey, s); ok {
-		return err
-	}
-	if s == "" {
-		return errors.New("empty")
-	}
-	if !strings.Contains(s, "$") {
-		s = "$" + s
-	}
-	for _, m := range keyVar.FindAllStringSubmatch(s, -1) {
-		switch v := m[1]; {
-		case v == "host", v == "binary_remote_addr", v == "remote_addr":
-		case strings.HasPrefix(v, "http_") && len(v) > len("http_"):
-		default:
-			return fmt.Errorf("unknown variable $%s", v)
-		}
-	}
-	return nil
+	_, err := limiterproxy.ParseKey(s)
+	return err
 }
 
 // checkReqRate checks a limit_req rate, "10r/s" or "30r/m".
 func checkReqRate(s string) error {
-	if r, err, ok := safeCall(limiterproxy.ParseRate, s); ok {
-		if err == nil && r <= 0 {
-			return errors.New("must be above 0")
-		}
-		return err
-	}
-	m := reqRateRE.FindStringSubmatch(s)
-	if m == nil {
-		return errors.New("want Nr/s or Nr/m")
-	}
-	if n, err := strconv.Atoi(m[1]); err != nil || n <= 0 || n > 1<<30 {
-		return errors.New("must be a whole number of requests above 0")
-	}
-	return nil
+	_, err := limiterproxy.ParseRate(s)
+	return err
 }
 
 // checkSize checks a zone size, "10m".
 func checkSize(s string) error {
-	if n, err, ok := safeCall(limiterproxy.ParseSize, s); ok {
-		if err == nil && n <= 0 {
-			return errors.New("must be above 0")
-		}
+	n, err := limiterproxy.ParseSize(s)
+	if err != nil {
 		return err
 	}
-	m := zoneSizeRE.FindStringSubmatch(s)
-	if m == nil {
-		return errors.New("want bytes, or a size with k or m")
-	}
-	if n, err := strconv.Atoi(m[1]); err != nil || n <= 0 || n > 1<<30 {
-		return errors.New("must be above 0")
+	if n < limiterproxy.MinZone {
+		return fmt.Errorf("%q is too small (nginx wants at least %dk)", s, limiterproxy.MinZone/1024)
 	}
 	return nil
 }
