@@ -27,12 +27,15 @@ import (
 //
 // Errors: no results; shards of different scenarios or settings; a shard
 // without histograms; an undecodable histogram; different series steps.
-// One result is returned as it is.
+// One result is returned as it is, histograms or not.
 func MergeResults(rs ...*Results) (*Results, error) {
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("merging results: nothing to merge")
 	}
 	first := rs[0]
+	if len(rs) == 1 {
+		return first, nil
+	}
 	for i, r := range rs {
 		if r.Scenario != first.Scenario {
 			return nil, fmt.Errorf("merging results: shard %d is scenario %q, shard 1 is %q: not shards of one run", i+1, r.Scenario, first.Scenario)
@@ -47,10 +50,6 @@ func MergeResults(rs ...*Results) (*Results, error) {
 			return nil, fmt.Errorf("merging results: shard %d has a different series step from shard 1", i+1)
 		}
 	}
-	if len(rs) == 1 {
-		return first, nil
-	}
-
 	m := &Results{
 		Schema:      Schema,
 		Scenario:    first.Scenario,

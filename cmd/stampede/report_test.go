@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"stampede/limiterproxy"
+	"stampede/loadgen"
+	"stampede/report"
+	"stampede/scenarios"
+)
+
+// shardScenario is two groups behind a per-host limit; its SLO asks
+// user-x for an ok rate of at least 50%.
+func shardScenario(name string) *scenarios.Scenario {
+	return &scenarios.Scenario{
+		Name: name, Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
+		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{{Name: "page", Path: "/app"}, {Name: "stock-balance", Path: "/api"}}},
+		Proxy:   scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Tenants: []scenarios.TenantGroup{
+			{Group: "other-sites", Count: 2, Host: "site{i}.example.com"},
+			{Group: "user-x", Count: 1, Host: "x.example.com"},
+		},
+		SLO:      []scenarios.SLO{{Group: "user-x", Text: "ok_rate >= 50%", Metric: "ok_rate", Op: ">=", Threshold: 0.5}},
+		Settings: map[string]string{"proxy.limit_conn.per_key": "4"},
+	}
+}
+
+// writeShard records, for sc, n ok answers of 10 ms per ordinary site and
+// xOK ok and xRej rejected requests of user-x, and writes results.json.
+func writeShard(t *testing.T, sc *scenarios.Scenario, n, xOK, xRej int) string {
+	t.Helper()
+	rec := report.NewRecorder(sc)
+	for i := 0; i < n; i++ {
+		for ten := int32(0); ten < 2; ten++ {
+			rec.Add(&loadgen.Result{Tenant: ten, Outcome: loadgen.OK, Status: 200, Intended: time.Duration(i) * 100 * time.Millisecond, Latency: 10 * time.Millisecond})
+		}
+	}
+	for i := 0; i < xOK; i++ {
+		rec.Add(&loadgen.Result{Tenant: 2, Route: 1, Outcome: loadgen.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second})
+	}
+	for i := 0; i < xRej; i++ {
+		rec.Add(&loadgen.Result{Tenant: 2, Route: 1, Outcome: loadgen.Rejected, Status: 503, Intended: time.Second})
+	}
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, rec.Results(report.RunInfo{Engine: "sim", Wall: time.Second})); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func reportCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"report"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestReportCommandMergesShards(t *testing.T) {
+	sc := shardScenario("mini")
+	a := writeShard(t, sc, 30, 4, 4) // user-x 4/8: passes
+	b := writeShard(t, sc, 20, 0, 8) // user-x 0/8: fails alone
+	cases := []struct {
+		name     string
+		inputs   []string
+		code     int
+		requests uint64
+		xOK      uint64
+		stdout   string
+	}{
+		{"one result", []string{a}, exitOK, 68, 4, "all 1 SLOs passed"},
+		{"two shards", []string{a, b}, exitSLO, 68 + 48, 4, "1 of 1 SLOs failed"},
+	}
+	for i, c := range cases {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := reportCLI(append(c.inputs, "-o", dir)...)
+		if code != c.code {
+			t.Errorf("step %d: %s: exit %d, want %d; stderr: %s", i, c.name, code, c.code, stderr)
+		}
+		if !strings.Contains(stdout, c.stdout) || !strings.Contains(stdout, "wrote "+filepath.Join(dir, "report.html")) {
+			t.Errorf("step %d: %s: stdout lacks %q or the report's path:\n%s", i, c.name, c.stdout, stdout)
+		}
+		res, err := report.ReadResults(filepath.Join(dir, "results.json"))
+		if err != nil {
+			t.Fatalf("step %d: %s: %v", i, c.name, err)
+		}
+		if x := res.Group("user-x"); res.Totals.Requests != c.requests || x == nil || x.OK != c.xOK {
+			t.Errorf("step %d: %s: %d requests, user-x %+v; want %d requests and %d ok for user-x", i, c.name, res.Totals.Requests, x, c.requests, c.xOK)
+		}
+		for _, f := range []string{"histograms.hlog", "report.html"} {
+			if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+				t.Errorf("step %d: %s: %s not written (%v)", i, c.name, f, err)
+			}
+		}
+	}
+}
+
+func TestReportCommandBadInput(t *testing.T) {
+	dir := t.TempDir()
+	good := writeShard(t, shardScenario("mini"), 3, 1, 1)
+	other := writeShard(t, shardScenario("other"), 3, 1, 1)
+	notResults := filepath.Join(dir, "comparison.json")
+	os.WriteFile(notResults, []byte(`{"schema": "stampede.comparison/v1"}`), 0o644)
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte(`not json`), 0o644)
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no input", []string{"-o", out}, "requires at least 1 arg"},
+		{"no -o", []string{good}, "-o DIR is required"},
+		{"missing file", []string{filepath.Join(dir, "nope.json"), "-o", out}, "nope.json"},
+		{"not results", []string{notResults, "-o", out}, `schema is "stampede.comparison/v1"`},
+		{"not json", []string{garbage, "-o", out}, "garbage.json"},
+		{"different scenarios", []string{good, other, "-o", out}, `shard 2 is scenario "other", shard 1 is "mini": not shards of one run`},
+	}
+	for i, c := range cases {
+		code, _, stderr := reportCLI(c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("step %d: %s: exit %d, stderr %q; want exit 2 and a message containing %q", i, c.name, code, stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input still wrote %s (%v)", out, err)
+	}
+}
