@@ -209,3 +209,22 @@ func TestBackendBusyPort(t *testing.T) {
 		t.Errorf("backend on a busy port: exit %d stderr %q, want %d and %q", code, stderr.String(), exitError, want)
 	}
 }
+
+func FuzzParseRoute(f *testing.F) {
+	for _, s := range []string{"/slow=uniform:2m..4m", "/=lognormal:median=30ms,p99=200ms", "/x=fast", "x=1s", "/a", "=", "/a=b=c", " /p = exp:1s "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := parseRoute(s)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(r.Path, "/") || r.Name != r.Path || r.Service == nil {
+			t.Fatalf("parseRoute(%q) = %+v: want a path from /, named for it, with a service time", s, r)
+		}
+		again, err := parseRoute(r.Path + "=" + r.Service.String())
+		if err != nil || again.Path != r.Path || again.Service != r.Service {
+			t.Fatalf("parseRoute(%q) = %+v, which does not read back: %+v, %v", s, r, again, err)
+		}
+	})
+}
