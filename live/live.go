@@ -164,19 +164,26 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
 	}
 	// The driver's sink goroutine has ended: the recorder is ours again.
-	sample(time.Duration(float64(elapsed) / scale))
+	modelElapsed := time.Duration(float64(elapsed) / scale)
+	sample(modelElapsed)
 	var end fakebackend.Stats
 	if stats != nil {
 		end, _ = stats()
 	}
-	return rec.Results(report.RunInfo{
+	info := report.RunInfo{
 		Engine:      Engine,
 		Wall:        elapsed,
 		Interrupted: interrupted,
 		Backend:     end,
 		Version:     opts.Version,
 		CommandLine: opts.CommandLine,
-	}), nil
+	}
+	if interrupted {
+		// The run got this far into the model; a whole run covers at least
+		// the scenario's duration, which the recorder takes by default.
+		info.Model = min(modelElapsed, sc.Duration)
+	}
+	return rec.Results(info), nil
 }
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503

@@ -1,0 +1,301 @@
+package live
+
+import (
+	"context"
+	"math"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"stampede/fakebackend"
+	"stampede/limiterproxy"
+	"stampede/loadgen"
+	"stampede/report"
+	"stampede/scenarios"
+)
+
+// These tests play small scenarios over loopback in real time, each in well
+// under a second of wall time, and assert counts that do not depend on the
+// machine's speed.
+
+func route(name, path string, service time.Duration) scenarios.Route {
+	return scenarios.Route{Name: name, Path: path, Service: fakebackend.Constant{D: service}}
+}
+
+func one(r int) []scenarios.WeightedRoute { return []scenarios.WeightedRoute{{Route: r, Weight: 1}} }
+
+func group(t *testing.T, res *report.Results, name string) report.GroupResult {
+	t.Helper()
+	for _, g := range res.Groups {
+		if g.Name == name {
+			return g
+		}
+	}
+	t.Fatalf("results have no group %q (groups %+v)", name, res.Groups)
+	return report.GroupResult{}
+}
+
+func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) uint64 {
+	a := loadgen.NewArrivals(load, horizon, loadgen.TenantRand(seed, tenant))
+	var n uint64
+	for {
+		if _, ok := a.Next(); !ok {
+			return n
+		}
+		n++
+	}
+}
+
+func run(t *testing.T, ctx context.Context, sc *scenarios.Scenario, opts Options) *report.Results {
+	t.Helper()
+	res, err := Run(ctx, sc, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func TestRunTiny(t *testing.T) {
+	sc := &scenarios.Scenario{
+		Name: "tiny", Duration: 10 * time.Second, TimeScale: 0.1, Seed: 3,
+		Backend: scenarios.Backend{Workers: 4, Routes: []scenarios.Route{
+			route("page", "/app", 20*time.Millisecond), route("report", "/report", 50*time.Millisecond)}},
+		Tenants: []scenarios.TenantGroup{
+			{Group: "sites", Count: 2, Host: "site{i}.example.com", Load: scenarios.Load{
+				Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2, Routes: one(0), ClientTimeout: 10 * time.Second}},
+			{Group: "user", Count: 1, Host: "user.example.com", Load: scenarios.Load{
+				Model: scenarios.Closed, Users: 2, Iterations: 3, Routes: one(1), ClientTimeout: 10 * time.Second}},
+		},
+	}
+	res := run(t, context.Background(), sc, Options{Version: "test"})
+	if res.Engine != "live" || res.Interrupted || res.WallDurationS <= 0 || res.Scenario != "tiny" {
+		t.Errorf("results: engine %q interrupted %v wall %v scenario %q; want live, false, > 0, tiny",
+			res.Engine, res.Interrupted, res.WallDurationS, res.Scenario)
+	}
+	wantSites := arrivals(&sc.Tenants[0].Load, sc.Duration, sc.Seed, 0) + arrivals(&sc.Tenants[0].Load, sc.Duration, sc.Seed, 1)
+	for _, c := range []struct {
+		name     string
+		requests uint64
+	}{{"sites", wantSites}, {"user", 6}} {
+		g := group(t, res, c.name)
+		if g.Requests != c.requests || g.OK != c.requests {
+			t.Errorf("group %s: %d requests, %d ok; want %d and %d", c.name, g.Requests, g.OK, c.requests, c.requests)
+		}
+	}
+	if res.Routes[1].OK != 6 || res.Routes[1].Latency.Min < 50 {
+		t.Errorf("route report: %d ok, min latency %v ms; want 6, at least 50 ms", res.Routes[1].OK, res.Routes[1].Latency.Min)
+	}
+	if res.Series == nil || len(res.Series.Backend) == 0 {
+		t.Errorf("no backend samples in the series")
+	}
+}
+
+// story is the incident at small scale: user-x opens 8 tabs of a one-minute
+// report on an 8-worker server, with limit_conn $host 4. The report is long
+// (600 ms of wall time) so that the 8 tabs overlap however busy the machine.
+func story(perKey int) *scenarios.Scenario {
+	sc := &scenarios.Scenario{
+		Name: "story", Duration: 70 * time.Second, TimeScale: 0.01, Seed: 1,
+		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{
+			route("page", "/app", 30*time.Millisecond), route("report", "/api/report", time.Minute)}},
+		Proxy: scenarios.Proxy{ReadTimeout: 120 * time.Second},
+		Tenants: []scenarios.TenantGroup{
+			{Group: "other-sites", Count: 3, Host: "site{i}.example.com", Load: scenarios.Load{
+				Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: 0.2, Routes: one(0), ClientTimeout: time.Minute}},
+			{Group: "user-x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
+				Model: scenarios.Closed, Users: 8, Iterations: 1, Start: time.Second, Routes: one(1), ClientTimeout: 5 * time.Minute}},
+		},
+	}
+	if perKey > 0 {
+		sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: perKey}}
+	}
+	return sc
+}
+
+func TestRunStoryLimitConn(t *testing.T) {
+	res := run(t, context.Background(), story(4), Options{})
+	x := group(t, res, "user-x")
+	if x.Requests != 8 || x.OK != 4 || x.Rejected != 4 {
+		t.Errorf("user-x: %d requests, %d ok, %d rejected; want 8, 4, 4", x.Requests, x.OK, x.Rejected)
+	}
+	if x.Status["503"] != 4 {
+		t.Errorf("user-x statuses %v, want 4 × 503", x.Status)
+	}
+	// The other sites never reach 4 requests in flight each: the limit
+	// leaves them alone.
+	o := group(t, res, "other-sites")
+	if o.Requests == 0 || o.OK == 0 || o.Rejected != 0 {
+		t.Errorf("other-sites: %d ok, %d rejected of %d; want some ok and none rejected (%+v)", o.OK, o.Rejected, o.Requests, o.Counts)
+	}
+	if res.Backend.BusyMax > 8 || res.Backend.BusyMax < 4 {
+		t.Errorf("backend busy max %d, want 4..8", res.Backend.BusyMax)
+	}
+	if res.Series == nil || res.Series.Limit != 4 {
+		t.Errorf("series limit: want 4, got %+v", res.Series)
+	}
+}
+
+func TestRunFidelity(t *testing.T) {
+	// A constant 1 s route at low load, played 100× faster: the median must
+	// come back within 2% of 1000 ms in model time, which leaves 0.2 ms of
+	// wall time for the driver, the proxy and the backend together. The
+	// race detector's instrumentation alone costs about that, so a race
+	// build checks the same 2% at 10× (time_scale 0.1).
+	if overloaded() {
+		t.Skip("machine overloaded (load average above twice the CPUs): wall-clock fidelity cannot be measured")
+	}
+	scale := 0.01
+	if raceBuild {
+		scale = 0.1
+	}
+	sc := &scenarios.Scenario{
+		Name: "fidelity", Duration: 60 * time.Second, TimeScale: scale, Seed: 1,
+		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{route("one-second", "/", time.Second)}},
+		Tenants: []scenarios.TenantGroup{{Group: "g", Count: 1, Host: "g.example.com", Load: scenarios.Load{
+			Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2, Routes: one(0), ClientTimeout: 10 * time.Second}}},
+	}
+	res := run(t, context.Background(), sc, Options{})
+	g := group(t, res, "g")
+	if g.OK < 100 || g.OK != g.Requests {
+		t.Fatalf("%d ok of %d requests, want all of at least 100 (%+v)", g.OK, g.Requests, g.Counts)
+	}
+	if p50 := g.Latency.P50; math.Abs(p50-1000) > 20 {
+		t.Errorf("p50 %.1f ms, want 1000 ± 2%% (latency %+v)", p50, g.Latency)
+	} else {
+		t.Logf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", p50, g.Latency.P99, g.Latency.Max)
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	sc := story(4)
+	sc.Duration = time.Hour // 36 s of wall time: only the cancellation ends it
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res := run(t, ctx, sc, Options{})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run took %v after the cancellation at 300 ms, want prompt", took)
+	}
+	if !res.Interrupted {
+		t.Errorf("interrupted: got false, want true")
+	}
+	if res.Totals.Requests == 0 {
+		t.Errorf("no requests recorded in 300 ms")
+	}
+	if res.ModelDurationS >= 3600 {
+		t.Errorf("model duration %v s, want how far the run got", res.ModelDurationS)
+	}
+}
+
+func TestRunClientTimeoutAbandons(t *testing.T) {
+	// One tab of a 30 s report with a 5 s client timeout, giving up: the
+	// proxy frees the key's slot, but the worker goes on (continue).
+	sc := &scenarios.Scenario{
+		Name: "abandon", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
+		Backend: scenarios.Backend{Workers: 2, OnClientAbort: fakebackend.Continue,
+			Routes: []scenarios.Route{route("report", "/report", 30*time.Second)}},
+		Proxy: scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Tenants: []scenarios.TenantGroup{{Group: "x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
+			Model: scenarios.Closed, Users: 1, Iterations: 1, OnTimeout: scenarios.GiveUp,
+			ClientTimeout: 5 * time.Second, Routes: one(0)}}},
+	}
+	res := run(t, context.Background(), sc, Options{})
+	x := group(t, res, "x")
+	if x.Requests != 1 || x.ClientTimeouts != 1 {
+		t.Fatalf("x: %d requests, %d client timeouts; want 1 and 1", x.Requests, x.ClientTimeouts)
+	}
+	s := res.Series
+	if s == nil || len(s.Backend) == 0 {
+		t.Fatal("no backend samples")
+	}
+	// The last sample is taken after the load ended, at about 5 s of model
+	// time: the worker is still on its 30 s report.
+	if last := s.Backend[len(s.Backend)-1]; last.Busy != 1 || last.T < 5 || last.T >= 30 {
+		t.Errorf("last backend sample %+v: want the worker still busy, between 5 s and 30 s", last)
+	}
+}
+
+func TestRunDropsOverInFlightCap(t *testing.T) {
+	sc := &scenarios.Scenario{
+		Name: "drops", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
+		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{route("slow", "/", 3*time.Second)}},
+		Tenants: []scenarios.TenantGroup{{Group: "g", Count: 1, Host: "g", Load: scenarios.Load{
+			Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 5, MaxInFlight: 2, Routes: one(0)}}},
+	}
+	res := run(t, context.Background(), sc, Options{})
+	g := group(t, res, "g")
+	want := arrivals(&sc.Tenants[0].Load, sc.Duration, sc.Seed, 0)
+	if g.Requests != want || g.OK+g.Dropped != want {
+		t.Errorf("%d requests (%d ok, %d dropped), want %d arrivals all counted", g.Requests, g.OK, g.Dropped, want)
+	}
+	// Two in flight for 3 s each out of 5 arrivals a second: most drop.
+	if g.Dropped < want/2 || g.OK < 2 {
+		t.Errorf("%d dropped and %d ok of %d, want most dropped and some ok", g.Dropped, g.OK, want)
+	}
+}
+
+func TestRunTarget(t *testing.T) {
+	sc := story(0)
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale,
+		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 30 * time.Millisecond}},
+			{Name: "report", Path: "/api/report", Service: fakebackend.Constant{D: time.Minute}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	defer b.Close()
+	res := run(t, context.Background(), sc, Options{Target: srv.URL, BackendStatsURL: srv.URL + fakebackend.StatsPath})
+	if x := group(t, res, "user-x"); x.OK != 8 {
+		t.Errorf("user-x without a limit: %d ok of %d, want 8", x.OK, x.Requests)
+	}
+	if res.Backend.BusyMax < 8 {
+		t.Errorf("busy max from the stats URL: %d, want 8", res.Backend.BusyMax)
+	}
+}
+
+func TestRunRefusesRemoteTarget(t *testing.T) {
+	for i, target := range []string{"http://192.0.2.1:8080", "http://10.1.2.3/", "https://127.0.0.1:1", "127.0.0.1:80"} {
+		_, err := Run(context.Background(), story(4), Options{Target: target})
+		if err == nil {
+			t.Errorf("step %d: Run(target %s): no error", i, target)
+		} else if strings.Contains(target, "http://") && !strings.Contains(err.Error(), "allow-remote") {
+			t.Errorf("step %d: error %q does not say how to allow it", i, err)
+		}
+	}
+}
+
+func TestRejectStatusesAndDrain(t *testing.T) {
+	got := RejectStatuses(limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Status: 429}, {}}, Req: []limiterproxy.ReqSpec{{Status: 503}, {Status: 444}}})
+	if want := []int{503, 429, 444}; !slices.Equal(got, want) {
+		t.Errorf("RejectStatuses: got %v, want %v", got, want)
+	}
+	sc := story(4)
+	if got, want := Drain(sc), 3*time.Second+drainMargin; got != want {
+		t.Errorf("Drain: got %v, want %v (5 min client timeout × 0.01 + margin)", got, want)
+	}
+	if got := Drain(&scenarios.Scenario{TimeScale: 1}); got != 0 {
+		t.Errorf("Drain without timeouts: got %v, want 0", got)
+	}
+}
+
+// overloaded reports whether the machine's one-minute load average is above
+// twice its CPUs, when wall-clock measurements say more about the neighbours
+// than about the code.
+func overloaded() bool {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	load, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && load > 2*float64(runtime.NumCPU())
+}
