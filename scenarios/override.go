@@ -201,11 +201,16 @@ func applySet(root *yaml.Node, path, value string, origin map[*yaml.Node]string)
 // findKey returns the index in m.Content of key's value, or -1. A key that m
 // has only through a merge (<<) is copied into m first, so that setting
 // into it changes m alone.
-func findKey(m *yaml.Node, key string) int {
+func findKey(m *yaml.Node, key string) int { return findKeyDepth(m, key, 0) }
+
+func findKeyDepth(m *yaml.Node, key string, depth int) int {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Tag != "!!merge" && k.Value == key {
 			return i + 1
 		}
+	}
+	if depth >= maxMergeNest {
+		return -1
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if k := m.Content[i]; k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
@@ -222,7 +227,7 @@ func findKey(m *yaml.Node, key string) int {
 			if s == nil || s.Kind != yaml.MappingNode || s == m {
 				continue
 			}
-			if j := findKey(s, key); j >= 0 {
+			if j := findKeyDepth(s, key, depth+1); j >= 0 {
 				m.Content = append(m.Content, copyNode(s.Content[j-1]), copyNode(s.Content[j]))
 				return len(m.Content) - 1
 			}

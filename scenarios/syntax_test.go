@@ -225,6 +225,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base), "tenants.sites.load={<<: *x}")
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"), "a.0.b=1")
 	f.Add([]byte("tenants: [{load: &l {routes: {<<: *l}}}]"), "tenants.0.load.routes.x=1")
+	f.Add([]byte("backend: &a {<<: {<<: *a}}\n"), "backend.workers.x=1")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {
