@@ -198,13 +198,13 @@ func (l *ConnLimiter) Len() int {
 func (l *ConnLimiter) ZoneBytes() int64 { return l.used.Load() }
 
 // Busiest returns up to n keys with the most requests in flight, busiest
-// first (ties by key). Each shard is read under its own lock, so under load
+// first (ties by key); nil only when n < 1. Each shard is read under its own lock, so under load
 // the list is a near-snapshot.
 func (l *ConnLimiter) Busiest(n int) []KeyCount {
 	if n <= 0 {
 		return nil
 	}
-	var top []KeyCount
+	top := []KeyCount{} // empty, not nil: it is served as JSON
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
