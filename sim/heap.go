@@ -44,7 +44,7 @@ func (h *eventHeap) push(e event) {
 	ev := h.ev
 	i := len(ev) - 1
 	for i > 0 {
-		p := (i - 1) / 4
+		p := (i - 1) / arity
 		if !e.before(&ev[p]) {
 			break
 		}
@@ -78,12 +78,12 @@ func (h *eventHeap) down(last event) {
 	n := len(ev)
 	i := 0
 	for {
-		c := 4*i + 1
+		c := arity*i + 1
 		if c >= n {
 			break
 		}
 		m := c
-		end := min(c+4, n)
+		end := min(c+arity, n)
 		for j := c + 1; j < end; j++ {
 			if ev[j].before(&ev[m]) {
 				m = j
@@ -100,3 +100,6 @@ func (h *eventHeap) down(last event) {
 
 // peek returns the earliest event's time. The heap must not be empty.
 func (h *eventHeap) peek() time.Duration { return h.ev[0].at }
+
+// arity is the heap's number of children per node.
+const arity = 4
