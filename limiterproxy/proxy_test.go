@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,6 +19,7 @@ import (
 type gate struct {
 	arrived chan string // the request's Host
 	release chan struct{}
+	once    sync.Once
 }
 
 func newGate(capacity int) *gate {
@@ -34,7 +36,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // open lets every held and future request through.
-func (g *gate) open() { close(g.release) }
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 
 // await waits for n requests to reach the gate.
 func (g *gate) await(t *testing.T, n int) {
