@@ -518,8 +518,8 @@ func (d *discardWriter) WriteHeader(int)             {}
 // limit_conn, release, with a Next that does nothing.
 func BenchmarkHandler(b *testing.B) {
 	p, err := NewPolicy(Config{
-		Req:  []ReqSpec{{Key: "$binary_remote_addr", Rate: "1000000r/s", Burst: 1000, NoDelay: true}},
-		Conn: []ConnSpec{{Key: "$host", PerKey: 1 << 20}},
+		Req:  []ReqSpec{{Key: "$binary_remote_addr", Rate: "1000000000r/s", Burst: 1000000, NoDelay: true}},
+		Conn: []ConnSpec{{Key: "$host", PerKey: 65535}},
 	})
 	if err != nil {
 		b.Fatal(err)
