@@ -198,12 +198,9 @@ func normalized(r *Results) *Results {
 	c.SLO = append([]SLOResult{}, c.SLO...)
 	if c.Series != nil {
 		s := *c.Series
-		if s.Groups == nil {
-			s.Groups = []GroupSeries{}
-		}
+		s.Groups = append([]GroupSeries{}, s.Groups...)
 		for i := range s.Groups {
 			if s.Groups[i].Counts == nil {
-				s.Groups = append([]GroupSeries{}, s.Groups...)
 				s.Groups[i].Counts = [][loadgen.NumOutcomes]uint32{}
 			}
 		}
