@@ -314,3 +314,40 @@ func BenchmarkReqLimiterParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestReqShardTable checks the open-addressing index against a map under
+// random inserts and deletes, with hashes crowded into a few home slots so
+// that probe runs wrap around and deletions shift entries back.
+func TestReqShardTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	sh := &reqShard{table: make([]*reqEntry, 16)}
+	ref := map[string]*reqEntry{}
+	for step := 0; step < 20000; step++ {
+		k := fmt.Sprintf("k%d", rng.IntN(300))
+		if e, ok := ref[k]; ok && rng.IntN(2) == 0 {
+			sh.delete(e)
+			delete(ref, k)
+		} else if !ok {
+			h := uint64(rng.Uint32()) << 32 // anywhere
+			if rng.IntN(2) == 0 {
+				h = uint64(1<<31-1-rng.IntN(3)) << 32 // the last slots: runs wrap around
+			}
+			e := &reqEntry{key: k, h: h}
+			sh.insert(e)
+			ref[k] = e
+		}
+		if sh.n != len(ref) {
+			t.Fatalf("step %d: n = %d, want %d", step, sh.n, len(ref))
+		}
+		if step%97 == 0 {
+			for k, e := range ref {
+				if got := sh.find(e.h, k); got != e {
+					t.Fatalf("step %d: find(%s) = %p, want %p", step, k, got, e)
+				}
+			}
+			if got := sh.find(3<<32, "absent"); got != nil {
+				t.Fatalf("step %d: found an absent key", step)
+			}
+		}
+	}
+}
