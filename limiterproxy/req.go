@@ -39,13 +39,13 @@ type ReqLimiter struct {
 }
 
 type reqShard struct {
-	mu     sync.Mutex
+	mu sync.Mutex
 	// table indexes the entries by key hash: open addressing, linear
 	// probing, at most half full. It is cheaper than a map here because
 	// the hash is computed once, for the shard and the slot alike.
 	table  []*reqEntry
-	n      int // entries in table
-	lru    reqEntry             // sentinel: lru.next is the newest, lru.prev the oldest
+	n      int      // entries in table
+	lru    reqEntry // sentinel: lru.next is the newest, lru.prev the oldest
 	free   *reqEntry
 	used   int64
 	budget int64
