@@ -1,0 +1,467 @@
+package limiterproxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The conformance test plays the same request patterns through real nginx
+// (configured by WriteNginx) and through Handler+NewProxy, both in front of
+// one upstream, and requires the same statuses.
+//
+// Requests to /hold are held at the upstream until the case ends, so a
+// pattern builds up requests in flight deterministically: a wave is sent at
+// once, and the next wave starts only when every request of this one has
+// either been answered or is held at the upstream. Statuses are compared
+// per wave and per group of identical requests (same host, source address,
+// headers and path), because which of several identical simultaneous
+// requests wins is up to the scheduler, but how many win is not.
+
+// confReq is one request of a pattern.
+type confReq struct {
+	host   string
+	addr   string // client source address; "" means 127.0.0.1
+	tenant string // X-Tenant header; "" means none
+	path   string // /hold, /, /kill or /hang
+}
+
+func (r confReq) group() string {
+	addr := r.addr
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	return r.host + " from " + addr + " tenant=" + r.tenant + " " + r.path
+}
+
+type confCase struct {
+	name        string
+	cfg         Config
+	readTimeout time.Duration
+	waves       [][]confReq
+	want        []map[int]int // per wave, the statuses both must give (a check on the test itself)
+}
+
+func reqs(n int, r confReq) []confReq { return slices.Repeat([]confReq{r}, n) }
+
+func concat(parts ...[]confReq) []confReq { return slices.Concat(parts...) }
+
+var confCases = []confCase{
+	{
+		name: "limit_conn per host",
+		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
+		waves: [][]confReq{concat(
+			reqs(3, confReq{host: "site1", path: "/hold"}),
+			reqs(3, confReq{host: "site2", path: "/hold"}),
+		)},
+		want: []map[int]int{{200: 4, 503: 2}},
+	},
+	{
+		name: "limit_conn per address",
+		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 429}}},
+		waves: [][]confReq{concat(
+			reqs(2, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}),
+			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}),
+			reqs(1, confReq{host: "site1", addr: "127.0.0.4", path: "/hold"}),
+		)},
+		want: []map[int]int{{200: 3, 429: 2}},
+	},
+	{
+		name: "two limits at once",
+		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2}}},
+		waves: [][]confReq{
+			reqs(3, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}), // the address limit
+			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}), // then the host limit
+			reqs(2, confReq{host: "site2", addr: "127.0.0.3", path: "/hold"}), // the address limit again
+		},
+		want: []map[int]int{{200: 2, 503: 1}, {200: 1, 503: 1}, {200: 1, 503: 1}},
+	},
+	{
+		name: "empty key is not counted",
+		cfg:  Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
+		waves: [][]confReq{
+			reqs(3, confReq{host: "site1", path: "/hold"}),
+			reqs(2, confReq{host: "site1", tenant: "acme", path: "/hold"}),
+		},
+		want: []map[int]int{{200: 3}, {200: 1, 503: 1}},
+	},
+	{
+		name:  "dry run",
+		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
+		waves: [][]confReq{reqs(3, confReq{host: "site1", path: "/hold"})},
+		want:  []map[int]int{{200: 3}},
+	},
+	{
+		name: "limit_req burst nodelay, one at a time",
+		cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
+		waves: [][]confReq{
+			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
+			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
+			{{host: "site2", path: "/"}},
+		},
+		want: []map[int]int{{200: 1}, {200: 1}, {200: 1}, {200: 1}, {503: 1}, {503: 1}, {200: 1}},
+	},
+	{
+		name:  "limit_req burst nodelay, simultaneous",
+		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
+		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/"})},
+		want:  []map[int]int{{200: 4, 503: 2}},
+	},
+	{
+		name:  "limit_req burst with delay",
+		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "4r/s", Burst: 2, Status: 429}}},
+		waves: [][]confReq{reqs(4, confReq{host: "site1", path: "/"})},
+		want:  []map[int]int{{200: 3, 429: 1}},
+	},
+	{
+		name:  "limit_req delay=N",
+		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 5, Delay: 2}}},
+		waves: [][]confReq{reqs(7, confReq{host: "site1", path: "/"})},
+		want:  []map[int]int{{200: 6, 503: 1}},
+	},
+	{
+		name: "limit_req then limit_conn",
+		cfg: Config{
+			Req:  []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 4, NoDelay: true}},
+			Conn: []ConnSpec{{Key: "$host", PerKey: 2}},
+		},
+		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/hold"})},
+		want:  []map[int]int{{200: 2, 503: 4}},
+	},
+	{
+		name:  "502 on a killed worker",
+		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		waves: [][]confReq{reqs(2, confReq{host: "site1", path: "/kill"})},
+		want:  []map[int]int{{502: 2}},
+	},
+	{
+		name:        "504 on read timeout",
+		cfg:         Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		readTimeout: 300 * time.Millisecond,
+		waves:       [][]confReq{reqs(2, confReq{host: "site1", path: "/hang"})},
+		want:        []map[int]int{{504: 2}},
+	},
+}
+
+// confUpstream is the upstream both proxies stand in front of.
+type confUpstream struct {
+	mu      sync.Mutex
+	release chan struct{} // closed at the end of a run
+	held    map[string]bool
+	changed chan struct{} // signalled on every arrival at /hold
+}
+
+func (u *confUpstream) reset() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.release = make(chan struct{})
+	u.held = map[string]bool{}
+}
+
+func (u *confUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/hold":
+		u.mu.Lock()
+		rel := u.release
+		u.held[r.Header.Get("X-Req-Id")] = true
+		u.mu.Unlock()
+		select {
+		case u.changed <- struct{}{}:
+		default:
+		}
+		select {
+		case <-rel:
+		case <-r.Context().Done():
+			return
+		}
+	case "/kill":
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	case "/hang":
+		<-r.Context().Done()
+		return
+	}
+	io.WriteString(w, "ok")
+}
+
+func (u *confUpstream) isHeld(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.held[id]
+}
+
+// clients keeps one client per source address; none keeps connections, so
+// every request is a connection of its own.
+type clients struct {
+	mu sync.Mutex
+	m  map[string]*http.Client
+}
+
+func (c *clients) get(addr string) *http.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.m[addr]; ok {
+		return cl
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if addr != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(addr)}
+	}
+	cl := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true, Proxy: nil}}
+	c.m[addr] = cl
+	return cl
+}
+
+// play runs the waves against base and returns, per wave, the statuses of
+// each group of identical requests, sorted.
+func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]confReq) []map[string][]int {
+	t.Helper()
+	up.reset()
+	type answer struct {
+		wave, i int
+		status  int
+		err     error
+	}
+	answers := make(chan answer, 64)
+	var wg sync.WaitGroup
+	got := make([]map[string][]int, len(waves))
+	statusOf := make([][]int, len(waves))
+	pending := 0
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	collect := func(a answer) {
+		if a.err != nil {
+			t.Errorf("wave %d request %d: %v", a.wave, a.i, a.err)
+			a.status = -1
+		}
+		statusOf[a.wave][a.i] = a.status
+		pending--
+	}
+	for w, wave := range waves {
+		statusOf[w] = make([]int, len(wave))
+		for i := range statusOf[w] {
+			statusOf[w][i] = 0
+		}
+		for i, r := range wave {
+			id := fmt.Sprintf("%d.%d", w, i)
+			pending++
+			wg.Go(func() {
+				req, _ := http.NewRequest("GET", base+r.path, nil)
+				req.Host = r.host
+				req.Header.Set("X-Req-Id", id)
+				if r.tenant != "" {
+					req.Header.Set("X-Tenant", r.tenant)
+				}
+				resp, err := cl.get(r.addr).Do(req)
+				a := answer{wave: w, i: i, err: err}
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					a.status = resp.StatusCode
+				}
+				answers <- a
+			})
+		}
+		// Settle: every request of this wave answered or held upstream.
+		for {
+			settled := true
+			for i := range wave {
+				if statusOf[w][i] == 0 && !up.isHeld(fmt.Sprintf("%d.%d", w, i)) {
+					settled = false
+					break
+				}
+			}
+			if settled {
+				break
+			}
+			select {
+			case a := <-answers:
+				collect(a)
+			case <-up.changed:
+			case <-deadline.C:
+				t.Fatalf("wave %d did not settle: statuses so far %v", w, statusOf[w])
+			}
+		}
+	}
+	up.mu.Lock()
+	close(up.release)
+	up.mu.Unlock()
+	for pending > 0 {
+		select {
+		case a := <-answers:
+			collect(a)
+		case <-deadline.C:
+			t.Fatalf("%d requests never answered", pending)
+		}
+	}
+	wg.Wait()
+	for w, wave := range waves {
+		got[w] = map[string][]int{}
+		for i, r := range wave {
+			got[w][r.group()] = append(got[w][r.group()], statusOf[w][i])
+		}
+		for _, s := range got[w] {
+			slices.Sort(s)
+		}
+	}
+	return got
+}
+
+func TestConformanceWithNginx(t *testing.T) {
+	requireNginx(t)
+	if c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", "127.0.0.1:1"); err == nil {
+		c.Close()
+	} else if strings.Contains(err.Error(), "assign requested address") {
+		t.Skipf("cannot send from 127.0.0.2 on this system: %v", err)
+	}
+	up := &confUpstream{changed: make(chan struct{}, 1)}
+	up.reset()
+	upstream := httptest.NewUnstartedServer(up)
+	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
+	upstream.Start()
+	defer upstream.Close()
+	cl := &clients{m: map[string]*http.Client{}}
+
+	for _, tc := range confCases {
+		t.Run(tc.name, func(t *testing.T) {
+			goBase := startGoProxy(t, tc.cfg, upstream.URL, tc.readTimeout)
+			goGot := play(t, up, cl, goBase, tc.waves)
+			ngBase := startNginx(t, tc.cfg, upstream.Listener.Addr().String(), tc.readTimeout)
+			ngGot := play(t, up, cl, ngBase, tc.waves)
+			for w := range tc.waves {
+				for g, want := range ngGot[w] {
+					if !slices.Equal(goGot[w][g], want) {
+						t.Errorf("wave %d, %s: stampede %v, nginx %v", w, g, goGot[w][g], want)
+					}
+				}
+				total := map[int]int{}
+				for _, s := range ngGot[w] {
+					for _, code := range s {
+						total[code]++
+					}
+				}
+				if fmt.Sprint(total) != fmt.Sprint(tc.want[w]) {
+					t.Errorf("wave %d: nginx gave %v, the case expects %v", w, total, tc.want[w])
+				}
+			}
+		})
+	}
+}
+
+// startGoProxy serves Handler+NewProxy for cfg on a loopback port until the
+// test ends, and returns its base URL.
+func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+	t.Helper()
+	p, err := NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("127.0.0.1:0", ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, upstream), ProxyOptions{ReadTimeout: readTimeout})}, ServerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stampede proxy: %v", err)
+		}
+		if got := p.Busiest(10); len(got) != 0 {
+			t.Errorf("stampede proxy: keys still in flight after the run: %v", got)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// startNginx runs nginx with WriteNginx's config for cfg until the test
+// ends, and returns its base URL.
+func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+	t.Helper()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var conf bytes.Buffer
+	if err := WriteNginx(&conf, cfg, NginxOptions{Listen: addr, Upstream: upstream, ReadTimeout: readTimeout}); err != nil {
+		t.Fatal(err)
+	}
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd := exec.Command(nginxBinary, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nginx: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	// nginx gives no readiness signal but its listening socket.
+	for i := 0; ; i++ {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("nginx exited: %v\n%s\nconfig:\n%s", err, stderr.String(), conf.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if i > 500 {
+			t.Fatalf("nginx did not listen on %s within 10s:\n%s", addr, stderr.String())
+		}
+	}
+	return "http://" + addr
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from nginx's output copier
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
