@@ -1,0 +1,57 @@
+package main
+
+import (
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"stampede/limiterproxy"
+	"stampede/scenarios"
+)
+
+func init() { commands = append(commands, newNginxConfigCmd) }
+
+func newNginxConfigCmd() *cobra.Command {
+	var (
+		listen, upstream string
+		timeScale        float64
+		sets             []string
+	)
+	c := &cobra.Command{
+		Use:   "nginx-config SCENARIO [--listen ADDR] [--upstream ADDR] [--time-scale F]",
+		Short: "Print the nginx configuration equivalent to a scenario's proxy",
+		Long: `nginx-config prints a complete nginx.conf with the scenario's limit_conn and
+limit_req limits and read timeout, proxying to --upstream. Run it with
+nginx -p DIR -c nginx.conf -e stderr.
+
+--time-scale writes it for a live run played F times real time: rates divided
+by F and timeouts multiplied (use the scenario's time_scale, e.g. 0.01, to put
+nginx in front of 'stampede backend --time-scale 0.01'). The default, 1, is
+the configuration to deploy.`,
+		Example: `  stampede nginx-config scenarios/stock-balance.yaml > nginx.conf
+  stampede nginx-config scenarios/stock-balance.yaml --upstream 127.0.0.1:8000 --set proxy.limit_conn.per_key=2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if timeScale <= 0 || math.IsInf(timeScale, 0) || math.IsNaN(timeScale) {
+				return usagef("--time-scale %v: want a number > 0 (e.g. 0.01 for 100× faster, 1 for real time)", timeScale)
+			}
+			sc, err := scenarios.LoadWith(args[0], sets)
+			if err != nil {
+				return asUsage(err)
+			}
+			err = limiterproxy.WriteNginx(c.OutOrStdout(), sc.Proxy.Limits, limiterproxy.NginxOptions{
+				Listen:      listen,
+				Upstream:    upstream,
+				ReadTimeout: sc.Proxy.ReadTimeout,
+				TimeScale:   timeScale,
+			})
+			return asUsage(err)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&listen, "listen", limiterproxy.DefaultNginxListen, "address nginx listens on")
+	fl.StringVar(&upstream, "upstream", limiterproxy.DefaultNginxUpstream, "HOST:PORT of the app nginx proxies to")
+	fl.Float64Var(&timeScale, "time-scale", 1, "write rates and timeouts for a run played this many times real time")
+	fl.StringArrayVar(&sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable)")
+	return c
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stampede/fakebackend"
+)
+
+// proxyOutput collects a command's output while a test reads it.
+type proxyOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *proxyOutput) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *proxyOutput) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func runProxyCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestProxyBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy"}, "--upstream is required"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "$host=x"}, `--limit-conn "$host=x": limit "x"`},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "$hots=4"}, "--limit-conn"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "$host=fast"}, `--limit-req "$host=fast": rate "fast"`},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--status", "200"}, "--status 200"},
+		{[]string{"proxy", "--upstream", "ftp://x"}, "--upstream"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
+		{[]string{"proxy", "--frobnicate"}, "unknown flag"},
+	}
+	for i, tt := range tests {
+		code, _, stderr := runProxyCLI(tt.args...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("step %d: %v: exit %d, stderr %q; want exit 2 and %q", i, tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+func TestProxyPrintNginx(t *testing.T) {
+	code, out, stderr := runProxyCLI("proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
+		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"limit_conn_zone $host zone=stampede_conn0:10m;",
+		"limit_req_zone $binary_remote_addr zone=stampede_req0:10m rate=10r/s;",
+		"limit_conn stampede_conn0 4;",
+		"limit_req zone=stampede_req0 burst=20 nodelay;",
+		"limit_conn_status 429;",
+		"listen 127.0.0.1:8088;",
+		"proxy_pass http://127.0.0.1:9009;",
+		"proxy_read_timeout 60s;",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestProxyBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runProxyCLI("proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
+	want := "listen " + ln.Addr().String() + ": address already in use"
+	if code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("busy port: exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
+	}
+}
+
+var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
+
+// startProxyCLI runs `stampede proxy` in-process until the test ends and
+// returns its URL.
+func startProxyCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr proxyOutput
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("stampede proxy exited %d: %s", code, stderr.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("stampede proxy exited %d: %s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stampede proxy did not say where it listens: %q", stderr.String())
+		}
+	}
+}
+
+func concurrentGets(t *testing.T, base string, hosts []string) map[int]int {
+	t.Helper()
+	type res struct {
+		code int
+		err  error
+	}
+	c := make(chan res, len(hosts))
+	for _, h := range hosts {
+		go func() {
+			req, _ := http.NewRequest("GET", base+"/slow", nil)
+			req.Host = h
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				c <- res{err: err}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			c <- res{code: resp.StatusCode}
+		}()
+	}
+	got := map[int]int{}
+	for range hosts {
+		r := <-c
+		if r.err != nil {
+			t.Errorf("GET: %v", r.err)
+			continue
+		}
+		got[r.code]++
+	}
+	return got
+}
+
+// TestProxyDoneWhen is the issue's "done when" through the command: a fake
+// backend with 16 workers and a 1 s route (played at time scale 0.5) behind
+// `stampede proxy --limit-conn '$host=4'`.
+func TestProxyDoneWhen(t *testing.T) {
+	be, err := fakebackend.New(fakebackend.Options{
+		Pool:      fakebackend.Config{Workers: 16},
+		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: fakebackend.Constant{D: time.Second}}},
+		TimeScale: 0.5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := httptest.NewServer(be)
+	defer backend.Close()
+
+	base := startProxyCLI(t, "--upstream", backend.URL, "--limit-conn", "$host=4")
+	hosts := make([]string, 8)
+	for i := range hosts {
+		hosts[i] = "site1"
+	}
+	if got := concurrentGets(t, base, hosts); got[200] != 4 || got[503] != 4 {
+		t.Errorf("8 concurrent for one host: %v, want 4×200 and 4×503", got)
+	}
+	for i := range hosts {
+		hosts[i] = "site" + string(rune('1'+i))
+	}
+	if got := concurrentGets(t, base, hosts); got[200] != 8 {
+		t.Errorf("8 concurrent for 8 hosts: %v, want 8×200", got)
+	}
+
+	reqBase := startProxyCLI(t, "--upstream", backend.URL, "--limit-req", "$host=1r/s,burst=5,nodelay")
+	for i := range hosts {
+		hosts[i] = "site1"
+	}
+	if got := concurrentGets(t, reqBase, hosts[:7]); got[200] != 6 || got[503] != 1 {
+		t.Errorf("7 simultaneous with limit_req 1r/s burst=5 nodelay: %v, want 6×200 and 1×503", got)
+	}
+}
+
+func TestProxyMetricsFlag(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer backend.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maddr := ln.Addr().String()
+	ln.Close()
+	base := startProxyCLI(t, "--upstream", backend.URL, "--limit-conn", "$host=4", "--metrics", maddr)
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `stampede_limit_passed_total{key="$host",limit="limit_conn[0]"} 1`) {
+		t.Errorf("/metrics after one request:\n%s", body)
+	}
+}
+
+func TestNginxConfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.yaml")
+	src, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "stock-balance.yaml"))
+	if err != nil {
+		t.Skipf("no scenarios/stock-balance.yaml: %v", err)
+	}
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runProxyCLI("nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nginx-config output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, stderr := runProxyCLI("nginx-config", filepath.Join(dir, "missing.yaml")); code != exitUsage {
+		t.Errorf("missing file: exit %d (%s), want 2", code, stderr)
+	}
+	if code, _, stderr := runProxyCLI("nginx-config", path, "--time-scale", "-1"); code != exitUsage || !strings.Contains(stderr, "--time-scale") {
+		t.Errorf("--time-scale -1: exit %d (%s), want 2 naming the flag", code, stderr)
+	}
+}
