@@ -456,3 +456,43 @@ func BenchmarkPolicyConnStageParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestReqStageConcurrent runs two limit_req from many goroutines over a
+// small zone that keeps forcing expiry, then checks no entry is left held
+// and the zone stayed within its bytes.
+func TestReqStageConcurrent(t *testing.T) {
+	p := mustPolicy(t, Config{Req: []ReqSpec{
+		{Key: "$host", Rate: "10r/s", Burst: 5, Zone: "32k"},
+		{Key: "$binary_remote_addr", Rate: "5r/s", Burst: 3, NoDelay: true, Zone: "32k"},
+	}})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 8))
+			for i := 0; i < 3000; i++ {
+				keys := []string{fmt.Sprintf("h%d", rng.IntN(300)), fmt.Sprintf("a%d", rng.IntN(300))}
+				p.ReqStage(ms(i*10), keys)
+			}
+		}(g)
+	}
+	wg.Wait()
+	for i, r := range p.Req {
+		l := r.Limiter
+		if l.ZoneBytes() > zoneBudget(MinZone) || l.Len() == 0 {
+			t.Errorf("limit_req[%d]: %d keys in %d bytes, want some within %d", i, l.Len(), l.ZoneBytes(), zoneBudget(MinZone))
+		}
+		for j := range l.shards {
+			sh := &l.shards[j]
+			for e := sh.lru.next; e != &sh.lru; e = e.next {
+				if e.count != 0 {
+					t.Fatalf("limit_req[%d] key %q still held (%d)", i, e.key, e.count)
+				}
+			}
+			if sh.n != l.Len() {
+				t.Fatalf("limit_req[%d]: table has %d entries, LRU %d", i, sh.n, l.Len())
+			}
+		}
+	}
+}
