@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -10,7 +11,8 @@ import (
 )
 
 // WriteHlog writes r's per-group latency histograms as an HdrHistogram
-// interval log (format 1.3, as HistogramLogWriter writes it): one line per
+// interval log (format 1.3, headers by HistogramLogWriter, interval lines in
+// its format, readable by HistogramLogReader): one line per
 // series bucket and group that holds ok responses, tagged with the group's
 // name (commas, spaces and line breaks replaced by '_'), in bucket order then
 // group order. Timestamps are model seconds from the start of the run, values
@@ -33,19 +35,21 @@ func WriteHlog(w io.Writer, r *Results) error {
 	if r.Histograms == nil || r.Series == nil {
 		return nil
 	}
-	stepMs := int64(math.Round(r.Series.Step * 1000))
+	// Interval lines are written as HistogramLogWriter writes them, but from
+	// the encodings already in r: encoding them again would allocate a
+	// deflater per line (seconds and a gigabyte for a ten-minute run).
+	bw := bufio.NewWriter(w)
+	stepMs := math.Round(r.Series.Step * 1000)
 	for i, iv := range r.Histograms.Intervals {
 		h, err := decode(iv.Hist)
 		if err != nil {
 			return fmt.Errorf("writing interval log: interval %d (group %s at %gs): %w", i, iv.Group, iv.T, err)
 		}
-		start := int64(math.Round(iv.T * 1000))
-		h.SetTag(sanitizeTag(iv.Group))
-		h.SetStartTimeMs(start)
-		h.SetEndTimeMs(start + stepMs)
-		if err := lw.OutputIntervalPackedHistogram(h); err != nil {
-			return fmt.Errorf("writing interval log: %w", err)
-		}
+		start := math.Round(iv.T * 1000)
+		fmt.Fprintf(bw, "Tag=%s,%f,%f,%f,%s\n", sanitizeTag(iv.Group), start/1000, stepMs/1000, float64(h.Max())/hdr.MsToNsRatio, iv.Hist)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing interval log: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"stampede/loadgen"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -22,6 +25,23 @@ func TestWriteHlogReadsBack(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("interval log lacks %q:\n%.400s", want, text)
 		}
+	}
+
+	// The first interval line is what HistogramLogWriter writes for it.
+	iv := res.Histograms.Intervals[0]
+	h, err := decode(iv.Hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetTag(sanitizeTag(iv.Group))
+	h.SetStartTimeMs(int64(iv.T * 1000))
+	h.SetEndTimeMs(int64(iv.T*1000) + 1000)
+	var lib bytes.Buffer
+	if err := hdr.NewHistogramLogWriter(&lib).OutputIntervalPackedHistogram(h); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.SplitAfter(text, "\n")[3]; got != lib.String() {
+		t.Errorf("first interval line:\n%s\nthe library writes:\n%s", got, lib.String())
 	}
 
 	rd := hdr.NewHistogramLogReader(&buf)
@@ -84,5 +104,24 @@ func TestWriteHlogWithoutHistograms(t *testing.T) {
 	bad := &Results{Series: &Series{Step: 1}, Histograms: &Snapshots{Intervals: []IntervalSnapshot{{Group: "g", T: 2, Hist: "???"}}}}
 	if err := WriteHlog(io.Discard, bad); err == nil || !strings.Contains(err.Error(), "group g at 2s") {
 		t.Errorf("a bad interval gives error %v, want one naming group g at 2s", err)
+	}
+}
+
+// BenchmarkWriteHlog writes the interval log of a ten-minute run: 600
+// intervals of two groups.
+func BenchmarkWriteHlog(b *testing.B) {
+	sc := recScenario()
+	sc.Duration = 10 * time.Minute
+	r := NewRecorder(sc)
+	for i := 0; i < 60000; i++ {
+		r.Add(&loadgen.Result{Tenant: int32(i % 4), Outcome: loadgen.OK, Status: 200,
+			Intended: time.Duration(i) * 10 * time.Millisecond, Latency: time.Duration(20+i%300) * time.Millisecond})
+	}
+	res := r.Results(RunInfo{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteHlog(io.Discard, res); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -129,12 +129,13 @@ func MergeResults(rs ...*Results) (*Results, error) {
 	}
 	m.Totals = totals
 
+	var enc v2Encoder
 	perGroup := map[string]int{}
 	for _, k := range tenantOrder {
 		mh := tally[k]
 		mh.tenant.Latency = latencyOf(mh.h)
 		m.Tenants = append(m.Tenants, mh.tenant)
-		m.Histograms.Tenants = append(m.Histograms.Tenants, encode(mh.h))
+		m.Histograms.Tenants = append(m.Histograms.Tenants, enc.encode(mh.h))
 		gk := "g\x00" + mh.tenant.Group
 		g := tally[gk]
 		if g == nil {
@@ -155,7 +156,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		mh := tally[k]
 		mh.route.Latency = latencyOf(mh.h)
 		m.Routes = append(m.Routes, mh.route)
-		m.Histograms.Routes = append(m.Histograms.Routes, encode(mh.h))
+		m.Histograms.Routes = append(m.Histograms.Routes, enc.encode(mh.h))
 	}
 
 	if first.Series != nil {
@@ -370,9 +371,10 @@ func mergeIntervals(rs []*Results, groups []GroupResult) ([]IntervalSnapshot, er
 		}
 		return ks[i].group < ks[j].group
 	})
+	var enc v2Encoder
 	out := make([]IntervalSnapshot, 0, len(ks))
 	for _, k := range ks {
-		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: encode(acc[k])})
+		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: enc.encode(acc[k])})
 	}
 	return out, nil
 }

@@ -571,6 +571,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		res.Settings[k] = v
 	}
 
+	var enc v2Encoder
 	total := r.other
 	groupTally := make([]tally, len(r.groups))
 	groupHist := make([]*hdr.PackedHistogram, len(r.groups))
@@ -581,7 +582,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	res.Histograms.Tenants = make([]string, len(r.tenants))
 	for i, t := range r.tenants {
 		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), Latency: latencyOf(r.tHist[i])}
-		res.Histograms.Tenants[i] = encode(r.tHist[i])
+		res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
 		g := r.tGroup[i]
 		groupTally[g].merge(&r.tTally[i])
 		groupHist[g].Merge(r.tHist[i])
@@ -624,7 +625,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		for _, g := range r.groups {
 			if b < len(g.hists) && g.hists[b] != nil && g.hists[b].TotalCount() > 0 {
 				res.Histograms.Intervals = append(res.Histograms.Intervals, IntervalSnapshot{
-					Group: g.name, T: round((time.Duration(b) * r.step).Seconds(), 3), Hist: encode(g.hists[b]),
+					Group: g.name, T: round((time.Duration(b) * r.step).Seconds(), 3), Hist: enc.encode(g.hists[b]),
 				})
 			}
 		}

@@ -371,3 +371,20 @@ func BenchmarkRecorderAdd(b *testing.B) {
 		r.Add(&rs[i&4095])
 	}
 }
+
+// BenchmarkRecorderResults250 builds results.json for the story's shape:
+// 250 tenants, ten model minutes, 30,000 results.
+func BenchmarkRecorderResults250(b *testing.B) {
+	sc := recScenario()
+	sc.Tenants[0].Count = 249
+	sc.Duration = 10 * time.Minute
+	r := NewRecorder(sc)
+	for i := 0; i < 30000; i++ {
+		r.Add(&loadgen.Result{Tenant: int32(i % 250), Route: int16(i % 250 / 249), Outcome: loadgen.OK, Status: 200,
+			Intended: time.Duration(i) * 20 * time.Millisecond, Latency: time.Duration(20+i%300) * time.Millisecond})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Results(RunInfo{Engine: "sim"})
+	}
+}
