@@ -34,7 +34,7 @@ const DefaultConnectTimeout = 60 * time.Second
 // Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
-	dialer := &net.Dialer{Timeout: DefaultConnectTimeout}
+	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
