@@ -230,18 +230,20 @@ func (c *clients) get(addr string) *http.Client {
 
 // play runs the waves against base and returns, per wave, the statuses of
 // each group of identical requests, sorted.
-func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]confReq) []map[string][]int {
+func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]confReq) ([]map[string][]int, []map[string][]string) {
 	t.Helper()
 	up.reset()
 	type answer struct {
 		wave, i int
 		status  int
+		limit   string // the X-Stampede-Limit header
 		err     error
 	}
 	answers := make(chan answer, 64)
 	var wg sync.WaitGroup
 	got := make([]map[string][]int, len(waves))
 	statusOf := make([][]int, len(waves))
+	limits := make([]map[string][]string, len(waves))
 	pending := 0
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
@@ -251,10 +253,15 @@ func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]co
 			a.status = -1
 		}
 		statusOf[a.wave][a.i] = a.status
+		if a.limit != "" {
+			g := waves[a.wave][a.i].group()
+			limits[a.wave][g] = append(limits[a.wave][g], a.limit)
+		}
 		pending--
 	}
 	for w, wave := range waves {
 		statusOf[w] = make([]int, len(wave))
+		limits[w] = map[string][]string{}
 		for i := range statusOf[w] {
 			statusOf[w][i] = 0
 		}
@@ -274,6 +281,7 @@ func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]co
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					a.status = resp.StatusCode
+					a.limit = resp.Header.Get(LimitHeader)
 				}
 				answers <- a
 			})
@@ -319,8 +327,11 @@ func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]co
 		for _, s := range got[w] {
 			slices.Sort(s)
 		}
+		for _, l := range limits[w] {
+			slices.Sort(l)
+		}
 	}
-	return got
+	return got, limits
 }
 
 func TestConformanceWithNginx(t *testing.T) {
@@ -341,13 +352,20 @@ func TestConformanceWithNginx(t *testing.T) {
 	for _, tc := range confCases {
 		t.Run(tc.name, func(t *testing.T) {
 			goBase := startGoProxy(t, tc.cfg, upstream.URL, tc.readTimeout)
-			goGot := play(t, up, cl, goBase, tc.waves)
+			goGot, goLimits := play(t, up, cl, goBase, tc.waves)
 			ngBase := startNginx(t, tc.cfg, upstream.Listener.Addr().String(), tc.readTimeout)
-			ngGot := play(t, up, cl, ngBase, tc.waves)
+			ngGot, ngLimits := play(t, up, cl, ngBase, tc.waves)
 			for w := range tc.waves {
 				for g, want := range ngGot[w] {
 					if !slices.Equal(goGot[w][g], want) {
 						t.Errorf("wave %d, %s: stampede %v, nginx %v", w, g, goGot[w][g], want)
+					}
+				}
+				// nginx names the limit only when one of its kind is
+				// configured; then both must name the same.
+				for g, want := range ngLimits[w] {
+					if strings.Contains(strings.Join(want, ""), "[") && !slices.Equal(goLimits[w][g], want) {
+						t.Errorf("wave %d, %s: %s stampede %q, nginx %q", w, g, LimitHeader, goLimits[w][g], want)
 					}
 				}
 				total := map[int]int{}
