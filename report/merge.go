@@ -11,7 +11,8 @@ import (
 )
 
 // MergeResults merges the results of shards of one run (the same scenario
-// played with the same settings on several machines) into one, exactly:
+// played with the same settings, but for the seed, on several machines) into
+// one, exactly:
 // histograms are rebuilt from the snapshots in Results.Histograms and merged
 // bucket by bucket, counts and time series are summed, and percentiles and
 // SLO verdicts are computed again from the merged histograms; nothing is
@@ -23,7 +24,8 @@ import (
 // backends, so busy_max, queue_max and the backend series are the largest
 // any shard saw, and utilization is the busy worker time of all shards over
 // their total worker time. Key series keep, per bucket, the most in flight
-// any shard saw. The seed, version and command line are the first shard's.
+// any shard saw. The seed, version and command line are the first shard's;
+// a seed setting is kept only if every shard had the same.
 //
 // Errors: no results; shards of different scenarios or settings; a shard
 // without histograms; an undecodable histogram; different series steps.
@@ -40,7 +42,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		if r.Scenario != first.Scenario {
 			return nil, fmt.Errorf("merging results: shard %d is scenario %q, shard 1 is %q: not shards of one run", i+1, r.Scenario, first.Scenario)
 		}
-		if !maps.Equal(nonNil(r.Settings), nonNil(first.Settings)) {
+		if !maps.Equal(withoutSeed(r.Settings), withoutSeed(first.Settings)) {
 			return nil, fmt.Errorf("merging results: shard %d has settings %s, shard 1 has %s: not shards of one run", i+1, settingsString(r.Settings), settingsString(first.Settings))
 		}
 		if r.Histograms == nil || len(r.Histograms.Tenants) != len(r.Tenants) || len(r.Histograms.Routes) != len(r.Routes) {
@@ -60,6 +62,11 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		Version:     first.Version,
 		CommandLine: first.CommandLine,
 		Histograms:  &Snapshots{},
+	}
+	for _, r := range rs[1:] {
+		if r.Settings[seedSetting] != first.Settings[seedSetting] {
+			delete(m.Settings, seedSetting) // no one seed made the merged run
+		}
 	}
 	var engines []string
 	var busy, capacity float64
@@ -388,6 +395,16 @@ func sortedInt64Keys[V any](m map[int64]V) []int64 {
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	return ks
+}
+
+// seedSetting is the override shards of one run are expected to differ in:
+// shards with one seed would send the same requests.
+const seedSetting = "seed"
+
+func withoutSeed(m map[string]string) map[string]string {
+	c := maps.Clone(nonNil(m))
+	delete(c, seedSetting)
+	return c
 }
 
 func nonNil(m map[string]string) map[string]string {

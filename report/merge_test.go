@@ -167,6 +167,13 @@ func TestMergeResultsErrors(t *testing.T) {
 			t.Errorf("step %d: %s: error %v, want one containing %q", i, c.name, err, c.want)
 		}
 	}
+	// Shards differ in their seed by design.
+	seeded := recScenario()
+	seeded.Settings = map[string]string{"proxy.limit_conn.per_key": "4", "seed": "2"}
+	m, err := MergeResults(base, record(seeded, miniRun()).Results(RunInfo{}))
+	if err != nil || !reflect.DeepEqual(m.Settings, map[string]string{"proxy.limit_conn.per_key": "4"}) || m.Totals.Requests != 2*base.Totals.Requests {
+		t.Errorf("shards differing in seed: settings %v, %v; want merged without the seed", m, err)
+	}
 	if m, err := MergeResults(base); err != nil || m != base {
 		t.Errorf("one result: got %p, %v; want it back unchanged", m, err)
 	}
