@@ -120,8 +120,12 @@ type RunInfo struct {
 // series. Group histograms are the merge of their tenants' when Results is
 // called, so nothing is recorded twice.
 //
-// Add costs a few array increments and up to three histogram records and
-// does not allocate once the buckets a result lands in exist.
+// Add costs a few array increments and three histogram records (about
+// 130 ns). It allocates only when a result opens a series bucket past the
+// scenario's duration, the first ok response of a group in a bucket, or a
+// latency no earlier one of its tenant had to the histogram's precision;
+// the tenants' histograms are sparse so that 250 tenants cost kilobytes, not
+// 46 MB.
 //
 // A Recorder is not safe for concurrent use: an engine either feeds it from
 // one goroutine or keeps one per goroutine and merges them. Its zero value
