@@ -82,6 +82,28 @@ func (l LogNormal) sigma() float64 {
 func (l LogNormal) Sample(r *rand.Rand) time.Duration {
 	return fromFloat(float64(l.Median) * math.Exp(l.sigma()*r.NormFloat64()))
 }
+
+// Prepare returns a Dist that draws exactly what d draws from the same
+// random source, and has d's Mean and String, with whatever d works out on
+// every draw worked out once: a LogNormal's spread costs a logarithm per
+// Sample otherwise. Other distributions come back as they are. Use it where
+// one Dist draws many times, as the simulator does.
+func Prepare(d Dist) Dist {
+	if l, ok := d.(LogNormal); ok {
+		return &preparedLogNormal{LogNormal: l, median: float64(l.Median), sigma: l.sigma()}
+	}
+	return d
+}
+
+// preparedLogNormal is a LogNormal with its spread computed.
+type preparedLogNormal struct {
+	LogNormal
+	median, sigma float64
+}
+
+func (l *preparedLogNormal) Sample(r *rand.Rand) time.Duration {
+	return fromFloat(l.median * math.Exp(l.sigma*r.NormFloat64()))
+}
 func (l LogNormal) Mean() time.Duration {
 	s := l.sigma()
 	return fromFloat(float64(l.Median) * math.Exp(s*s/2))

@@ -97,21 +97,34 @@ func (s State) String() string {
 }
 
 // A Job is one request's work. The caller fills Service (and Data, which the
-// pool never reads) and hands it to Pool.Arrive; the pool fills the rest.
+// pool never reads) and hands it to Pool.Arrive or Pool.ArriveAt; the pool
+// fills the rest.
 type Job struct {
 	Service time.Duration // how long the work takes once a worker has it
 	Data    any           // the caller's; the pool does not touch it
 
-	Arrived   time.Time // set by Arrive
-	Started   time.Time // when a worker took it; zero while queued
+	Arrived   time.Time // set by Arrive (not by ArriveAt)
+	Started   time.Time // when a worker took it; zero while queued (not set by the At methods)
 	Abandoned bool      // its client went away
 
-	state      State
-	prev, next *Job // backlog links
+	arrivedAt time.Duration // Arrived on the pool's model clock
+	startedAt time.Duration // Started on the pool's model clock
+	state     State
+	prev      *Job // backlog links
+	next      *Job
 }
 
 // State returns where the job is.
 func (j *Job) State() State { return j.state }
+
+// ArrivedAt returns when the job arrived on the pool's model clock: the
+// time ArriveAt was given, or for Arrive the time since the first time the
+// pool was given.
+func (j *Job) ArrivedAt() time.Duration { return j.arrivedAt }
+
+// StartedAt returns when a worker took the job on the pool's model clock
+// (see ArrivedAt); zero while it is queued.
+func (j *Job) StartedAt() time.Duration { return j.startedAt }
 
 // Pool is the pure model of gunicorn's sync worker pool: workers, a FIFO
 // backlog and the arbiter's timeout. It holds no clock and starts no
@@ -119,16 +132,29 @@ func (j *Job) State() State { return j.state }
 // call Finish at the time End reports. That makes one model serve both the
 // live backend (driven by real timers) and the simulator (virtual time).
 //
+// The methods come in two families over one model. Arrive, Finish, Abandon,
+// End and Stats take wall-clock time.Time values (the live backend's); the
+// At methods take model time as a Duration from an origin of the caller's
+// choosing, which spares the simulator a time.Time conversion per call.
+// Drive a pool with one family.
+//
 // A Pool is not safe for concurrent use; the live backend guards it with a
 // mutex.
 type Pool struct {
 	cfg     Config
+	workers int
+	backlog int
 	busy    int
 	queued  int
 	head    *Job
 	tail    *Job
-	last    time.Time // time of the last state change, for busy time
-	started bool
+	last    time.Duration // model time of the last state change, for busy time
+	started bool          // last is set
+
+	// The time.Time family counts model time from origin, the first time
+	// it was given.
+	origin    time.Time
+	hasOrigin bool
 
 	stats Stats
 }
@@ -163,25 +189,33 @@ func (s Stats) Utilization(elapsed time.Duration) float64 {
 
 // NewPool returns an empty pool with every worker idle.
 func NewPool(cfg Config) *Pool {
-	p := &Pool{cfg: cfg}
-	p.stats.Workers = cfg.workers()
-	p.stats.Backlog = cfg.backlog()
+	p := &Pool{cfg: cfg, workers: cfg.workers(), backlog: cfg.backlog()}
+	p.stats.Workers = p.workers
+	p.stats.Backlog = p.backlog
 	return p
 }
 
 // Config returns the pool's configuration.
 func (p *Pool) Config() Config { return p.cfg }
 
+// at converts a time of the time.Time family to the model clock.
+func (p *Pool) at(now time.Time) time.Duration {
+	if !p.hasOrigin {
+		p.origin, p.hasOrigin = now, true
+	}
+	return now.Sub(p.origin)
+}
+
 // advance accounts busy time up to now. Time that goes backwards (two live
 // goroutines reading the clock in one order and locking in the other) counts
 // as no time.
-func (p *Pool) advance(now time.Time) {
-	if p.started && now.After(p.last) {
-		p.stats.BusyTime += time.Duration(p.busy) * now.Sub(p.last)
-	}
-	if !p.started || now.After(p.last) {
+func (p *Pool) advance(now time.Duration) {
+	switch {
+	case !p.started:
+		p.last, p.started = now, true
+	case now > p.last:
+		p.stats.BusyTime += time.Duration(p.busy) * (now - p.last)
 		p.last = now
-		p.started = true
 	}
 }
 
@@ -189,14 +223,25 @@ func (p *Pool) advance(now time.Time) {
 // took it (j.Started = now), Queued when it waits in the backlog, or Refused
 // when the backlog is full.
 func (p *Pool) Arrive(now time.Time, j *Job) State {
+	s := p.ArriveAt(p.at(now), j)
+	j.Arrived = now
+	if s == Running {
+		j.Started = now
+	}
+	return s
+}
+
+// ArriveAt is Arrive at model time now. It sets j's ArrivedAt and StartedAt
+// but not Arrived and Started.
+func (p *Pool) ArriveAt(now time.Duration, j *Job) State {
 	p.advance(now)
 	p.stats.Arrived++
-	j.Arrived = now
-	if p.busy < p.cfg.workers() {
+	j.arrivedAt = now
+	if p.busy < p.workers {
 		p.start(now, j)
 		return Running
 	}
-	if p.queued >= p.cfg.backlog() {
+	if p.queued >= p.backlog {
 		j.state = Refused
 		p.stats.Refused++
 		return Refused
@@ -214,9 +259,9 @@ func (p *Pool) Arrive(now time.Time, j *Job) State {
 	return Queued
 }
 
-func (p *Pool) start(now time.Time, j *Job) {
+func (p *Pool) start(now time.Duration, j *Job) {
 	j.state = Running
-	j.Started = now
+	j.startedAt = now
 	p.busy++
 	p.stats.BusyMax = max(p.stats.BusyMax, p.busy)
 }
@@ -236,15 +281,28 @@ func (p *Pool) unlink(j *Job) {
 	p.queued--
 }
 
+// work returns how long a running job holds its worker and whether it is
+// killed at the end of it.
+func (p *Pool) work(j *Job) (time.Duration, bool) {
+	if t := p.cfg.Timeout; t > 0 && j.Service > t {
+		return t, true
+	}
+	return j.Service, false
+}
+
 // End returns when a running job leaves its worker and whether it is killed
 // then: Started+Service, or Started+Timeout if that comes first. Work that
 // ends exactly at the timeout is done, not killed: like gunicorn's arbiter,
 // the pool kills a worker only when it has been busy longer than Timeout.
 func (p *Pool) End(j *Job) (at time.Time, killed bool) {
-	if t := p.cfg.Timeout; t > 0 && j.Service > t {
-		return j.Started.Add(t), true
-	}
-	return j.Started.Add(j.Service), false
+	d, killed := p.work(j)
+	return j.Started.Add(d), killed
+}
+
+// EndAt is End on the model clock: StartedAt plus the work.
+func (p *Pool) EndAt(j *Job) (at time.Duration, killed bool) {
+	d, killed := p.work(j)
+	return j.startedAt + d, killed
 }
 
 // Finish ends a running job at now, the time End reported, marking it Done or
@@ -255,8 +313,20 @@ func (p *Pool) Finish(now time.Time, j *Job) (next *Job) {
 	if j.state != Running {
 		return nil
 	}
+	next = p.FinishAt(p.at(now), j)
+	if next != nil {
+		next.Started = now
+	}
+	return next
+}
+
+// FinishAt is Finish at model time now, the time EndAt reported.
+func (p *Pool) FinishAt(now time.Duration, j *Job) (next *Job) {
+	if j.state != Running {
+		return nil
+	}
 	p.advance(now)
-	if _, killed := p.End(j); killed {
+	if _, killed := p.work(j); killed {
 		j.state = Killed
 		p.stats.Killed++
 	} else {
@@ -266,7 +336,7 @@ func (p *Pool) Finish(now time.Time, j *Job) (next *Job) {
 	return p.free(now)
 }
 
-func (p *Pool) free(now time.Time) *Job {
+func (p *Pool) free(now time.Duration) *Job {
 	p.busy--
 	next := p.head
 	if next == nil {
@@ -282,6 +352,18 @@ func (p *Pool) free(now time.Time) *Job {
 // backlog and a running one frees its worker, which takes the head of the
 // backlog; that job is returned (now Running), or nil.
 func (p *Pool) Abandon(now time.Time, j *Job) (next *Job) {
+	if j.Abandoned || j.state == Pending || j.state > Running {
+		return nil
+	}
+	next = p.AbandonAt(p.at(now), j)
+	if next != nil {
+		next.Started = now
+	}
+	return next
+}
+
+// AbandonAt is Abandon at model time now.
+func (p *Pool) AbandonAt(now time.Duration, j *Job) (next *Job) {
 	if j.Abandoned || j.state == Pending || j.state > Running {
 		return nil
 	}
@@ -302,7 +384,10 @@ func (p *Pool) Abandon(now time.Time, j *Job) (next *Job) {
 }
 
 // Stats returns the counters, with busy time accounted up to now.
-func (p *Pool) Stats(now time.Time) Stats {
+func (p *Pool) Stats(now time.Time) Stats { return p.StatsAt(p.at(now)) }
+
+// StatsAt is Stats at model time now.
+func (p *Pool) StatsAt(now time.Duration) Stats {
 	p.advance(now)
 	s := p.stats
 	s.Busy, s.Queued = p.busy, p.queued
