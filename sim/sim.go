@@ -23,9 +23,9 @@ import (
 )
 
 // Epoch is the wall time model time 0 maps to when the simulator hands
-// explicit times to the limiter and the pool. Any fixed instant would do;
-// a fixed one keeps limit_req's millisecond arithmetic the same on every
-// machine.
+// explicit times to limit_req (the pool takes model time as it is). Any
+// fixed instant would do; a fixed one keeps limit_req's millisecond
+// arithmetic the same on every machine.
 var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // DefaultSampleEvery is the model-time period of backend and key samples
@@ -247,7 +247,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		if r.Service == nil {
 			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
 		}
-		e.dists = append(e.dists, r.Service)
+		e.dists = append(e.dists, fakebackend.Prepare(r.Service))
 	}
 
 	tenants := sc.Expand()
@@ -387,7 +387,7 @@ func (e *engine) run(ctx context.Context) error {
 	for n := 1; e.heap.len() > 0; n++ {
 		if n%checkEvery == 0 && ctx.Err() != nil {
 			e.stats.Interrupted = true
-			e.stats.Backend = e.pool.Stats(at(e.stats.End))
+			e.stats.Backend = e.pool.StatsAt(e.stats.End)
 			return ctx.Err()
 		}
 		if e.heap.peek() > e.horizon {
@@ -440,7 +440,7 @@ func (e *engine) run(ctx context.Context) error {
 	if e.heap.len() > 0 {
 		e.cutOff(e.horizon)
 	}
-	e.stats.Backend = e.pool.Stats(at(e.stats.End))
+	e.stats.Backend = e.pool.StatsAt(e.stats.End)
 	return nil
 }
 
@@ -534,14 +534,14 @@ func (e *engine) connStage(r *request, now time.Duration) {
 	if e.readTO > 0 {
 		r.read = now + e.readTO
 	}
-	switch e.pool.Arrive(at(now), &r.job) {
+	switch e.pool.ArriveAt(now, &r.job) {
 	case fakebackend.Refused:
 		e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
 		e.release(r)
 	case fakebackend.Running:
 		e.stats.Started++
-		end, _ := e.pool.End(&r.job)
-		e.schedule(r, end.Sub(Epoch), evEnd)
+		end, _ := e.pool.EndAt(&r.job)
+		e.schedule(r, end, evEnd)
 	case fakebackend.Queued:
 		e.stats.Waited++
 		e.schedule(r, never, evEnd)
@@ -552,9 +552,9 @@ func (e *engine) connStage(r *request, now time.Duration) {
 func (e *engine) started(j *fakebackend.Job) {
 	r := j.Data.(*request)
 	e.stats.Started++
-	e.stats.WaitTime += j.Started.Sub(j.Arrived)
-	end, _ := e.pool.End(j)
-	e.schedule(r, end.Sub(Epoch), evEnd)
+	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
+	end, _ := e.pool.EndAt(j)
+	e.schedule(r, end, evEnd)
 }
 
 // schedule plans r's next event: the natural one (k at t) or, while r's
@@ -578,7 +578,7 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 
 // end handles r's job leaving its worker at now.
 func (e *engine) end(r *request, now time.Duration) {
-	next := e.pool.Finish(at(now), &r.job)
+	next := e.pool.FinishAt(now, &r.job)
 	if !r.done {
 		if r.job.State() == fakebackend.Killed {
 			e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
@@ -598,12 +598,12 @@ func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, statu
 	e.finish(r, now, o, status)
 	s := r.job.State()
 	if s == fakebackend.Queued || s == fakebackend.Running {
-		if next := e.pool.Abandon(at(now), &r.job); next != nil {
+		if next := e.pool.AbandonAt(now, &r.job); next != nil {
 			e.started(next)
 		}
 		if r.job.State() == fakebackend.Running {
-			end, _ := e.pool.End(&r.job)
-			e.schedule(r, end.Sub(Epoch), evEnd)
+			end, _ := e.pool.EndAt(&r.job)
+			e.schedule(r, end, evEnd)
 		}
 	}
 	e.release(r)
