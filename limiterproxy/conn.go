@@ -35,19 +35,24 @@ type ConnLimiter struct {
 
 type connShard struct {
 	mu sync.Mutex
-	// m maps a key's hash to its entry; entries whose keys share a hash
-	// are chained through next. Keying the map by the hash means a key's
-	// bytes are hashed once per Acquire and never on Release.
-	m    map[uint64]*connEntry
-	free *connEntry // recycled entries, so a busy zone costs no allocation
-	_    [64 - 8 - 8 - 8]byte
+	// table indexes the entries by key hash: open addressing, linear
+	// probing, at most half full. The hash is computed once per Acquire
+	// (or once per ConnKey) for the shard and the slot alike, and never on
+	// Release.
+	table []*connEntry
+	n     int          // entries in table
+	free  *connEntry   // recycled entries, so a busy zone costs no allocation
+	l     *ConnLimiter // the shard's limiter
+	_     [64 - 8 - 24 - 8 - 8 - 8]byte
 }
 
 type connEntry struct {
 	key  string
 	h    uint64
 	n    int32
-	next *connEntry // the next entry with the same hash, or on the free list
+	cost int64      // the entry's bytes in the zone
+	sh   *connShard // the shard the entry belongs to, for Release
+	next *connEntry // on the free list
 }
 
 // NewConnLimiter returns a limiter admitting at most perKey requests per key
@@ -65,7 +70,8 @@ func NewConnLimiter(perKey int, zoneBytes int64) *ConnLimiter {
 	}
 	l := &ConnLimiter{perKey: int32(perKey), budget: zoneBudget(zoneBytes), seed: maphash.MakeSeed(), mask: ^uint64(0)}
 	for i := range l.shards {
-		l.shards[i].m = make(map[uint64]*connEntry)
+		l.shards[i].table = make([]*connEntry, 16)
+		l.shards[i].l = l
 	}
 	return l
 }
@@ -77,49 +83,54 @@ func (l *ConnLimiter) PerKey() int { return int(l.perKey) }
 // nothing. Release it exactly once; a second Release on the same Slot does
 // nothing. Releasing two copies of one Slot releases twice: keep one.
 type Slot struct {
-	l  *ConnLimiter
-	sh *connShard
-	e  *connEntry
+	e *connEntry
 }
 
 // Held reports whether s holds a slot.
-func (s *Slot) Held() bool { return s.l != nil }
+func (s *Slot) Held() bool { return s.e != nil }
 
 // Release frees the slot. The key leaves the zone with its last request.
 // Release is not safe to call on the same Slot from two goroutines at once.
 func (s *Slot) Release() {
-	l, sh, e := s.l, s.sh, s.e
-	if l == nil {
+	e := s.e
+	if e == nil {
 		return
 	}
 	*s = Slot{}
+	sh := e.sh
 	sh.mu.Lock()
 	e.n--
 	if e.n > 0 {
 		sh.mu.Unlock()
 		return
 	}
-	if head := sh.m[e.h]; head == e {
-		if e.next == nil {
-			delete(sh.m, e.h)
-		} else {
-			sh.m[e.h] = e.next
-		}
-	} else {
-		for p := head; p != nil; p = p.next {
-			if p.next == e {
-				p.next = e.next
-				break
-			}
-		}
-	}
-	cost := nodeCost(connNodeHead + len(e.key))
+	sh.delete(e)
+	cost := e.cost
 	e.key = ""
 	e.next = sh.free
 	sh.free = e
 	sh.mu.Unlock()
-	l.used.Add(-cost)
+	sh.l.used.Add(-cost)
 }
+
+// ConnKey is a key with its hash worked out by one ConnLimiter, for a
+// caller that acquires the same key many times (the simulator): AcquireKey
+// then skips hashing it again. The zero ConnKey is the empty key.
+type ConnKey struct {
+	key string
+	h   uint64
+	l   *ConnLimiter // the limiter whose seed hashed it
+}
+
+// Key returns key prepared for AcquireKey on l.
+func (l *ConnLimiter) Key(key string) ConnKey {
+	return ConnKey{key: key, h: l.hash(key), l: l}
+}
+
+// String returns the key.
+func (k ConnKey) String() string { return k.key }
+
+func (l *ConnLimiter) hash(key string) uint64 { return maphash.String(l.seed, key) & l.mask }
 
 // Acquire takes a slot for key. It returns Passed and the slot, Rejected
 // when the key already has PerKey requests in flight or is new and the zone
@@ -129,21 +140,32 @@ func (l *ConnLimiter) Acquire(key string) (Slot, Verdict) {
 	if key == "" || len(key) > MaxConnKey {
 		return Slot{}, Skipped
 	}
-	h := maphash.String(l.seed, key) & l.mask
+	return l.acquire(key, l.hash(key))
+}
+
+// AcquireKey is Acquire(k.String()) without hashing the key again. A
+// ConnKey another limiter made is hashed anew.
+func (l *ConnLimiter) AcquireKey(k ConnKey) (Slot, Verdict) {
+	if k.l != l {
+		return l.Acquire(k.key)
+	}
+	if k.key == "" || len(k.key) > MaxConnKey {
+		return Slot{}, Skipped
+	}
+	return l.acquire(k.key, k.h)
+}
+
+func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
 	sh := &l.shards[h%connShards]
 	sh.mu.Lock()
-	head := sh.m[h]
-	for e := head; e != nil; e = e.next {
-		if e.key != key {
-			continue
-		}
+	if e := sh.find(h, key); e != nil {
 		if e.n >= l.perKey {
 			sh.mu.Unlock()
 			return Slot{}, Rejected
 		}
 		e.n++
 		sh.mu.Unlock()
-		return Slot{l: l, sh: sh, e: e}, Passed
+		return Slot{e: e}, Passed
 	}
 	cost := nodeCost(connNodeHead + len(key))
 	if l.used.Add(cost) > l.budget {
@@ -155,24 +177,85 @@ func (l *ConnLimiter) Acquire(key string) (Slot, Verdict) {
 	if e != nil {
 		sh.free = e.next
 	} else {
-		e = new(connEntry)
+		e = &connEntry{sh: sh}
 	}
-	e.key, e.h, e.n, e.next = key, h, 1, head
-	sh.m[h] = e
+	e.key, e.h, e.n, e.cost, e.next = key, h, 1, cost, nil
+	sh.insert(e)
 	sh.mu.Unlock()
-	return Slot{l: l, sh: sh, e: e}, Passed
+	return Slot{e: e}, Passed
+}
+
+// home is the table slot where an entry with hash h is first looked for.
+// The low bits chose the shard, so the slot comes from the high ones.
+func (sh *connShard) home(h uint64) int {
+	return int((h >> 32) & uint64(len(sh.table)-1))
+}
+
+func (sh *connShard) find(h uint64, key string) *connEntry {
+	mask := len(sh.table) - 1
+	for i := sh.home(h); ; i = (i + 1) & mask {
+		e := sh.table[i]
+		if e == nil {
+			return nil
+		}
+		if e.h == h && e.key == key {
+			return e
+		}
+	}
+}
+
+func (sh *connShard) insert(e *connEntry) {
+	if 2*(sh.n+1) > len(sh.table) {
+		old := sh.table
+		sh.table = make([]*connEntry, 2*len(old))
+		for _, o := range old {
+			if o != nil {
+				sh.place(o)
+			}
+		}
+	}
+	sh.place(e)
+	sh.n++
+}
+
+func (sh *connShard) place(e *connEntry) {
+	mask := len(sh.table) - 1
+	i := sh.home(e.h)
+	for sh.table[i] != nil {
+		i = (i + 1) & mask
+	}
+	sh.table[i] = e
+}
+
+// delete removes e from the table, moving later entries of its probe run
+// back so that every entry stays reachable from its home slot.
+func (sh *connShard) delete(e *connEntry) {
+	mask := len(sh.table) - 1
+	i := sh.home(e.h)
+	for sh.table[i] != e {
+		i = (i + 1) & mask
+	}
+	sh.table[i] = nil
+	sh.n--
+	for j := (i + 1) & mask; sh.table[j] != nil; j = (j + 1) & mask {
+		k := sh.home(sh.table[j].h)
+		// Move table[j] into the hole at i unless its home lies
+		// cyclically in (i, j], where it is still reachable.
+		if (i <= j && (k <= i || k > j)) || (i > j && k <= i && k > j) {
+			sh.table[i], sh.table[j] = sh.table[j], nil
+			i = j
+		}
+	}
 }
 
 // InFlight returns the requests in flight for key.
 func (l *ConnLimiter) InFlight(key string) int {
-	h := maphash.String(l.seed, key) & l.mask
+	h := l.hash(key)
 	sh := &l.shards[h%connShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	for e := sh.m[h]; e != nil; e = e.next {
-		if e.key == key {
-			return int(e.n)
-		}
+	if e := sh.find(h, key); e != nil {
+		return int(e.n)
 	}
 	return 0
 }
@@ -183,11 +266,7 @@ func (l *ConnLimiter) Len() int {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
-			for ; e != nil; e = e.next {
-				n++
-			}
-		}
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n
@@ -208,8 +287,8 @@ func (l *ConnLimiter) Busiest(n int) []KeyCount {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
-			for ; e != nil; e = e.next {
+		for _, e := range sh.table {
+			if e != nil {
 				top = append(top, KeyCount{Key: e.key, InFlight: int(e.n)})
 			}
 		}

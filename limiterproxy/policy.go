@@ -293,28 +293,78 @@ func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) {
 	var s Slots
 	counted := false
 	for i := range p.Conn {
-		r := &p.Conn[i]
-		slot, v := r.Limiter.Acquire(keyAt(keys, i))
+		slot, v := p.Conn[i].Limiter.Acquire(keyAt(keys, i))
 		switch v {
 		case Skipped:
 			continue
 		case Rejected:
-			// nginx's ngx_http_limit_conn_cleanup_all: give back what this
-			// pass took. In dry run the request goes on holding nothing and
-			// the later limits are not checked.
-			s.Release()
-			if r.Spec.DryRun {
-				return Slots{}, ConnDecision{Verdict: RejectedDryRun, Rule: i, Status: r.Spec.Status}
-			}
-			return Slots{}, ConnDecision{Verdict: Rejected, Rule: i, Status: r.Spec.Status}
+			return Slots{}, p.connReject(&s, i)
 		}
 		counted = true
 		s.add(slot)
 	}
-	if !counted {
-		return s, ConnDecision{Verdict: Skipped, Rule: -1}
+	return s, connPassed(counted)
+}
+
+// ConnKeys are one client's limit_conn keys prepared for a Policy's
+// limiters (see ConnLimiter.Key), for a caller that sends many requests
+// with the same keys, as the simulator does for each tenant. The zero
+// ConnKeys has every key empty.
+type ConnKeys struct {
+	keys []ConnKey
+}
+
+// ConnKeys prepares keys (keys[i] for p.Conn[i], as for ConnStage) for
+// ConnStageKeys.
+func (p *Policy) ConnKeys(keys []string) ConnKeys {
+	k := ConnKeys{keys: make([]ConnKey, len(p.Conn))}
+	for i := range p.Conn {
+		k.keys[i] = p.Conn[i].Limiter.Key(keyAt(keys, i))
 	}
-	return s, ConnDecision{Verdict: Passed, Rule: -1}
+	return k
+}
+
+// ConnStageKeys is ConnStage over keys prepared by p.ConnKeys: the same
+// decisions, without hashing the keys again.
+func (p *Policy) ConnStageKeys(keys ConnKeys) (Slots, ConnDecision) {
+	var s Slots
+	counted := false
+	for i := range p.Conn {
+		var k ConnKey
+		if i < len(keys.keys) {
+			k = keys.keys[i]
+		}
+		slot, v := p.Conn[i].Limiter.AcquireKey(k)
+		switch v {
+		case Skipped:
+			continue
+		case Rejected:
+			return Slots{}, p.connReject(&s, i)
+		}
+		counted = true
+		s.add(slot)
+	}
+	return s, connPassed(counted)
+}
+
+// connReject gives back the slots s took in this pass, as nginx's
+// ngx_http_limit_conn_cleanup_all, and returns rule i's rejection. In dry
+// run the request goes on holding nothing and the later limits are not
+// checked.
+func (p *Policy) connReject(s *Slots, i int) ConnDecision {
+	s.Release()
+	r := &p.Conn[i]
+	if r.Spec.DryRun {
+		return ConnDecision{Verdict: RejectedDryRun, Rule: i, Status: r.Spec.Status}
+	}
+	return ConnDecision{Verdict: Rejected, Rule: i, Status: r.Spec.Status}
+}
+
+func connPassed(counted bool) ConnDecision {
+	if !counted {
+		return ConnDecision{Verdict: Skipped, Rule: -1}
+	}
+	return ConnDecision{Verdict: Passed, Rule: -1}
 }
 
 // Key is a compiled nginx key expression: variables ($host,
