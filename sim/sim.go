@@ -110,10 +110,10 @@ type tenant struct {
 	mix      loadgen.Mix
 	arrivals loadgen.Arrivals
 	reqKeys  []string
-	connKeys []string
-	timeout  time.Duration // client timeout; 0 none
-	cap      int           // open model: in-flight cap
-	inFlight int           // open model: requests without a result
+	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	timeout  time.Duration         // client timeout; 0 none
+	cap      int                   // open model: in-flight cap
+	inFlight int                   // open model: requests without a result
 	stop     time.Duration
 	closed   bool
 }
@@ -285,7 +285,9 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		if t.stop <= 0 || t.stop > sc.Duration {
 			t.stop = sc.Duration
 		}
-		t.reqKeys, t.connKeys = keysOf(policy, st)
+		var conn []string
+		t.reqKeys, conn = keysOf(policy, st)
+		t.connKeys = policy.ConnKeys(conn)
 		switch {
 		case t.timeout > 0:
 			drain = max(drain, t.timeout)
@@ -523,7 +525,7 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 // connStage runs r through limit_conn and hands it to the backend.
 func (e *engine) connStage(r *request, now time.Duration) {
 	if e.hasConn {
-		slots, d := e.policy.ConnStage(r.t.connKeys)
+		slots, d := e.policy.ConnStageKeys(r.t.connKeys)
 		if d.Verdict == limiterproxy.Rejected {
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)
