@@ -160,7 +160,8 @@ type engine struct {
 	every    time.Duration
 	busiest  int
 	keyMap   map[string]int
-	heap     eventHeap
+	arrivals eventHeap // the open-model tenants' next arrivals, one per tenant
+	heap     eventHeap // every other event: requests', users', samples
 	seq      uint64
 	free     *request
 	chunks   [][]request
@@ -354,6 +355,9 @@ func (e *engine) push(t time.Duration, k kind, r *request, ref int32) uint64 {
 	return s
 }
 
+// pending returns the number of events scheduled.
+func (e *engine) pending() int { return e.arrivals.len() + e.heap.len() }
+
 func (e *engine) nextSeq() uint64 {
 	s := e.seq
 	e.seq++
@@ -379,46 +383,54 @@ func (e *engine) run(ctx context.Context) error {
 		}
 		t.arrivals.Reset(t.load, t.stop, t.rng)
 		if next, ok := t.arrivals.Next(); ok {
-			e.push(next, evArrival, nil, int32(i))
+			e.arrivals.push(event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
 		}
 	}
-	if e.sampler != nil && e.heap.len() > 0 {
+	if e.sampler != nil && e.pending() > 0 {
 		e.push(0, evSample, nil, 0)
 	}
 
-	for n := 1; e.heap.len() > 0; n++ {
+	for n := 1; ; n++ {
 		if n%checkEvery == 0 && ctx.Err() != nil {
 			e.stats.Interrupted = true
 			e.stats.Backend = e.pool.StatsAt(e.stats.End)
 			return ctx.Err()
 		}
-		if e.heap.peek() > e.horizon {
-			break
-		}
-		ev := e.heap.ev[0]
-		e.stats.Events++
-		e.stats.End = ev.at
-		switch ev.kind {
-		case evArrival:
-			// The arrival stays on top while it is handled (anything it
-			// schedules comes after it) and is then replaced by the next.
+		// The next event is the earlier of the two heaps' tops; both
+		// take their seqs from one counter, so the order is the one a
+		// single heap would give.
+		if e.arrivals.len() > 0 && (e.heap.len() == 0 || e.arrivals.ev[0].before(&e.heap.ev[0])) {
+			ev := &e.arrivals.ev[0]
+			if ev.at > e.horizon {
+				break
+			}
+			e.stats.Events++
+			e.stats.End = ev.at
+			// The arrival stays on top while it is handled (what it
+			// schedules goes to the other heap) and is then replaced by
+			// the tenant's next.
 			t := &e.tenants[ev.ref]
 			e.arrive(t, ev.at)
 			if next, ok := t.arrivals.Next(); ok {
-				e.heap.replaceTop(event{at: next, seq: e.nextSeq(), ref: ev.ref, kind: evArrival})
+				e.arrivals.replaceTop(event{at: next, seq: e.nextSeq(), ref: ev.ref, kind: evArrival})
 			} else {
-				e.heap.pop()
+				e.arrivals.pop()
 			}
 			continue
 		}
-		e.heap.pop()
+		if e.heap.len() == 0 || e.heap.peek() > e.horizon {
+			break
+		}
+		ev := e.heap.pop()
+		e.stats.Events++
+		e.stats.End = ev.at
 		switch ev.kind {
 		case evSend:
 			u := &e.users[ev.ref]
 			e.send(u.t, ev.ref, ev.at)
 		case evSample:
 			e.sample(ev.at)
-			if next := ev.at + e.every; e.heap.len() > 0 && next <= e.horizon {
+			if next := ev.at + e.every; e.pending() > 0 && next <= e.horizon {
 				e.push(next, evSample, nil, 0)
 			}
 		default:
@@ -439,7 +451,7 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		}
 	}
-	if e.heap.len() > 0 {
+	if e.pending() > 0 {
 		e.cutOff(e.horizon)
 	}
 	e.stats.Backend = e.pool.StatsAt(e.stats.End)
