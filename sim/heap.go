@@ -103,3 +103,92 @@ func (h *eventHeap) peek() time.Duration { return h.ev[0].at }
 
 // arity is the heap's number of children per node.
 const arity = 4
+
+// arrivalTree holds the open-model tenants' next arrivals: a tournament
+// tree of losers over one player per tenant, keyed by (at, seq) like the
+// events of eventHeap. Replacing the earliest arrival by the same tenant's
+// next costs one comparison per level of the tree, against a heap's
+// several per level. A tenant with no more arrivals plays on at never.
+type arrivalTree struct {
+	key  []arrivalKey // per player; players past the tenants are never
+	ref  []int32      // per player: the tenant
+	node []int32      // node[0] is the winner, node[1:] the losers of the matches
+	live int          // players not at never
+}
+
+type arrivalKey struct {
+	at  time.Duration
+	seq uint64
+}
+
+func (a *arrivalKey) before(b *arrivalKey) bool {
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
+}
+
+var neverKey = arrivalKey{at: never, seq: ^uint64(0)}
+
+// reset makes the tree hold one first arrival per entry of evs (ref the
+// tenant, at and seq the arrival's).
+func (t *arrivalTree) reset(evs []event) {
+	k := 1
+	for k < len(evs) {
+		k *= 2
+	}
+	t.key = make([]arrivalKey, k)
+	t.ref = make([]int32, k)
+	t.node = make([]int32, k)
+	t.live = len(evs)
+	for p := range k {
+		t.key[p] = neverKey
+		if p < len(evs) {
+			t.key[p] = arrivalKey{evs[p].at, evs[p].seq}
+			t.ref[p] = evs[p].ref
+		}
+	}
+	// Play every match bottom up: win[n] is the winner below node n.
+	win := make([]int32, 2*k)
+	for p := range k {
+		win[k+p] = int32(p)
+	}
+	for n := k - 1; n >= 1; n-- {
+		a, b := win[2*n], win[2*n+1]
+		if t.key[b].before(&t.key[a]) {
+			a, b = b, a
+		}
+		win[n], t.node[n] = a, b
+	}
+	t.node[0] = win[1]
+	if k == 1 {
+		t.node[0] = 0
+	}
+}
+
+// len returns how many tenants have an arrival to come.
+func (t *arrivalTree) len() int { return t.live }
+
+// top returns the earliest arrival's player, time and seq. The tree must
+// not be empty.
+func (t *arrivalTree) top() (player int32, key *arrivalKey) {
+	p := t.node[0]
+	return p, &t.key[p]
+}
+
+// replaceTop gives the earliest arrival's player its next arrival, at at
+// with seq seq, or, when ok is false, none.
+func (t *arrivalTree) replaceTop(at time.Duration, seq uint64, ok bool) {
+	p := t.node[0]
+	if ok {
+		t.key[p] = arrivalKey{at, seq}
+	} else {
+		t.key[p] = neverKey
+		t.live--
+	}
+	w := p
+	k := int32(len(t.node))
+	for n := (k + p) >> 1; n > 0; n >>= 1 {
+		if l := t.node[n]; t.key[l].before(&t.key[w]) {
+			t.node[n], w = w, l
+		}
+	}
+	t.node[0] = w
+}

@@ -160,8 +160,8 @@ type engine struct {
 	every    time.Duration
 	busiest  int
 	keyMap   map[string]int
-	arrivals eventHeap // the open-model tenants' next arrivals, one per tenant
-	heap     eventHeap // every other event: requests', users', samples
+	arrivals arrivalTree // the open-model tenants' next arrivals, one per tenant
+	heap     eventHeap   // every other event: requests', users', samples
 	seq      uint64
 	free     *request
 	chunks   [][]request
@@ -369,6 +369,7 @@ func (e *engine) run(ctx context.Context) error {
 		e.stats.Interrupted = true
 		return err
 	}
+	var first []event
 	for i := range e.tenants {
 		t := &e.tenants[i]
 		if t.closed {
@@ -383,9 +384,10 @@ func (e *engine) run(ctx context.Context) error {
 		}
 		t.arrivals.Reset(t.load, t.stop, t.rng)
 		if next, ok := t.arrivals.Next(); ok {
-			e.arrivals.push(event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
+			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
 		}
 	}
+	e.arrivals.reset(first)
 	if e.sampler != nil && e.pending() > 0 {
 		e.push(0, evSample, nil, 0)
 	}
@@ -399,24 +401,25 @@ func (e *engine) run(ctx context.Context) error {
 		// The next event is the earlier of the two heaps' tops; both
 		// take their seqs from one counter, so the order is the one a
 		// single heap would give.
-		if e.arrivals.len() > 0 && (e.heap.len() == 0 || e.arrivals.ev[0].before(&e.heap.ev[0])) {
-			ev := &e.arrivals.ev[0]
-			if ev.at > e.horizon {
-				break
+		if e.arrivals.len() > 0 {
+			if p, a := e.arrivals.top(); e.heap.len() == 0 || a.at < e.heap.ev[0].at || a.at == e.heap.ev[0].at && a.seq < e.heap.ev[0].seq {
+				if a.at > e.horizon {
+					break
+				}
+				e.stats.Events++
+				e.stats.End = a.at
+				// The arrival stays on top while it is handled (what it
+				// schedules goes to the other heap) and is then replaced
+				// by the tenant's next.
+				t := &e.tenants[e.arrivals.ref[p]]
+				e.arrive(t, a.at)
+				next, ok := t.arrivals.Next()
+				e.arrivals.replaceTop(next, e.seq, ok)
+				if ok {
+					e.seq++
+				}
+				continue
 			}
-			e.stats.Events++
-			e.stats.End = ev.at
-			// The arrival stays on top while it is handled (what it
-			// schedules goes to the other heap) and is then replaced by
-			// the tenant's next.
-			t := &e.tenants[ev.ref]
-			e.arrive(t, ev.at)
-			if next, ok := t.arrivals.Next(); ok {
-				e.arrivals.replaceTop(event{at: next, seq: e.nextSeq(), ref: ev.ref, kind: evArrival})
-			} else {
-				e.arrivals.pop()
-			}
-			continue
 		}
 		if e.heap.len() == 0 || e.heap.peek() > e.horizon {
 			break
