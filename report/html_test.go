@@ -221,9 +221,9 @@ func TestRunReportGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var dir, page string
 			switch tc.name {
-			case "run-250", "run-empty": // drawn in full, PNG files too
+			case "run-empty": // through RenderReport, PNG files too
 				dir, page = renderTo(t, tc.name, tc.r)
-			default: // the same charts as run-250: only the page differs
+			default: // synthResults(250)'s charts, drawn once for all tests
 				charts, err := synthCharts()
 				if err != nil {
 					t.Fatal(err)
