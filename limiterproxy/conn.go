@@ -1,8 +1,10 @@
 package limiterproxy
 
 import (
+	"cmp"
 	"hash/maphash"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -277,35 +279,49 @@ func (l *ConnLimiter) Len() int {
 func (l *ConnLimiter) ZoneBytes() int64 { return l.used.Load() }
 
 // Busiest returns up to n keys with the most requests in flight, busiest
-// first (ties by key); nil only when n < 1. Each shard is read under its own lock, so under load
-// the list is a near-snapshot.
+// first (ties by key); nil only when n < 1. Each shard is read under its
+// own lock, so under load the list is a near-snapshot.
 func (l *ConnLimiter) Busiest(n int) []KeyCount {
 	if n <= 0 {
 		return nil
 	}
-	top := []KeyCount{} // empty, not nil: it is served as JSON
+	top := l.AppendBusiest([]KeyCount{}, n) // empty, not nil: it is served as JSON
+	return top[:len(top):len(top)]
+}
+
+// AppendBusiest appends what Busiest(n) returns to dst and returns the
+// extended slice, so that a caller sampling often (the simulator) can reuse
+// one buffer.
+func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
+	if n <= 0 {
+		return dst
+	}
+	base := len(dst)
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.table {
-			if e != nil {
-				top = append(top, KeyCount{Key: e.key, InFlight: int(e.n)})
+		if sh.n > 0 {
+			for _, e := range sh.table {
+				if e != nil {
+					dst = append(dst, KeyCount{Key: e.key, InFlight: int(e.n)})
+				}
 			}
 		}
 		sh.mu.Unlock()
-		if len(top) > 4*n+1024 {
-			top = trimBusiest(top, n)
+		if len(dst)-base > 4*n+1024 {
+			dst = dst[:base+len(trimBusiest(dst[base:], n))]
 		}
 	}
-	return trimBusiest(top, n)
+	return dst[:base+len(trimBusiest(dst[base:], n))]
 }
 
+// trimBusiest sorts kc busiest first, ties by key, and returns its first n.
 func trimBusiest(kc []KeyCount, n int) []KeyCount {
-	sort.Slice(kc, func(i, j int) bool {
-		if kc[i].InFlight != kc[j].InFlight {
-			return kc[i].InFlight > kc[j].InFlight
+	slices.SortFunc(kc, func(a, b KeyCount) int {
+		if a.InFlight != b.InFlight {
+			return cmp.Compare(b.InFlight, a.InFlight)
 		}
-		return kc[i].Key < kc[j].Key
+		return strings.Compare(a.Key, b.Key)
 	})
 	if len(kc) > n {
 		kc = kc[:n:n]
