@@ -160,8 +160,9 @@ type engine struct {
 	every    time.Duration
 	busiest  int
 	keyMap   map[string]int
-	arrivals arrivalTree // the open-model tenants' next arrivals, one per tenant
-	heap     eventHeap   // every other event: requests', users', samples
+	busy     []limiterproxy.KeyCount // the busiest keys of the last sample
+	arrivals arrivalTree             // the open-model tenants' next arrivals, one per tenant
+	heap     eventHeap               // every other event: requests', users', samples
 	seq      uint64
 	free     *request
 	chunks   [][]request
@@ -686,7 +687,10 @@ func (e *engine) sample(now time.Duration) {
 		return
 	}
 	clear(e.keyMap)
-	for _, kc := range e.policy.Busiest(e.busiest) {
+	// Policy.Busiest, the keys of the first limit_conn, into a buffer kept
+	// from one sample to the next.
+	e.busy = e.policy.Conn[0].Limiter.AppendBusiest(e.busy[:0], e.busiest)
+	for _, kc := range e.busy {
 		e.keyMap[kc.Key] = kc.InFlight
 	}
 	e.sampler.SampleKeys(now, e.keyMap)
