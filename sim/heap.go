@@ -108,12 +108,19 @@ const arity = 4
 // tree of losers over one player per tenant, keyed by (at, seq) like the
 // events of eventHeap. Replacing the earliest arrival by the same tenant's
 // next costs one comparison per level of the tree, against a heap's
-// several per level. A tenant with no more arrivals plays on at never.
+// several per level; each match's loser is kept with its key, so a replay
+// reads the nodes on one path and nothing else. A tenant with no more
+// arrivals plays on at never.
 type arrivalTree struct {
-	key  []arrivalKey // per player; players past the tenants are never
-	ref  []int32      // per player: the tenant
-	node []int32      // node[0] is the winner, node[1:] the losers of the matches
-	live int          // players not at never
+	node []arrivalNode // node[0] is the winner, node[1:] the losers of the matches
+	ref  []int32       // per player: the tenant
+	live int           // players not at never
+}
+
+// arrivalNode is a player and its next arrival.
+type arrivalNode struct {
+	arrivalKey
+	p int32
 }
 
 type arrivalKey struct {
@@ -134,32 +141,28 @@ func (t *arrivalTree) reset(evs []event) {
 	for k < len(evs) {
 		k *= 2
 	}
-	t.key = make([]arrivalKey, k)
+	t.node = make([]arrivalNode, k)
 	t.ref = make([]int32, k)
-	t.node = make([]int32, k)
 	t.live = len(evs)
+	// Play every match bottom up: win[n] is the winner below node n.
+	win := make([]arrivalNode, 2*k)
 	for p := range k {
-		t.key[p] = neverKey
+		win[k+p] = arrivalNode{neverKey, int32(p)}
 		if p < len(evs) {
-			t.key[p] = arrivalKey{evs[p].at, evs[p].seq}
+			win[k+p].arrivalKey = arrivalKey{evs[p].at, evs[p].seq}
 			t.ref[p] = evs[p].ref
 		}
 	}
-	// Play every match bottom up: win[n] is the winner below node n.
-	win := make([]int32, 2*k)
-	for p := range k {
-		win[k+p] = int32(p)
-	}
 	for n := k - 1; n >= 1; n-- {
 		a, b := win[2*n], win[2*n+1]
-		if t.key[b].before(&t.key[a]) {
+		if b.before(&a.arrivalKey) {
 			a, b = b, a
 		}
 		win[n], t.node[n] = a, b
 	}
 	t.node[0] = win[1]
 	if k == 1 {
-		t.node[0] = 0
+		t.node[0] = win[k]
 	}
 }
 
@@ -169,26 +172,22 @@ func (t *arrivalTree) len() int { return t.live }
 // top returns the earliest arrival's player, time and seq. The tree must
 // not be empty.
 func (t *arrivalTree) top() (player int32, key *arrivalKey) {
-	p := t.node[0]
-	return p, &t.key[p]
+	return t.node[0].p, &t.node[0].arrivalKey
 }
 
 // replaceTop gives the earliest arrival's player its next arrival, at at
 // with seq seq, or, when ok is false, none.
 func (t *arrivalTree) replaceTop(at time.Duration, seq uint64, ok bool) {
-	p := t.node[0]
-	if ok {
-		t.key[p] = arrivalKey{at, seq}
-	} else {
-		t.key[p] = neverKey
+	w := arrivalNode{arrivalKey{at, seq}, t.node[0].p}
+	if !ok {
+		w.arrivalKey = neverKey
 		t.live--
 	}
-	w := p
-	k := int32(len(t.node))
-	for n := (k + p) >> 1; n > 0; n >>= 1 {
-		if l := t.node[n]; t.key[l].before(&t.key[w]) {
-			t.node[n], w = w, l
+	node := t.node
+	for n := (len(node) + int(w.p)) >> 1; n > 0; n >>= 1 {
+		if l := &node[n]; l.before(&w.arrivalKey) {
+			w, *l = *l, w
 		}
 	}
-	t.node[0] = w
+	node[0] = w
 }
