@@ -8,21 +8,22 @@ type kind uint8
 const (
 	evArrival       kind = iota // an open-model tenant's next arrival; ref is the tenant
 	evSend                      // a closed-model user sends; ref is the user
-	evDelayEnd                  // a request's limit_req delay is over
-	evEnd                       // a request's job leaves its worker
-	evReadTimeout               // the proxy's read timeout of a request
-	evClientTimeout             // a request's client gives up
+	evDelayEnd                  // a request's limit_req delay is over; ref is the request
+	evEnd                       // a request's job leaves its worker; ref is the request
+	evReadTimeout               // the proxy's read timeout of a request; ref is the request
+	evClientTimeout             // a request's client gives up; ref is the request
 	evSample                    // sample the backend and the busiest keys
 )
 
-// event is one thing due at a model time. Request events carry the request
-// and are stale unless r.ev == seq: instead of removing an event from the
-// heap when a request's plans change, the request forgets its seq.
+// event is one thing due at a model time. Request events carry the
+// request's id and are stale unless its ev == seq: instead of removing an
+// event from the heap when a request's plans change, the request forgets
+// its seq. An event holds no pointer, so the heap costs the garbage
+// collector nothing and its moves no write barrier.
 type event struct {
 	at   time.Duration
 	seq  uint64 // order of scheduling: breaks ties between equal times
-	r    *request
-	ref  int32
+	ref  int32  // what the event is about; see kind
 	kind kind
 }
 
@@ -60,7 +61,6 @@ func (h *eventHeap) pop() event {
 	top := ev[0]
 	n := len(ev) - 1
 	last := ev[n]
-	ev[n] = event{} // drop the request pointer
 	h.ev = ev[:n]
 	if n > 0 {
 		h.down(last)

@@ -139,6 +139,7 @@ type request struct {
 	read     time.Duration // the proxy's read deadline; never until sent upstream
 	ev       uint64        // seq of the one pending event that is not stale; 0 none
 	next     *request      // free list
+	id       int32         // the request's place in the engine's chunks
 }
 
 // engine is one run.
@@ -350,9 +351,9 @@ func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant) (req, conn []string) {
 func at(d time.Duration) time.Time { return Epoch.Add(d) }
 
 // push schedules an event and returns its seq.
-func (e *engine) push(t time.Duration, k kind, r *request, ref int32) uint64 {
+func (e *engine) push(t time.Duration, k kind, ref int32) uint64 {
 	s := e.nextSeq()
-	e.heap.push(event{at: t, seq: s, r: r, ref: ref, kind: k})
+	e.heap.push(event{at: t, seq: s, ref: ref, kind: k})
 	return s
 }
 
@@ -379,7 +380,7 @@ func (e *engine) run(ctx context.Context) error {
 			}
 			for range t.load.Users {
 				e.users = append(e.users, user{t: t})
-				e.push(max(t.load.Start, 0), evSend, nil, int32(len(e.users)-1))
+				e.push(max(t.load.Start, 0), evSend, int32(len(e.users)-1))
 			}
 			continue
 		}
@@ -390,7 +391,7 @@ func (e *engine) run(ctx context.Context) error {
 	}
 	e.arrivals.reset(first)
 	if e.sampler != nil && e.pending() > 0 {
-		e.push(0, evSample, nil, 0)
+		e.push(0, evSample, 0)
 	}
 
 	for n := 1; ; n++ {
@@ -435,10 +436,10 @@ func (e *engine) run(ctx context.Context) error {
 		case evSample:
 			e.sample(ev.at)
 			if next := ev.at + e.every; e.pending() > 0 && next <= e.horizon {
-				e.push(next, evSample, nil, 0)
+				e.push(next, evSample, 0)
 			}
 		default:
-			r := ev.r
+			r := e.request(ev.ref)
 			if r.ev != ev.seq {
 				continue // stale
 			}
@@ -465,8 +466,12 @@ func (e *engine) run(ctx context.Context) error {
 // alloc returns a clean request from the pool.
 func (e *engine) alloc() *request {
 	if e.free == nil {
-		chunk := make([]request, 256)
+		if len(e.chunks) >= math.MaxInt32/chunkSize {
+			panic("sim: too many requests in flight")
+		}
+		chunk := make([]request, chunkSize)
 		for i := len(chunk) - 1; i >= 0; i-- {
+			chunk[i].id = int32(len(e.chunks)*chunkSize + i)
 			chunk[i].next = e.free
 			e.free = &chunk[i]
 		}
@@ -488,8 +493,16 @@ func (e *engine) release(r *request) {
 	if s := r.job.State(); s == fakebackend.Queued || s == fakebackend.Running {
 		return
 	}
-	*r = request{next: e.free}
+	*r = request{id: r.id, next: e.free}
 	e.free = r
+}
+
+// chunkSize is how many requests the pool allocates at once.
+const chunkSize = 256
+
+// request returns the request of id id.
+func (e *engine) request(id int32) *request {
+	return &e.chunks[id/chunkSize][id%chunkSize]
 }
 
 // arrive handles an open-model arrival at now.
@@ -591,7 +604,7 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 		r.ev = 0
 		return
 	}
-	r.ev = e.push(t, k, r, 0)
+	r.ev = e.push(t, k, r.id)
 }
 
 // end handles r's job leaving its worker at now.
@@ -675,7 +688,7 @@ func (e *engine) next(ui int32, now time.Duration, o loadgen.Outcome) {
 		return
 	}
 	if at := now + max(t.load.Think, 0); at < t.stop {
-		e.push(at, evSend, nil, ui)
+		e.push(at, evSend, ui)
 	}
 }
 
