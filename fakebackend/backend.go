@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"stampede/clock"
 )
 
 // Route is a path prefix and its service time; the longest matching prefix
@@ -252,8 +254,11 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 
 	gone := r.Context().Done()
-	var timer *time.Timer
-	var fired <-chan time.Time
+	var (
+		timer    *time.Timer
+		fired    <-chan time.Time
+		deadline time.Time
+	)
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -272,9 +277,18 @@ wait:
 			if d <= 0 {
 				break wait
 			}
-			timer = time.NewTimer(d)
+			// The runtime's timer wakes up to a millisecond late, which a
+			// time-scaled run multiplies; it covers all but the last
+			// stretch, which clock sleeps precisely.
+			deadline = time.Now().Add(d)
+			if d <= clock.Coarse {
+				clock.SleepUntil(nil, deadline) //nolint:staticcheck // no context: the work goes on
+				break wait
+			}
+			timer = time.NewTimer(d - clock.Coarse)
 			fired = timer.C
 		case <-fired:
+			clock.SleepUntil(nil, deadline) //nolint:staticcheck // no context: the work goes on
 			break wait
 		case <-gone:
 			gone = nil

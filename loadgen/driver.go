@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"stampede/clock"
 	"stampede/scenarios"
 )
 
@@ -444,17 +445,12 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for len(h) > 0 {
 		a := h[0]
-		if wait := time.Until(start.Add(d.wall(a.at))); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		// clock sleeps the last stretch precisely: a timer alone sends up
+		// to a millisecond late, which is 100 ms of model time at 0.01.
+		if !clock.SleepUntil(ctx, start.Add(d.wall(a.at))) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
@@ -492,20 +488,13 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 // timeout under Retry sends again (a refreshed tab: the same iteration);
 // under GiveUp the user stops.
 func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand.Rand, out chan<- Result) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	next := t.load.Start
 	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
 		if next >= t.stop {
 			return
 		}
-		if wait := time.Until(start.Add(d.wall(next))); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if !clock.SleepUntil(ctx, start.Add(d.wall(next))) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
