@@ -117,7 +117,9 @@ func (s *Slot) Release() {
 
 // ConnKey is a key with its hash worked out by one ConnLimiter, for a
 // caller that acquires the same key many times (the simulator): AcquireKey
-// then skips hashing it again. The zero ConnKey is the empty key.
+// then skips hashing it again. The zero ConnKey is the empty key, which no
+// limit counts. A ConnKey is never changed, so any number of goroutines may
+// use one at once.
 type ConnKey struct {
 	key string
 	h   uint64

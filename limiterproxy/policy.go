@@ -309,7 +309,8 @@ func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) {
 // ConnKeys are one client's limit_conn keys prepared for a Policy's
 // limiters (see ConnLimiter.Key), for a caller that sends many requests
 // with the same keys, as the simulator does for each tenant. The zero
-// ConnKeys has every key empty.
+// ConnKeys has every key empty, so no limit counts its requests. ConnKeys
+// are never changed once made and are safe for concurrent use.
 type ConnKeys struct {
 	keys []ConnKey
 }
