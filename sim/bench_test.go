@@ -50,6 +50,28 @@ func BenchmarkSimStockBalanceHour(b *testing.B) {
 	}
 }
 
+// BenchmarkSimStockBalanceSweep plays the five points of the issue's
+// sweep (per_key off, 2, 4, 6, 8) of the 10-minute stock-balance scenario
+// into report.Recorders, as `stampede compare --engine sim` does before it
+// renders: one op is the whole sweep.
+func BenchmarkSimStockBalanceSweep(b *testing.B) {
+	b.ReportAllocs()
+	var reqs uint64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		for _, limit := range []int{0, 2, 4, 6, 8} {
+			sc := stockBalance(limit)
+			rec := report.NewRecorder(sc)
+			st := mustRun(b, sc, rec, Options{Sampler: rec})
+			reqs += st.Requests
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+}
+
 // cpuTime returns the CPU time the process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
