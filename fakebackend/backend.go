@@ -41,6 +41,17 @@ type Options struct {
 	// timeout): 0.01 plays the model 100× faster. Zero means 1.
 	TimeScale float64
 	Seed      uint64 // seeds the service-time draws
+	// KeepAlive keeps connections open between requests. False answers
+	// every request with Connection: close, as a gunicorn sync worker does.
+	// The pool works per request either way; keeping connections saves the
+	// CPU of a connection per request when a proxy in the same process
+	// drives many thousands of requests a second.
+	KeepAlive bool
+	// PreciseTimers ends work within about 0.1 ms of its time rather than
+	// the runtime timer's millisecond (see package clock); a time-scaled
+	// run wants it. False uses the runtime's timers alone, which
+	// testing/synctest's fake clock needs.
+	PreciseTimers bool
 }
 
 // Bounds New enforces, so that a typo cannot ask for a billion goroutines.
@@ -71,8 +82,10 @@ const (
 // model seconds per wall second, so its Stats and the pool's decisions read
 // as in the scenario, and only the timers are scaled.
 type Backend struct {
-	routes []route // sorted by descending path length
-	scale  float64
+	routes    []route // sorted by descending path length
+	scale     float64
+	keepAlive bool
+	precise   bool
 
 	// The model clock: model = modelBase + (wall − wallBase)/scale.
 	wallBase  time.Time
@@ -81,9 +94,10 @@ type Backend struct {
 	quit      chan struct{} // closed by Close
 	closeOnce sync.Once
 
-	mu   sync.Mutex // guards pool, rng and every route's counters
-	pool *Pool
-	rng  *rand.Rand
+	mu      sync.Mutex // guards pool, running, rng and every route's counters
+	pool    *Pool
+	running endHeap
+	rng     *rand.Rand
 }
 
 type route struct {
@@ -133,10 +147,12 @@ func New(opts Options) (*Backend, error) {
 		scale = 1
 	}
 	b := &Backend{
-		quit:  make(chan struct{}),
-		scale: scale,
-		pool:  NewPool(c),
-		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+		quit:      make(chan struct{}),
+		scale:     scale,
+		keepAlive: opts.KeepAlive,
+		precise:   opts.PreciseTimers,
+		pool:      NewPool(c),
+		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
 	seen := make(map[string]int, len(opts.Routes))
 	for i, r := range opts.Routes {
@@ -175,6 +191,11 @@ func (b *Backend) now() time.Time {
 		el = durationOf(float64(el) / b.scale)
 	}
 	return b.modelBase.Add(el)
+}
+
+// wallAt converts a model time to the wall time it falls at.
+func (b *Backend) wallAt(t time.Time) time.Time {
+	return b.wallBase.Add(b.wall(t.Sub(b.modelBase)))
 }
 
 // wall converts a model duration to the wall duration a timer waits.
@@ -238,22 +259,25 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	started := make(chan struct{})
-	j := &Job{Data: started}
+	wk := &work{started: make(chan struct{}), route: rt}
+	j := &Job{Data: wk}
 	b.mu.Lock()
+	now := b.now()
+	b.retire(now)
 	j.Service = rt.Service.Sample(b.rng)
 	rt.stats.Arrived++
-	switch b.pool.Arrive(b.now(), j) {
+	switch b.pool.Arrive(now, j) {
 	case Refused:
 		rt.stats.Refused++
 		b.mu.Unlock()
 		panic(http.ErrAbortHandler)
 	case Running:
-		close(started)
+		b.start(j)
 	}
 	b.mu.Unlock()
 
 	gone := r.Context().Done()
+	started := wk.started
 	var (
 		timer    *time.Timer
 		fired    <-chan time.Time
@@ -269,26 +293,26 @@ wait:
 		select {
 		case <-started:
 			started = nil
-			b.mu.Lock()
-			at, _ := b.pool.End(j)
-			work := at.Sub(j.Started)
-			b.mu.Unlock()
-			d := b.wall(work)
+			// wk.end was set before started was closed.
+			deadline = b.wallAt(wk.end)
+			d := time.Until(deadline)
 			if d <= 0 {
 				break wait
 			}
 			// The runtime's timer wakes up to a millisecond late, which a
-			// time-scaled run multiplies; it covers all but the last
-			// stretch, which clock sleeps precisely.
-			deadline = time.Now().Add(d)
-			if d <= clock.Coarse {
-				clock.SleepUntil(nil, deadline) //nolint:staticcheck // no context: the work goes on
-				break wait
+			// time-scaled run multiplies: with precise timers it covers
+			// all but the last stretch, which clock.Wait times.
+			if b.precise {
+				if d <= clock.Coarse {
+					clock.Wait(nil, deadline, true) //nolint:staticcheck // no context: the work goes on
+					break wait
+				}
+				d -= clock.Coarse
 			}
-			timer = time.NewTimer(d - clock.Coarse)
+			timer = time.NewTimer(d)
 			fired = timer.C
 		case <-fired:
-			clock.SleepUntil(nil, deadline) //nolint:staticcheck // no context: the work goes on
+			clock.Wait(nil, deadline, b.precise) //nolint:staticcheck // no context: the work goes on
 			break wait
 		case <-gone:
 			gone = nil
@@ -301,14 +325,8 @@ wait:
 	}
 
 	b.mu.Lock()
-	b.handOn(b.pool.Finish(b.now(), j))
+	b.retire(later(b.now(), wk.end))
 	st := j.State()
-	switch st {
-	case Done:
-		rt.stats.Served++
-	case Killed:
-		rt.stats.Killed++
-	}
 	b.mu.Unlock()
 	if st == Killed {
 		// gunicorn's arbiter SIGKILLs the worker: the connection drops.
@@ -316,7 +334,9 @@ wait:
 	}
 
 	h := w.Header()
-	h.Set("Connection", "close") // a sync worker closes every connection
+	if !b.keepAlive {
+		h.Set("Connection", "close") // a sync worker closes every connection
+	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set(HeaderService, fmtDur(j.Service))
 	h.Set(HeaderRoute, rt.Name)
@@ -329,7 +349,9 @@ wait:
 func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.handOn(b.pool.Abandon(b.now(), j))
+	now := b.now()
+	b.retire(now)
+	b.handOn(b.pool.Abandon(now, j))
 	if j.State() != Cancelled {
 		return false
 	}
@@ -337,20 +359,115 @@ func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
 	return true
 }
 
-// handOn wakes the handler of next, which a worker just took from the
-// backlog. Only the goroutine whose Finish or Abandon returned next calls
-// it, so each channel is closed once. b.mu is held.
+// work is a request's state in the live backend: its Job's Data.
+type work struct {
+	started chan struct{} // closed once a worker has the job and end is set
+	end     time.Time     // model time the work leaves its worker
+	route   *route
+}
+
+// start records that j has a worker: it joins the running jobs, ordered by
+// when they end, and its handler wakes. b.mu is held.
+func (b *Backend) start(j *Job) {
+	wk := j.Data.(*work)
+	wk.end, _ = b.pool.End(j)
+	b.running.push(j)
+	close(wk.started)
+}
+
+// retire ends, at the model times they end, every running job whose work
+// ended by now, handing each freed worker to the head of the backlog. The
+// pool thus frees a worker when the model says, not when the goroutine
+// serving the request happens to wake, which on a busy machine is later.
+// b.mu is held.
+func (b *Backend) retire(now time.Time) {
+	for len(b.running) > 0 {
+		j := b.running[0]
+		wk := j.Data.(*work)
+		if wk.end.After(now) {
+			return
+		}
+		b.running.pop()
+		if j.State() != Running {
+			continue // cancelled: its worker was freed already
+		}
+		next := b.pool.Finish(wk.end, j)
+		switch j.State() {
+		case Done:
+			wk.route.stats.Served++
+		case Killed:
+			wk.route.stats.Killed++
+		}
+		b.handOn(next)
+	}
+}
+
+// handOn starts next, which a worker just took from the backlog. b.mu is
+// held.
 func (b *Backend) handOn(next *Job) {
 	if next != nil {
-		close(next.Data.(chan struct{}))
+		b.start(next)
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// endHeap is the running jobs, a min-heap by the time their work ends.
+type endHeap []*Job
+
+func (h endHeap) less(i, k int) bool {
+	return h[i].Data.(*work).end.Before(h[k].Data.(*work).end)
+}
+
+func (h *endHeap) push(j *Job) {
+	*h = append(*h, j)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *endHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = nil
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if r := l + 1; r < n && s.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
 }
 
 // Stats returns the pool's counters now, in model time.
 func (b *Backend) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.pool.Stats(b.now())
+	now := b.now()
+	b.retire(now)
+	return b.pool.Stats(now)
 }
 
 // Snapshot returns the pool's and every route's counters now, routes in the
@@ -358,6 +475,7 @@ func (b *Backend) Stats() Stats {
 func (b *Backend) Snapshot() Snapshot {
 	b.mu.Lock()
 	now := b.now()
+	b.retire(now)
 	s := Snapshot{Stats: b.pool.Stats(now), Elapsed: now.Sub(b.modelBase)}
 	s.Routes = make([]RouteStats, len(b.routes))
 	for i := range b.routes {

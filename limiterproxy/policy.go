@@ -425,6 +425,11 @@ type ProxyOptions struct {
 	// ReadTimeout is nginx's proxy_read_timeout: no response headers from
 	// upstream within it answers 504. Zero means none.
 	ReadTimeout time.Duration
+	// KeepAlive reuses upstream connections, as nginx's upstream keepalive
+	// does. False opens a connection per request, nginx's default. Either
+	// way a request is never silently sent twice: a reused connection the
+	// upstream drops answers 502, as a fresh one does.
+	KeepAlive bool
 }
 
 // NginxOptions configure WriteNginx.

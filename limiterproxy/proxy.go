@@ -22,10 +22,10 @@ const DefaultConnectTimeout = 60 * time.Second
 //   - the client's Host header goes to upstream as nginx's $host (lower-cased,
 //     without the port), and
 //     X-Forwarded-For, X-Forwarded-Host and X-Forwarded-Proto are set;
-//   - every upstream request uses a new connection (nginx speaks HTTP/1.0
-//     without keep-alive to upstreams by default; gunicorn's sync workers
-//     close every connection anyway; and a fresh connection cannot be one
-//     the backend killed, so Go's transport never silently retries);
+//   - unless opts.KeepAlive, every upstream request uses a new connection
+//     (nginx speaks HTTP/1.0 without keep-alive to upstreams by default, and
+//     gunicorn's sync workers close every connection anyway); with or
+//     without it, a request is never silently sent twice;
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
 //     forever); a refused, reset or closed upstream connection answers 502;
 //   - a client gone before the response is answered nothing.
@@ -46,11 +46,16 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 				pr.Out.Host = pr.In.Host
 			}
 			pr.SetXForwarded()
+			if opts.KeepAlive && (pr.Out.Body == nil || pr.Out.Body == http.NoBody) {
+				pr.Out.Body = noReplay{}
+			}
 		},
 		Transport: &http.Transport{
 			Proxy:                 nil,
 			DialContext:           dialer.DialContext,
-			DisableKeepAlives:     true,
+			DisableKeepAlives:     !opts.KeepAlive,
+			MaxIdleConns:          maxIdleUpstream,
+			MaxIdleConnsPerHost:   maxIdleUpstream,
 			ResponseHeaderTimeout: opts.ReadTimeout,
 			// The upstream is a plain-HTTP app server; nginx does not ask
 			// it for compressed bodies either.
@@ -61,6 +66,19 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 		ErrorHandler: proxyError,
 	}
 }
+
+// maxIdleUpstream bounds the idle upstream connections KeepAlive keeps.
+const maxIdleUpstream = 1024
+
+// noReplay is an empty request body that makes a body-less request
+// non-replayable. Go's transport sends a GET again, on its own, when a reused
+// connection closes before any response byte; a worker killed by its timeout
+// closes its connection exactly so, and must answer 502 once, not run the
+// request twice. The transport still sends no body: it finds noReplay empty.
+type noReplay struct{}
+
+func (noReplay) Read([]byte) (int, error) { return 0, io.EOF }
+func (noReplay) Close() error             { return nil }
 
 // proxyError answers a request the upstream failed: 504 for a timeout, 502
 // for anything else, nothing if the client is gone.

@@ -140,6 +140,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
 		Target:         target,
+		PreciseTimers:  true,
 		Tenants:        sc.Expand(),
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
@@ -332,7 +333,7 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	for i, r := range sc.Backend.Routes {
 		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
 	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: true})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -362,6 +363,9 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	upstream := &url.URL{Scheme: "http", Host: bln.Addr().String()}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
 		ReadTimeout: time.Duration(float64(sc.Proxy.ReadTimeout) * scale),
+		// A connection per request would spend a third of the run's CPU
+		// in connect and close; the pool works per request either way.
+		KeepAlive: true,
 	})
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale}, opts)
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}

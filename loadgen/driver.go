@@ -44,6 +44,10 @@ type DriverOptions struct {
 	// Target is the base URL requests go to; a route's path is appended to
 	// its path. Required, http only.
 	Target *url.URL
+	// PreciseTimers sends within about 0.1 ms of the intended time rather
+	// than the runtime timer's millisecond (see package clock). False uses
+	// the runtime's timers alone, which testing/synctest's fake clock needs.
+	PreciseTimers bool
 	// Tenants are the scenario's expanded tenants. Result.Tenant is
 	// Tenants[i].Index.
 	Tenants []scenarios.Tenant
@@ -447,9 +451,10 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 	}
 	for len(h) > 0 {
 		a := h[0]
-		// clock sleeps the last stretch precisely: a timer alone sends up
-		// to a millisecond late, which is 100 ms of model time at 0.01.
-		if !clock.SleepUntil(ctx, start.Add(d.wall(a.at))) {
+		// A runtime timer alone sends up to a millisecond late, which is
+		// 100 ms of model time at 0.01: PreciseTimers times the last
+		// stretch with clock's high-resolution timer.
+		if !clock.Wait(ctx, start.Add(d.wall(a.at)), d.opts.PreciseTimers) {
 			return
 		}
 		if ctx.Err() != nil {
@@ -493,7 +498,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		if next >= t.stop {
 			return
 		}
-		if !clock.SleepUntil(ctx, start.Add(d.wall(next))) {
+		if !clock.Wait(ctx, start.Add(d.wall(next)), d.opts.PreciseTimers) {
 			return
 		}
 		if ctx.Err() != nil {

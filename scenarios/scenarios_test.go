@@ -145,6 +145,7 @@ func TestStockBalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Backend.Timeout, want.Proxy.ReadTimeout = 300*time.Second, 300*time.Second
+	want.TimeScale = 0.03
 	if diff := diffScenarios(lib, want); diff != "" {
 		t.Errorf("library file: %s", diff)
 	}
