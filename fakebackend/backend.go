@@ -63,6 +63,13 @@ const (
 // StatsPath is where a Backend answers its Stats as JSON.
 const StatsPath = "/_stampede/stats"
 
+// WaitPath answers after the wall time its query's wait= gives (at most a
+// second), without a worker: a live run times its own overhead with it.
+const WaitPath = "/_stampede/wait"
+
+// maxCalibrationWait bounds WaitPath's wait.
+const maxCalibrationWait = time.Second
+
 // Response headers a Backend sets.
 const (
 	// HeaderService carries the request's service time in model time, in
@@ -244,8 +251,18 @@ func (b *Backend) match(path string) *route {
 // StatsPath is answered at once, without a worker. After Close every
 // request's connection is dropped.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == StatsPath {
+	switch r.URL.Path {
+	case StatsPath:
 		b.serveStats(w, r)
+		return
+	case WaitPath:
+		d, err := time.ParseDuration(r.URL.Query().Get("wait"))
+		if err != nil || d < 0 || d > maxCalibrationWait {
+			http.Error(w, "want wait=DURATION of at most 1s", http.StatusBadRequest)
+			return
+		}
+		clock.Wait(r.Context(), time.Now().Add(d), b.precise)
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	select {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	wall := func(m time.Duration) time.Duration { return time.Duration(float64(m) * scale) }
 
 	var (
+		pr      *pair
 		target  *url.URL
 		policy  *limiterproxy.Policy
 		stats   func() (fakebackend.Stats, bool)
@@ -92,6 +94,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		if err != nil {
 			return nil, err
 		}
+		pr = p
 		cleanup = append(cleanup, p.close)
 		target, policy = p.proxyURL, p.policy
 		stats = func() (fakebackend.Stats, bool) { return p.backend.Stats(), true }
@@ -138,7 +141,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		every = time.Second
 	}
 
+	var tare time.Duration
+	if pr != nil {
+		var err error
+		if tare, err = pr.calibrate(ctx); err != nil {
+			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+		}
+	}
+
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
+		Tare:           tare,
 		Target:         target,
 		PreciseTimers:  true,
 		Tenants:        sc.Expand(),
@@ -172,6 +184,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		end, _ = stats()
 	}
 	info := report.RunInfo{
+		Tare:        tare,
 		Engine:      Engine,
 		Wall:        elapsed,
 		Interrupted: interrupted,
@@ -320,6 +333,7 @@ type pair struct {
 	backendDone chan struct{}
 	proxy       *http.Server
 	proxyDone   chan struct{}
+	rp          http.Handler // the reverse proxy behind the limits
 }
 
 // proxyMaxConns bounds the built-in proxy's connections: above the driver's
@@ -368,6 +382,7 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 		KeepAlive: true,
 	})
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale}, opts)
+	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})
 	go func() {
@@ -386,4 +401,60 @@ func (p *pair) close() {
 	}
 	p.stopBackend()
 	<-p.backendDone
+}
+
+// calibrationRequests is how many requests calibrate sends, each waiting
+// calibrationWait in the backend: long enough that the path's goroutines go
+// idle between the request and its answer, as under a real service time.
+const (
+	calibrationRequests = 48
+	calibrationWait     = 5 * time.Millisecond
+)
+
+// calibrate measures the tare of the built-in path: the median wall time of
+// a request that does no work (the backend's WaitPath, less its wait)
+// through the same reverse proxy and backend, sent from a keep-alive client like the
+// driver's. It goes through a listener of its own without the limits, so
+// that no limiter key counts it. At time scale 0.01 the tare of a fraction
+// of a millisecond would add tens of milliseconds to every model latency;
+// the driver subtracts it instead.
+func (p *pair) calibrate(ctx context.Context) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // ErrServerClosed once Close runs
+	}()
+	defer func() {
+		_ = srv.Close()
+		<-done
+	}()
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	url := "http://" + ln.Addr().String() + fakebackend.WaitPath + "?wait=" + calibrationWait.String()
+	took := make([]time.Duration, 0, calibrationRequests)
+	for range calibrationRequests {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		took = append(took, time.Since(start)-calibrationWait)
+	}
+	slices.Sort(took)
+	return max(took[len(took)/2], 0), nil
 }

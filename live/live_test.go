@@ -141,33 +141,43 @@ func TestRunStoryLimitConn(t *testing.T) {
 }
 
 func TestRunFidelity(t *testing.T) {
-	// A constant 1 s route at low load, played 100× faster: the median must
-	// come back within 2% of 1000 ms in model time, which leaves 0.2 ms of
-	// wall time for the driver, the proxy and the backend together. The
-	// race detector's instrumentation alone costs about that, so a race
-	// build checks the same 2% at 10× (time_scale 0.1).
+	// A constant 1 s route at low load, played faster than real time: the
+	// median must come back near 1000 ms of model time. The engine times
+	// the path's own overhead before the run and takes it off every
+	// latency; what is left is its jitter, a few tenths of a millisecond
+	// of wall time on a 2-core VM, which a time scale multiplies. At 0.03
+	// (the library's stock-balance) that is within 2%; at 0.01 within 5%.
+	// The race detector's instrumentation costs about that much again, so
+	// a race build plays both ten times slower.
 	if overloaded() {
 		t.Skip("machine overloaded (load average above twice the CPUs): wall-clock fidelity cannot be measured")
 	}
-	scale := 0.01
-	if raceBuild {
-		scale = 0.1
-	}
-	sc := &scenarios.Scenario{
-		Name: "fidelity", Duration: 60 * time.Second, TimeScale: scale, Seed: 1,
-		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{route("one-second", "/", time.Second)}},
-		Tenants: []scenarios.TenantGroup{{Group: "g", Count: 1, Host: "g.example.com", Load: scenarios.Load{
-			Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2, Routes: one(0), ClientTimeout: 10 * time.Second}}},
-	}
-	res := run(t, context.Background(), sc, Options{})
-	g := group(t, res, "g")
-	if g.OK < 100 || g.OK != g.Requests {
-		t.Fatalf("%d ok of %d requests, want all of at least 100 (%+v)", g.OK, g.Requests, g.Counts)
-	}
-	if p50 := g.Latency.P50; math.Abs(p50-1000) > 20 {
-		t.Errorf("p50 %.1f ms, want 1000 ± 2%% (latency %+v)", p50, g.Latency)
-	} else {
-		t.Logf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", p50, g.Latency.P99, g.Latency.Max)
+	for _, c := range []struct {
+		scale, tolerance float64
+	}{{0.03, 0.02}, {0.01, 0.05}} {
+		scale := c.scale
+		if raceBuild {
+			scale *= 10
+		}
+		sc := &scenarios.Scenario{
+			Name: "fidelity", Duration: 60 * time.Second, TimeScale: scale, Seed: 1,
+			Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{route("one-second", "/", time.Second)}},
+			Tenants: []scenarios.TenantGroup{{Group: "g", Count: 1, Host: "g.example.com", Load: scenarios.Load{
+				Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2, Routes: one(0), ClientTimeout: 10 * time.Second}}},
+		}
+		res := run(t, context.Background(), sc, Options{})
+		g := group(t, res, "g")
+		if g.OK < 100 || g.OK != g.Requests {
+			t.Fatalf("scale %v: %d ok of %d requests, want all of at least 100 (%+v)", scale, g.OK, g.Requests, g.Counts)
+		}
+		if res.TareMS <= 0 {
+			t.Errorf("scale %v: tare %v ms, want the path's overhead measured", scale, res.TareMS)
+		}
+		if p50 := g.Latency.P50; math.Abs(p50-1000) > 1000*c.tolerance {
+			t.Errorf("scale %v: p50 %.1f ms, want 1000 ± %.0f%% (tare %.3f ms wall; latency %+v)", scale, p50, 100*c.tolerance, res.TareMS, g.Latency)
+		} else {
+			t.Logf("scale %v: p50 %.1f ms, p99 %.1f ms, max %.1f ms, tare %.3f ms wall", scale, p50, g.Latency.P99, g.Latency.Max, res.TareMS)
+		}
 	}
 }
 

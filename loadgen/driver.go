@@ -48,6 +48,11 @@ type DriverOptions struct {
 	// than the runtime timer's millisecond (see package clock). False uses
 	// the runtime's timers alone, which testing/synctest's fake clock needs.
 	PreciseTimers bool
+	// Tare is the wall time the path takes for a request that does no work
+	// (client, proxy and backend on loopback), subtracted from the measured
+	// latency of every answered request, never below zero: in the model the
+	// network takes no time. Zero subtracts nothing.
+	Tare time.Duration
 	// Tenants are the scenario's expanded tenants. Result.Tenant is
 	// Tenants[i].Index.
 	Tenants []scenarios.Tenant
@@ -517,7 +522,9 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		} else {
 			done++
 		}
-		next = r.Intended + r.Latency + t.load.Think
+		// From when the answer came, not Intended+Latency: the latency
+		// has the tare taken off, and the user acts on the real clock.
+		next = max(d.model(time.Since(start)), r.Intended+r.Latency) + t.load.Think
 	}
 }
 
@@ -553,7 +560,11 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 		resp.Body.Close()
 	}
 	end := time.Now()
-	res.Latency = d.model(end.Sub(start.Add(d.wall(intended))))
+	took := end.Sub(start.Add(d.wall(intended)))
+	if err == nil {
+		took = max(took-d.opts.Tare, 0)
+	}
+	res.Latency = d.model(took)
 	switch {
 	case err == nil:
 		res.Outcome = Classify(status, d.reject)

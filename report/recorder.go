@@ -109,6 +109,10 @@ type RunInfo struct {
 	Version     string
 	CommandLine string
 
+	// Tare is the wall time the live engine measured for a request that
+	// does no work and subtracted from every latency; zero for the sim.
+	Tare time.Duration
+
 	// Model is the model time the run covered. Zero means the longer of the
 	// scenario's duration and the end of the last recorded result; an
 	// interrupted run should say how far it got.
@@ -569,6 +573,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		Seed:           sc.Seed,
 		Version:        info.Version,
 		CommandLine:    info.CommandLine,
+		TareMS:         float64(info.Tare.Microseconds()) / 1000,
 		Histograms:     &Snapshots{},
 	}
 	for k, v := range sc.Settings {

@@ -124,12 +124,15 @@ type Results struct {
 
 	// Beyond the v1 contract: what makes a report reproducible and lets
 	// shards merge exactly. Readers of v1 ignore unknown fields.
-	Seed        uint64     `json:"seed"`
-	Version     string     `json:"version,omitempty"`
-	CommandLine string     `json:"command_line,omitempty"`
-	Shards      int        `json:"shards,omitempty"` // results merged into these; 0 for one run
-	Series      *Series    `json:"series,omitempty"`
-	Histograms  *Snapshots `json:"histograms,omitempty"`
+	Seed        uint64 `json:"seed"`
+	Version     string `json:"version,omitempty"`
+	CommandLine string `json:"command_line,omitempty"`
+	// TareMS is the wall time, in ms, of a request through the live path
+	// that does no work; the live engine subtracted it from every latency.
+	TareMS     float64    `json:"tare_wall_ms,omitempty"`
+	Shards     int        `json:"shards,omitempty"` // results merged into these; 0 for one run
+	Series     *Series    `json:"series,omitempty"`
+	Histograms *Snapshots `json:"histograms,omitempty"`
 }
 
 // Passed reports whether every SLO passed. A run without SLOs passes.

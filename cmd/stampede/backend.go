@@ -86,6 +86,8 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 		},
 		TimeScale: f.timeScale,
 		Seed:      f.seed,
+		// A time-scaled backend needs sub-millisecond timing.
+		PreciseTimers: true,
 	}
 	given := func(name string) bool { return f.scenario == "" || changed(name) }
 	if f.scenario != "" {
