@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -62,10 +63,26 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 			DisableCompression: true,
 			ForceAttemptHTTP2:  false,
 		},
+		BufferPool:   &copyBuffers,
 		ErrorLog:     log.New(io.Discard, "", 0),
 		ErrorHandler: proxyError,
 	}
 }
+
+// copyBuffers recycles the buffers the proxy copies response bodies through;
+// without it every response allocates and clears 32 KiB.
+var copyBuffers bufferPool
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // maxIdleUpstream bounds the idle upstream connections KeepAlive keeps.
 const maxIdleUpstream = 1024
