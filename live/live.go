@@ -409,8 +409,8 @@ func (p *pair) close() {
 // calibrationWait in the backend: long enough that the path's goroutines go
 // idle between the request and its answer, as under a real service time.
 const (
-	calibrationRequests = 32
-	calibrationWait     = 2 * time.Millisecond
+	calibrationRequests = 24
+	calibrationWait     = 5 * time.Millisecond
 )
 
 // calibrate measures the tare of the built-in path: the median wall time of

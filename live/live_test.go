@@ -145,8 +145,9 @@ func TestRunFidelity(t *testing.T) {
 	// median must come back near 1000 ms of model time. The engine times
 	// the path's own overhead before the run and takes it off every
 	// latency; what is left is its jitter, a few tenths of a millisecond
-	// of wall time on a 2-core VM, which a time scale multiplies. At 0.03
-	// (the library's stock-balance) that is within 2%; at 0.01 within 5%.
+	// of wall time on a 2-core VM, which a time scale multiplies: measured
+	// medians land 1.5-2% high at 0.03 (the library's stock-balance) and
+	// 2-4% at 0.01. The bounds leave a margin for a busier machine.
 	// The race detector's instrumentation costs about that much again, so
 	// a race build plays both ten times slower.
 	if overloaded() {
@@ -154,7 +155,7 @@ func TestRunFidelity(t *testing.T) {
 	}
 	for _, c := range []struct {
 		scale, tolerance float64
-	}{{0.03, 0.02}, {0.01, 0.05}} {
+	}{{0.03, 0.03}, {0.01, 0.06}} {
 		scale := c.scale
 		if raceBuild {
 			scale *= 10
