@@ -44,7 +44,7 @@ func (f *runFlags) check() error {
 }
 
 func (f *runFlags) progressMode(c *cobra.Command) string {
-	if f.noProgress || !isTerminal(c.ErrOrStderr()) {
+	if f.noProgress || !isTerminal(c.OutOrStdout()) || !isTerminal(c.ErrOrStderr()) {
 		return "plain"
 	}
 	return "bar"
