@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"stampede/clock"
 )
 
 // Response headers the Handler sets. LimitHeader names the limit that
@@ -155,18 +157,10 @@ func (h *Handler) wall(d time.Duration) time.Duration {
 // wait holds r for the model delay d counted from start, and reports
 // whether it should go on: false if the client went away first.
 func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
-	left := h.wall(d) - time.Since(start)
-	if left <= 0 {
+	if h.wall(d) <= time.Since(start) {
 		return r.Context().Err() == nil
 	}
-	t := time.NewTimer(left)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
+	return clock.Wait(r.Context(), start.Add(h.wall(d)), h.PreciseTimers)
 }
 
 // reject answers a request a limit turned away.
@@ -205,14 +199,16 @@ func (m *Metrics) countReq(keys []string, d ReqDecision) {
 // for every limit_conn that counted it: the in-flight gauge of each rule
 // holding a slot, and on admission passed or rejected_dry_run.
 func (m *Metrics) connAdmitted(keys []string, d ConnDecision, delta float64) {
+	if d.Verdict == RejectedDryRun {
+		// The pass stopped at the dry-run rule and released what it had
+		// taken: the request holds no slot, and later rules never saw it.
+		if delta > 0 {
+			m.connVerdict(d.Rule, RejectedDryRun)
+		}
+		return
+	}
 	for i, k := range keys {
 		if k == "" {
-			continue
-		}
-		if d.Verdict == RejectedDryRun && i == d.Rule {
-			if delta > 0 {
-				m.connVerdict(i, RejectedDryRun)
-			}
 			continue
 		}
 		if delta > 0 {

@@ -415,6 +415,10 @@ type Handler struct {
 	// model time (wall time ÷ TimeScale) and its delays are waited for
 	// TimeScale times as long. Zero means 1, real time.
 	TimeScale float64
+	// PreciseTimers times limit_req delays within about 0.1 ms rather than
+	// the runtime timer's millisecond (see package clock); a time-scaled
+	// run wants it. False uses the runtime's timers alone.
+	PreciseTimers bool
 }
 
 // Metrics are the proxy's Prometheus metrics, on a registry of their own.

@@ -101,12 +101,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
-			return nil, err
+			return nil, &TargetError{err}
 		}
 		if opts.BackendStatsURL != "" {
 			u, err := checkTarget(ctx, "backend stats URL", opts.BackendStatsURL, opts.AllowRemote)
 			if err != nil {
-				return nil, err
+				return nil, &TargetError{err}
 			}
 			pctx, cancel := context.WithCancel(ctx)
 			poll := newStatsPoller(u, max(wall(time.Second), 50*time.Millisecond))
@@ -241,12 +241,17 @@ func Drain(sc *scenarios.Scenario) time.Duration {
 
 // checkTarget parses raw, an http URL, and refuses hosts outside loopback
 // unless allowRemote.
+// TargetError says Options.Target or BackendStatsURL is unusable: not an
+// http URL, or outside loopback without AllowRemote. It is the caller's
+// mistake, not the run's.
+type TargetError struct{ Err error }
+
+func (e *TargetError) Error() string { return e.Err.Error() }
+func (e *TargetError) Unwrap() error { return e.Err }
+
 func checkTarget(ctx context.Context, what, raw string, allowRemote bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("live: %s %q: %w", what, raw, err)
-	}
-	if u.Scheme != "http" || u.Host == "" {
+	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("live: %s %q: want an http:// URL with a host (e.g. http://127.0.0.1:8080)", what, raw)
 	}
 	if allowRemote {
@@ -383,7 +388,7 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 		// in connect and close; the pool works per request either way.
 		KeepAlive: true,
 	})
-	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale}, opts)
+	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: true}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})

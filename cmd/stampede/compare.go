@@ -91,16 +91,19 @@ noisiest tenant best.`,
 				if err := writeRun(sub, res); err != nil {
 					return err
 				}
-				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
-				results = append(results, res)
 				if err != nil || res.Interrupted {
+					// The cut-off point is written but left out of the
+					// comparison: a run stopped before its overload
+					// would pass its SLOs and be recommended.
 					// Keep what was played: the comparison of the points so far.
 					cmp := report.NewComparison(base.Name, names, cps)
 					if werr := writeComparison(dir, cmp, results); werr != nil {
 						return werr
 					}
-					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points written to %s", p.label, len(cps), len(points), dir)}
+					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points compared in %s", p.label, len(cps), len(points), dir)}
 				}
+				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
+				results = append(results, res)
 			}
 			cmp := report.NewComparison(base.Name, names, cps)
 			if err := writeComparison(dir, cmp, results); err != nil {

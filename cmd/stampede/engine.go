@@ -55,6 +55,10 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 		CommandLine:     o.commandLine,
 	})
 	view.Stop()
+	var te *live.TargetError
+	if errors.As(err, &te) {
+		err = asUsage(err)
+	}
 	return res, err
 }
 
@@ -69,12 +73,17 @@ func playSim(ctx context.Context, sc *scenarios.Scenario, o playOptions, title s
 	if err != nil && !interrupted {
 		return nil, err
 	}
-	return rec.Results(report.RunInfo{
+	info := report.RunInfo{
 		Engine:      "sim",
 		Wall:        time.Since(start),
 		Interrupted: interrupted,
 		Backend:     st.Backend,
 		Version:     version(),
 		CommandLine: o.commandLine,
-	}), nil
+	}
+	if interrupted {
+		// How far the model got; zero would mean the whole duration.
+		info.Model = max(min(st.End, sc.Duration), time.Nanosecond)
+	}
+	return rec.Results(info), nil
 }

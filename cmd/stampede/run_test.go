@@ -138,8 +138,12 @@ func TestRunInterruptedExits130(t *testing.T) {
 	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr)
 	}
-	if r := readResults(t, filepath.Join(out, "results.json")); !r.Interrupted {
+	r := readResults(t, filepath.Join(out, "results.json"))
+	if !r.Interrupted {
 		t.Errorf("results.json: interrupted = false, want true")
+	}
+	if r.ModelDurationS >= 60 {
+		t.Errorf("results.json: model_duration_s = %v, want how far the run got, not the scenario's 60 s", r.ModelDurationS)
 	}
 }
 
@@ -158,6 +162,9 @@ func TestRunBadUsage(t *testing.T) {
 		{"bad set", []string{"run", good, "--set", "backend.workers=many"}, "backend.workers"},
 		{"unknown set path", []string{"run", good, "--set", "backend.wrokers=2"}, "wrokers"},
 		{"sim with target", []string{"run", good, "--engine", "sim", "--target", "http://127.0.0.1:1"}, "--target"},
+		{"target not http", []string{"run", good, "--target", "ftp://127.0.0.1:1"}, "http://"},
+		{"target without scheme", []string{"run", good, "--target", "127.0.0.1:8080"}, "http://"},
+		{"remote target", []string{"run", good, "--target", "http://192.0.2.1:80"}, "--allow-remote"},
 		{"unknown flag", []string{"run", good, "--bogus"}, "bogus"},
 		{"compare without sweep", []string{"compare", good, "--engine", "sim"}, "sweep"},
 		{"compare bad sweep", []string{"compare", good, "--sweep", "proxy.limit_conn.per_key"}, "--sweep"},

@@ -1,0 +1,45 @@
+package limiterproxy
+
+import "testing"
+
+// TestDryRunMetricsHoldNothing: a request a dry-run limit_conn would reject
+// holds no slot and never reaches the later limits, so the metrics must not
+// count it in flight or passed anywhere but as the dry-run rule's
+// rejected_dry_run.
+func TestDryRunMetricsHoldNothing(t *testing.T) {
+	g := newGate(4)
+	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 5}}}, g, ProxyOptions{})
+	defer st.close()
+	defer g.open()
+
+	c := sendAll(st.front.Client(), st.front.URL, repeat("site1", 2))
+	g.await(t, 2)
+	if got := st.policy.Conn[1].Limiter.InFlight("site1"); got != 1 {
+		t.Fatalf("limit_conn[1] holds %d slots for site1, want 1 (the dry-run reject holds none)", got)
+	}
+	for _, tt := range []struct {
+		name, limit string
+		want        float64
+	}{
+		{"stampede_limit_in_flight", "limit_conn[0]", 1},
+		{"stampede_limit_in_flight", "limit_conn[1]", 1},
+		{"stampede_limit_passed_total", "limit_conn[1]", 1},
+		{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 1},
+	} {
+		if got := metricValue(t, st.metrics, tt.name, tt.limit); got != tt.want {
+			t.Errorf("while held: %s{%s} = %v, want %v", tt.name, tt.limit, got, tt.want)
+		}
+	}
+	g.open()
+	for i, r := range receive(t, c, 2) {
+		if r.status != 200 {
+			t.Errorf("response %d: %d, want 200 (dry run lets it through)", i, r.status)
+		}
+	}
+	st.close()
+	for _, limit := range []string{"limit_conn[0]", "limit_conn[1]"} {
+		if got := metricValue(t, st.metrics, "stampede_limit_in_flight", limit); got != 0 {
+			t.Errorf("after: in_flight{%s} = %v, want 0", limit, got)
+		}
+	}
+}
