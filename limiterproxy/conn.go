@@ -37,20 +37,17 @@ type ConnLimiter struct {
 
 type connShard struct {
 	mu sync.Mutex
-	// table indexes the entries by key hash: open addressing, linear
-	// probing, at most half full. The hash is computed once per Acquire
-	// (or once per ConnKey) for the shard and the slot alike, and never on
-	// Release.
-	table []*connEntry
-	n     int          // entries in table
+	// table indexes the entries by key hash. The hash is computed once
+	// per Acquire (or once per ConnKey) for the shard and the slot alike,
+	// and never on Release.
+	table table[connEntry, *connEntry]
 	free  *connEntry   // recycled entries, so a busy zone costs no allocation
 	l     *ConnLimiter // the shard's limiter
-	_     [64 - 8 - 24 - 8 - 8 - 8]byte
+	_     [64 - 8 - (24 + 8) - 8 - 8]byte
 }
 
 type connEntry struct {
-	key  string
-	h    uint64
+	tableEntry
 	n    int32
 	cost int64      // the entry's bytes in the zone
 	sh   *connShard // the shard the entry belongs to, for Release
@@ -72,7 +69,7 @@ func NewConnLimiter(perKey int, zoneBytes int64) *ConnLimiter {
 	}
 	l := &ConnLimiter{perKey: int32(perKey), budget: zoneBudget(zoneBytes), seed: maphash.MakeSeed(), mask: ^uint64(0)}
 	for i := range l.shards {
-		l.shards[i].table = make([]*connEntry, 16)
+		l.shards[i].table = newTable[connEntry]()
 		l.shards[i].l = l
 	}
 	return l
@@ -106,7 +103,7 @@ func (s *Slot) Release() {
 		sh.mu.Unlock()
 		return
 	}
-	sh.delete(e)
+	sh.table.delete(e)
 	cost := e.cost
 	e.key = ""
 	e.next = sh.free
@@ -162,7 +159,7 @@ func (l *ConnLimiter) AcquireKey(k ConnKey) (Slot, Verdict) {
 func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
 	sh := &l.shards[h%connShards]
 	sh.mu.Lock()
-	if e := sh.find(h, key); e != nil {
+	if e := sh.table.find(h, key); e != nil {
 		if e.n >= l.perKey {
 			sh.mu.Unlock()
 			return Slot{}, Rejected
@@ -184,72 +181,9 @@ func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
 		e = &connEntry{sh: sh}
 	}
 	e.key, e.h, e.n, e.cost, e.next = key, h, 1, cost, nil
-	sh.insert(e)
+	sh.table.insert(e)
 	sh.mu.Unlock()
 	return Slot{e: e}, Passed
-}
-
-// home is the table slot where an entry with hash h is first looked for.
-// The low bits chose the shard, so the slot comes from the high ones.
-func (sh *connShard) home(h uint64) int {
-	return int((h >> 32) & uint64(len(sh.table)-1))
-}
-
-func (sh *connShard) find(h uint64, key string) *connEntry {
-	mask := len(sh.table) - 1
-	for i := sh.home(h); ; i = (i + 1) & mask {
-		e := sh.table[i]
-		if e == nil {
-			return nil
-		}
-		if e.h == h && e.key == key {
-			return e
-		}
-	}
-}
-
-func (sh *connShard) insert(e *connEntry) {
-	if 2*(sh.n+1) > len(sh.table) {
-		old := sh.table
-		sh.table = make([]*connEntry, 2*len(old))
-		for _, o := range old {
-			if o != nil {
-				sh.place(o)
-			}
-		}
-	}
-	sh.place(e)
-	sh.n++
-}
-
-func (sh *connShard) place(e *connEntry) {
-	mask := len(sh.table) - 1
-	i := sh.home(e.h)
-	for sh.table[i] != nil {
-		i = (i + 1) & mask
-	}
-	sh.table[i] = e
-}
-
-// delete removes e from the table, moving later entries of its probe run
-// back so that every entry stays reachable from its home slot.
-func (sh *connShard) delete(e *connEntry) {
-	mask := len(sh.table) - 1
-	i := sh.home(e.h)
-	for sh.table[i] != e {
-		i = (i + 1) & mask
-	}
-	sh.table[i] = nil
-	sh.n--
-	for j := (i + 1) & mask; sh.table[j] != nil; j = (j + 1) & mask {
-		k := sh.home(sh.table[j].h)
-		// Move table[j] into the hole at i unless its home lies
-		// cyclically in (i, j], where it is still reachable.
-		if (i <= j && (k <= i || k > j)) || (i > j && k <= i && k > j) {
-			sh.table[i], sh.table[j] = sh.table[j], nil
-			i = j
-		}
-	}
 }
 
 // InFlight returns the requests in flight for key.
@@ -258,7 +192,7 @@ func (l *ConnLimiter) InFlight(key string) int {
 	sh := &l.shards[h%connShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.find(h, key); e != nil {
+	if e := sh.table.find(h, key); e != nil {
 		return int(e.n)
 	}
 	return 0
@@ -270,7 +204,7 @@ func (l *ConnLimiter) Len() int {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += sh.table.n
 		sh.mu.Unlock()
 	}
 	return n
@@ -302,8 +236,8 @@ func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		if sh.n > 0 {
-			for _, e := range sh.table {
+		if sh.table.n > 0 {
+			for _, e := range sh.table.slots {
 				if e != nil {
 					dst = append(dst, KeyCount{Key: e.key, InFlight: int(e.n)})
 				}

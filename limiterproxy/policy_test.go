@@ -490,8 +490,8 @@ func TestReqStageConcurrent(t *testing.T) {
 					t.Fatalf("limit_req[%d] key %q still held (%d)", i, e.key, e.count)
 				}
 			}
-			if sh.n != l.Len() {
-				t.Fatalf("limit_req[%d]: table has %d entries, LRU %d", i, sh.n, l.Len())
+			if sh.table.n != l.Len() {
+				t.Fatalf("limit_req[%d]: table has %d entries, LRU %d", i, sh.table.n, l.Len())
 			}
 		}
 	}

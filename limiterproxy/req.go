@@ -40,11 +40,10 @@ type ReqLimiter struct {
 
 type reqShard struct {
 	mu sync.Mutex
-	// table indexes the entries by key hash: open addressing, linear
-	// probing, at most half full. It is cheaper than a map here because
-	// the hash is computed once, for the shard and the slot alike.
-	table  []*reqEntry
-	n      int      // entries in table
+	// table indexes the entries by key hash. It is cheaper than a map
+	// here because the hash is computed once, for the shard and the slot
+	// alike.
+	table  table[reqEntry, *reqEntry]
 	lru    reqEntry // sentinel: lru.next is the newest, lru.prev the oldest
 	free   *reqEntry
 	used   int64
@@ -53,8 +52,7 @@ type reqShard struct {
 }
 
 type reqEntry struct {
-	key    string
-	h      uint64
+	tableEntry
 	excess int64 // milli-requests
 	last   int64 // Unix milliseconds of the last accounted request
 	// fresh marks a key created by a lookup that did not account it yet;
@@ -102,7 +100,7 @@ func NewReqLimiter(rate Rate, burst, delay int, nodelay bool, zoneBytes int64) *
 	l.shards = make([]reqShard, n)
 	for i := range l.shards {
 		sh := &l.shards[i]
-		sh.table = make([]*reqEntry, 16)
+		sh.table = newTable[reqEntry]()
 		sh.lru.next, sh.lru.prev = &sh.lru, &sh.lru
 		sh.budget = budget
 	}
@@ -161,7 +159,7 @@ func (l *ReqLimiter) lookup(key string, now int64, account bool) (int, int64, *r
 	sh := &l.shards[h%uint64(len(l.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e := sh.find(h, key); e != nil {
+	if e := sh.table.find(h, key); e != nil {
 		sh.touch(e)
 		ms := e.since(now)
 		excess := max(e.excess-leaked(l.rate, ms)+1000, 0)
@@ -192,8 +190,8 @@ func (l *ReqLimiter) lookup(key string, now int64, account bool) (int, int64, *r
 	} else {
 		e = new(reqEntry)
 	}
-	*e = reqEntry{key: key, h: h}
-	sh.insert(e)
+	*e = reqEntry{tableEntry: tableEntry{key: key, h: h}}
+	sh.table.insert(e)
 	sh.used += cost
 	sh.touch(e)
 	if account {
@@ -295,7 +293,7 @@ func (sh *reqShard) expire(now, rate int64, n int) {
 
 func (sh *reqShard) remove(e *reqEntry) {
 	e.prev.next, e.next.prev = e.next, e.prev
-	sh.delete(e)
+	sh.table.delete(e)
 	sh.used -= nodeCost(reqNodeHead + len(e.key))
 	*e = reqEntry{chain: sh.free}
 	sh.free = e
@@ -335,7 +333,7 @@ func (l *ReqLimiter) State(key string) (excess int64, last time.Time, ok bool) {
 	sh := &l.shards[h%uint64(len(l.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.find(h, key)
+	e := sh.table.find(h, key)
 	switch {
 	case e == nil:
 		return 0, time.Time{}, false
@@ -350,67 +348,4 @@ func (l *ReqLimiter) State(key string) (excess int64, last time.Time, ok bool) {
 func unixMilli(now time.Time) int64 {
 	const lim = 1 << 60
 	return min(max(now.UnixMilli(), -lim), lim)
-}
-
-// home is the table slot where an entry with hash h is first looked for.
-// The low bits chose the shard, so the slot comes from the high ones.
-func (sh *reqShard) home(h uint64) int {
-	return int((h >> 32) & uint64(len(sh.table)-1))
-}
-
-func (sh *reqShard) find(h uint64, key string) *reqEntry {
-	mask := len(sh.table) - 1
-	for i := sh.home(h); ; i = (i + 1) & mask {
-		e := sh.table[i]
-		if e == nil {
-			return nil
-		}
-		if e.h == h && e.key == key {
-			return e
-		}
-	}
-}
-
-func (sh *reqShard) insert(e *reqEntry) {
-	if 2*(sh.n+1) > len(sh.table) {
-		old := sh.table
-		sh.table = make([]*reqEntry, 2*len(old))
-		for _, o := range old {
-			if o != nil {
-				sh.place(o)
-			}
-		}
-	}
-	sh.place(e)
-	sh.n++
-}
-
-func (sh *reqShard) place(e *reqEntry) {
-	mask := len(sh.table) - 1
-	i := sh.home(e.h)
-	for sh.table[i] != nil {
-		i = (i + 1) & mask
-	}
-	sh.table[i] = e
-}
-
-// delete removes e from the table, moving later entries of its probe run
-// back so that every entry stays reachable from its home slot.
-func (sh *reqShard) delete(e *reqEntry) {
-	mask := len(sh.table) - 1
-	i := sh.home(e.h)
-	for sh.table[i] != e {
-		i = (i + 1) & mask
-	}
-	sh.table[i] = nil
-	sh.n--
-	for j := (i + 1) & mask; sh.table[j] != nil; j = (j + 1) & mask {
-		k := sh.home(sh.table[j].h)
-		// Move table[j] into the hole at i unless its home lies
-		// cyclically in (i, j], where it is still reachable.
-		if (i <= j && (k <= i || k > j)) || (i > j && k <= i && k > j) {
-			sh.table[i], sh.table[j] = sh.table[j], nil
-			i = j
-		}
-	}
 }
