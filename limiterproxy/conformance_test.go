@@ -1,7 +1,6 @@
 package limiterproxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,15 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"stampede/internal/nginxtest"
 )
 
 // The conformance test plays the same request patterns through real nginx
@@ -335,7 +332,7 @@ func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]co
 }
 
 func TestConformanceWithNginx(t *testing.T) {
-	requireNginx(t)
+	nginxtest.Require(t)
 	if c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", "127.0.0.1:1"); err == nil {
 		c.Close()
 	} else if strings.Contains(err.Error(), "assign requested address") {
@@ -414,72 +411,7 @@ func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Du
 // ends, and returns its base URL.
 func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var conf bytes.Buffer
-	if err := WriteNginx(&conf, cfg, NginxOptions{Listen: addr, Upstream: upstream, ReadTimeout: readTimeout}); err != nil {
-		t.Fatal(err)
-	}
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd := exec.Command(nginxBinary, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nginx: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+	return nginxtest.Start(t, func(w io.Writer, listen string) error {
+		return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: upstream, ReadTimeout: readTimeout})
 	})
-	// nginx gives no readiness signal but its listening socket.
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("nginx exited: %v\n%s\nconfig:\n%s", err, stderr.String(), conf.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if i > 500 {
-			t.Fatalf("nginx did not listen on %s within 10s:\n%s", addr, stderr.String())
-		}
-	}
-	return "http://" + addr
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from nginx's output copier
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/internal/nginxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// nginxBinary is where Debian installs nginx.
-const nginxBinary = "/usr/sbin/nginx"
 
 var nginxCases = []struct {
 	name string
@@ -74,7 +73,7 @@ func TestWriteNginxGolden(t *testing.T) {
 
 // TestWriteNginxAccepted checks every golden configuration with nginx -t.
 func TestWriteNginxAccepted(t *testing.T) {
-	requireNginx(t)
+	nginx := nginxtest.Require(t)
 	for _, tc := range nginxCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -86,7 +85,7 @@ func TestWriteNginxAccepted(t *testing.T) {
 			if err := os.WriteFile(conf, buf.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(nginxBinary, "-t", "-q", "-p", dir, "-c", conf, "-e", "stderr").CombinedOutput()
+			out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-c", conf, "-e", "stderr").CombinedOutput()
 			if err != nil {
 				t.Fatalf("nginx -t: %v\n%s\nconfig:\n%s", err, out, buf.String())
 			}
@@ -172,18 +171,6 @@ func TestNginxRate(t *testing.T) {
 		if got != tt.want || exact != tt.exact {
 			t.Errorf("step %d: nginxRate(%v) = %q, %t; want %q, %t", i, tt.mr, got, exact, tt.want, tt.exact)
 		}
-	}
-}
-
-// requireNginx skips the test when nginx is not installed, unless
-// STAMPEDE_REQUIRE_NGINX=1 makes its absence a failure.
-func requireNginx(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(nginxBinary); err != nil {
-		if os.Getenv("STAMPEDE_REQUIRE_NGINX") == "1" {
-			t.Fatalf("nginx is required (STAMPEDE_REQUIRE_NGINX=1) but %s is missing: %v", nginxBinary, err)
-		}
-		t.Skipf("nginx is not installed at %s (apt-get install nginx); set STAMPEDE_REQUIRE_NGINX=1 to make this a failure", nginxBinary)
 	}
 }
 

@@ -3,16 +3,13 @@ package live
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"stampede/fakebackend"
+	"stampede/internal/nginxtest"
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
@@ -23,10 +20,6 @@ import (
 // the fake backend that `stampede backend` serves, driven with --target,
 // gives user-x the same 4/4 split as the built-in proxy.
 
-// debianNginx is where Debian installs nginx; PATH is searched when it is
-// not there.
-const debianNginx = "/usr/sbin/nginx"
-
 // nginxStockBalanceSets shrink the story to a few seconds of light load: 20
 // other sites instead of 249 and 5 minutes instead of 10, which still hold
 // user-x's 8 tabs of the 2–4 minute report, from 1m, against limit_conn
@@ -36,26 +29,8 @@ var nginxStockBalanceSets = []string{
 	"duration=5m",
 }
 
-// findNginx returns the nginx binary, skipping the test when there is none,
-// or failing it when STAMPEDE_REQUIRE_NGINX=1.
-func findNginx(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(debianNginx); err == nil {
-		return debianNginx
-	}
-	path, err := exec.LookPath("nginx")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("STAMPEDE_REQUIRE_NGINX") == "1" {
-		t.Fatalf("nginx is required (STAMPEDE_REQUIRE_NGINX=1) but is neither at %s nor in PATH: %v", debianNginx, err)
-	}
-	t.Skipf("nginx is neither at %s nor in PATH (apt-get install nginx); set STAMPEDE_REQUIRE_NGINX=1 to make this a failure", debianNginx)
-	return ""
-}
-
 func TestNginxStockBalance(t *testing.T) {
-	nginx := findNginx(t)
+	nginxtest.Require(t)
 	sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nginxStockBalanceSets)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +40,7 @@ func TestNginxStockBalance(t *testing.T) {
 	}
 
 	backend := startScenarioBackend(t, sc)
-	proxy := startNginxFor(t, nginx, sc, backend)
+	proxy := startNginxFor(t, sc, backend)
 	res, err := Run(context.Background(), sc, Options{Target: proxy, BackendStatsURL: backend + fakebackend.StatsPath})
 	if err != nil {
 		t.Fatalf("live run through nginx: %v", err)
@@ -141,82 +116,21 @@ func startScenarioBackend(t *testing.T, sc *scenarios.Scenario) string {
 }
 
 // startNginxFor runs nginx with WriteNginx's configuration of sc's proxy,
-// in front of backend, until the test ends, and returns its base URL. nginx
-// runs in the foreground as the test's child with its prefix, pid file and
-// temporary files in a temporary directory and its log on stderr.
-func startNginxFor(t *testing.T, nginx string, sc *scenarios.Scenario, backend string) string {
+// in front of backend, until the test ends, and returns its base URL.
+func startNginxFor(t *testing.T, sc *scenarios.Scenario, backend string) string {
 	t.Helper()
-	dir := t.TempDir()
-	// nginx takes its port from the configuration: find a free one. Another
-	// process may take it before nginx does; nginx then fails to bind and
-	// says so below.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
-	var conf bytes.Buffer
-	err = limiterproxy.WriteNginx(&conf, sc.Proxy.Limits, limiterproxy.NginxOptions{
-		Listen:      addr,
-		Upstream:    backend,
-		ReadTimeout: sc.Proxy.ReadTimeout,
-		TimeScale:   sc.TimeScale,
+	return nginxtest.Start(t, func(w io.Writer, listen string) error {
+		return limiterproxy.WriteNginx(w, sc.Proxy.Limits, limiterproxy.NginxOptions{
+			Listen:      listen,
+			Upstream:    backend,
+			ReadTimeout: sc.Proxy.ReadTimeout,
+			TimeScale:   sc.TimeScale,
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	var out syncBuffer
-	cmd := exec.Command(nginx, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", nginx, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		// SIGQUIT would wait for the requests in flight; the run is over.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("nginx configuration:\n%s\nnginx's output:\n%s", conf.String(), out.String())
-		}
-	})
-
-	// nginx says nothing when it is ready: it is when its port answers.
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	retry := time.NewTicker(20 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("nginx exited before listening on %s: %v\n%s\nconfiguration:\n%s", addr, err, out.String(), conf.String())
-		case <-deadline.C:
-			t.Fatalf("nginx did not listen on %s within 10 s:\n%s", addr, out.String())
-		case <-retry.C:
-		}
-	}
 }
 
-// syncBuffer is a bytes.Buffer that a child's output copier or a server's
-// error log may write while the test reads it.
+// syncBuffer is a bytes.Buffer that a server's error log may write while
+// the test reads it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
