@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -234,3 +235,33 @@ func TestGrid(t *testing.T) {
 		t.Errorf("grid:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestRunSimDeterministic: the same file and seed give byte-identical
+// results.json apart from the wall time.
+func TestRunSimDeterministic(t *testing.T) {
+	sc := writeScenario(t, miniScenario)
+	var outs [2][]byte
+	for i := range outs {
+		out := t.TempDir()
+		if code, _, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress"); code != exitOK {
+			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["wall_duration_s"]; !ok {
+			t.Fatalf("run %d: results.json has no wall_duration_s", i)
+		}
+		outs[i] = wallRE.ReplaceAll(b, []byte(`"wall_duration_s": 0`))
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Errorf("two runs of the same scenario and seed differ beyond the wall time")
+	}
+}
+
+var wallRE = regexp.MustCompile(`"wall_duration_s": [0-9.e+-]+`)
