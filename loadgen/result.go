@@ -54,6 +54,8 @@ func Classify(status int, rejectStatuses []int) Outcome {
 
 // Result is one request's end, as an engine reports it. All durations are
 // model time: a live engine divides what it measured by the time scale.
+// It is 40 bytes and copied by value through the live driver's channel:
+// think twice before adding to it.
 type Result struct {
 	Tenant   int32         // index into the scenario's expanded tenants
 	Route    int16         // index into the scenario's backend routes
@@ -61,6 +63,17 @@ type Result struct {
 	Status   int16         // the HTTP status, 0 when none came back
 	Intended time.Duration // when it was meant to be sent, from the start of the run
 	Latency  time.Duration // from Intended to the end (response, error or give-up)
+
+	// Work is the worker time the request used in the backend, model time:
+	// how long a worker held it — its service time, the worker timeout when
+	// it was killed, or under on_client_abort: cancel the time it ran before
+	// its client left. A request whose client left while the backend went on
+	// (on_client_abort: continue) counts the work the backend still does for
+	// it, though its result is recorded when the client gave up. Zero when
+	// it never got a worker, or when the engine cannot know: the live driver
+	// reads it from the backend's answer, so there only ok responses carry
+	// it; the simulator knows it for every request.
+	Work time.Duration
 }
 
 // A Sink receives results. Engines call Add from one goroutine at a time
