@@ -16,7 +16,7 @@ import (
 // workers, read and client timeouts, continue and cancel, open and closed
 // tenants — and checks what must hold whatever happens: every request ends
 // once, no limit_conn slot leaks, the backend drains, every pooled request
-// comes back.
+// comes back, the results' worker time is the backend's busy time.
 func TestInvariants(t *testing.T) {
 	var seen [loadgen.NumOutcomes]uint64
 	var delayed uint64
@@ -117,6 +117,11 @@ func TestInvariants(t *testing.T) {
 			t.Errorf("seed %d: %d pooled requests not returned", seed, inUse)
 		}
 		b := st.Backend
+		// Nothing was cut off and the backend drained, so every job's
+		// work is both in some result and in the pool's busy time.
+		if c.work != b.BusyTime {
+			t.Errorf("seed %d: the results' Work sums to %v, the backend was busy %v", seed, c.work, b.BusyTime)
+		}
 		if b.Arrived != b.Served+b.Killed+b.Refused+b.Cancelled {
 			t.Errorf("seed %d: backend arrived %d ≠ served %d + killed %d + refused %d + cancelled %d", seed, b.Arrived, b.Served, b.Killed, b.Refused, b.Cancelled)
 		}

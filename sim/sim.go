@@ -155,8 +155,10 @@ type engine struct {
 	hasReq   bool
 	hasConn  bool
 	readTO   time.Duration
-	maxOpen  int // 0: no cap
-	open     int // open-model requests without a result
+	workerTO time.Duration // the backend's worker timeout; 0 none
+	cancel   bool          // on_client_abort: cancel
+	maxOpen  int           // 0: no cap
+	open     int           // open-model requests without a result
 	horizon  time.Duration
 	every    time.Duration
 	busiest  int
@@ -224,6 +226,8 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		busiest: opts.BusiestKeys,
 		seq:     1,
 	}
+	e.workerTO = e.pool.Config().Timeout
+	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
 	if e.sink == nil {
 		e.sink = loadgen.SinkFunc(func(*loadgen.Result) {})
 	}
@@ -657,11 +661,41 @@ func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status
 		Status:   int16(status),
 		Intended: r.intended,
 		Latency:  now - r.intended,
+		Work:     e.work(&r.job, now),
 	}
 	e.emit()
 	if r.user >= 0 && !e.stopping {
 		e.next(r.user, now, o)
 	}
+}
+
+// work returns the worker time of j, whose request's result is out at now
+// (Result.Work): the time a worker held it when it has left its worker, or
+// will hold it when it has not. A job whose client left before it ended
+// holds its worker, under Continue, until its work ends; so does one still
+// queued, whose turn comes. Both are counted whole, as the pool will count
+// them in its busy time, although the result is recorded now. Under Cancel
+// the pool frees the worker right after this, so a running job counts the
+// time it ran and a queued one none.
+func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
+	switch j.State() {
+	case fakebackend.Done, fakebackend.Killed:
+		return now - j.StartedAt()
+	case fakebackend.Running:
+		if e.cancel {
+			return now - j.StartedAt()
+		}
+	case fakebackend.Queued:
+		if e.cancel {
+			return 0
+		}
+	default:
+		return 0 // pending (rejected or delayed), refused or cancelled
+	}
+	if e.workerTO > 0 && j.Service > e.workerTO {
+		return e.workerTO // killed when its time is up
+	}
+	return j.Service
 }
 
 // emit hands e.res to the sink.

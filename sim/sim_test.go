@@ -60,15 +60,17 @@ func (c *collector) busyAt(t *testing.T, at time.Duration) sample {
 // counter counts results by outcome and hashes them: the recorder-less sink.
 type counter struct {
 	n    [loadgen.NumOutcomes]uint64
+	work time.Duration // the sum of Result.Work
 	hash uint64
 }
 
 func (c *counter) Add(r *loadgen.Result) {
 	c.n[r.Outcome]++
+	c.work += r.Work
 	// An order-dependent mix of every field: cheap enough not to weigh on
 	// the engine's benchmark.
 	h := c.hash
-	for _, v := range [...]uint64{uint64(r.Tenant)<<32 | uint64(r.Route)<<16 | uint64(r.Outcome)<<12 | uint64(r.Status), uint64(r.Intended), uint64(r.Latency)} {
+	for _, v := range [...]uint64{uint64(r.Tenant)<<32 | uint64(r.Route)<<16 | uint64(r.Outcome)<<12 | uint64(r.Status), uint64(r.Intended), uint64(r.Latency), uint64(r.Work)} {
 		h = (h ^ v) * 0x9E3779B97F4A7C15
 		h ^= h >> 29
 	}
@@ -567,5 +569,109 @@ func TestErlangFormulas(t *testing.T) {
 	}
 	if got, want := ErlangCWait(1, time.Second, 2), time.Second/3; got < want-time.Microsecond || got > want+time.Microsecond {
 		t.Errorf("ErlangCWait(1/s, 1s, 2) = %v, want %v", got, want)
+	}
+}
+
+func TestWork(t *testing.T) {
+	sec := time.Second
+	closed := func(users int, timeout time.Duration) scenarios.Load {
+		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
+	}
+	readTimeout := func(sc *scenarios.Scenario, d time.Duration) *scenarios.Scenario {
+		sc.Proxy.ReadTimeout = d
+		return sc
+	}
+	cancel := scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}
+	for _, tc := range []struct {
+		name string
+		sc   *scenarios.Scenario
+		work []time.Duration // per result, in the order they come
+	}{
+		{"ok", one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{2 * sec}},
+		// The result is out at 3 s, but the worker goes on to 10 s.
+		{"client timeout, worker goes on", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{10 * sec}},
+		{"client timeout, worker goes on to be killed", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limiterproxy.Config{}), []time.Duration{5 * sec}},
+		{"client timeout, worker cancelled", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limiterproxy.Config{}), []time.Duration{3 * sec}},
+		{"worker killed", one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{}), []time.Duration{2 * sec}},
+		{"backlog full", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}), []time.Duration{0, sec, sec}},
+		{"limit_conn", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
+		// The second waits 4 s, the proxy gives up at 6 s; under continue
+		// it still runs 4 s once the first is done.
+		{"abandoned in the backlog, continue", readTimeout(one(fakebackend.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
+		// Under cancel it leaves the backlog having used no worker, and
+		// the first, abandoned while running, used the 6 s it ran.
+		{"abandoned in the backlog, cancel", readTimeout(one(fakebackend.Constant{D: 8 * sec}, closed(2, 0), cancel, limiterproxy.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
+	} {
+		c := &collector{}
+		st := mustRun(t, tc.sc, c, Options{})
+		var sum time.Duration
+		for i, r := range c.results {
+			sum += r.Work
+			if i < len(tc.work) && r.Work != tc.work[i] {
+				t.Errorf("%s: step %d: %v after %v: got Work %v, want %v", tc.name, i+1, r.Outcome, r.Latency, r.Work, tc.work[i])
+			}
+		}
+		if len(c.results) != len(tc.work) {
+			t.Errorf("%s: got %d results, want %d", tc.name, len(c.results), len(tc.work))
+		}
+		if sum != st.Backend.BusyTime {
+			t.Errorf("%s: Work sums to %v, the backend was busy %v", tc.name, sum, st.Backend.BusyTime)
+		}
+	}
+}
+
+// TestWorkMatchesBusyTime plays the stock-balance incident without a limit
+// and with the worker timeout (reports killed at 120 s), read and client
+// timeouts abandoning running and queued pages under continue, and holds
+// the results' worker time against the backend's busy time.
+func TestWorkMatchesBusyTime(t *testing.T) {
+	for _, limit := range []int{0, 4} {
+		sc := stockBalance(limit)
+		var c counter
+		var killed, abandoned time.Duration
+		var nKilled uint64
+		sink := loadgen.SinkFunc(func(r *loadgen.Result) {
+			c.Add(r)
+			switch {
+			case r.Outcome == loadgen.BackendError && r.Work > 0:
+				// A 502 with work is a killed worker: it ran until
+				// the timeout.
+				if r.Work != sc.Backend.Timeout {
+					t.Errorf("limit %d: a 502 after %v used %v of a worker, want the timeout %v", limit, r.Latency, r.Work, sc.Backend.Timeout)
+				}
+				nKilled++
+				killed += r.Work
+			case r.Outcome == loadgen.GatewayTimeout || r.Outcome == loadgen.ClientTimeout:
+				abandoned += r.Work
+			}
+		})
+		// An hour of drain: every job the backend took ends within it.
+		st := mustRun(t, sc, sink, Options{Drain: time.Hour})
+		t.Logf("limit %d: %v; work %v (killed %v, abandoned %v), busy %v", limit, c.n, c.work, killed, abandoned, st.Backend.BusyTime)
+		if st.CutOff != 0 || st.Backend.Busy != 0 || st.Backend.Queued != 0 {
+			t.Fatalf("limit %d: %d cut off, %d busy, %d queued at the end; want none", limit, st.CutOff, st.Backend.Busy, st.Backend.Queued)
+		}
+		if c.work != st.Backend.BusyTime {
+			t.Errorf("limit %d: the results' Work sums to %v, the backend was busy %v", limit, c.work, st.Backend.BusyTime)
+		}
+		// Jobs abandoned before their kill are killed too, so the pool
+		// counts at least the 502s.
+		if nKilled == 0 || nKilled > st.Backend.Killed {
+			t.Errorf("limit %d: %d 502s from killed workers, the pool killed %d; want 1 to %d", limit, nKilled, st.Backend.Killed, st.Backend.Killed)
+		}
+		if limit == 0 && abandoned == 0 {
+			t.Errorf("limit 0: no worker time in abandoned requests; the test does not cover them")
+		}
+	}
+
+	// A request cut off when the drain runs out is the one deliberate
+	// difference: its result counts the whole hour its worker will go on
+	// for, the backend's busy time stops at the end of the run.
+	sc := one(fakebackend.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
+		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+	var c counter
+	st := mustRun(t, sc, &c, Options{Drain: time.Minute})
+	if c.work != time.Hour || st.Backend.BusyTime != 2*time.Minute {
+		t.Errorf("cut off: Work %v, busy %v; want 1h and 2m", c.work, st.Backend.BusyTime)
 	}
 }
