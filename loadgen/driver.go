@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"stampede/clock"
+	"stampede/fakebackend"
 	"stampede/scenarios"
 )
 
@@ -528,6 +529,22 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 	}
 }
 
+// serviceOf reads the fake backend's service header (model time, which is
+// the worker time an answered request used) for Result.Work. A target that
+// does not send it, or sends something else, gives zero: unknown. Requests
+// that got no answer, or an error, have no worker time the driver can know,
+// so their Work stays zero too.
+func serviceOf(h []string) time.Duration {
+	if len(h) == 0 {
+		return 0
+	}
+	d, err := time.ParseDuration(h[0])
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
 // do sends one request intended at model time intended and returns its
 // result, or false when ctx's cancellation abandoned it.
 func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, intended time.Duration) (Result, bool) {
@@ -553,9 +570,11 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
 	status := 0
+	var service []string
 	resp, err := t.rt.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
+		service = resp.Header[fakebackend.HeaderService]
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -569,6 +588,9 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	case err == nil:
 		res.Outcome = Classify(status, d.reject)
 		res.Status = int16(status)
+		if res.Outcome == OK {
+			res.Work = serviceOf(service)
+		}
 	case ctx.Err() != nil:
 		if !errors.Is(context.Cause(ctx), errDrainExpired) {
 			c.abandoned.Add(1)

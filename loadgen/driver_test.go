@@ -7,10 +7,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"stampede/fakebackend"
 	"stampede/scenarios"
 )
 
@@ -541,4 +544,62 @@ func benchTarget(b *testing.B) *url.URL {
 	b.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	return u
+}
+
+func TestDriverWorkFromServiceHeader(t *testing.T) {
+	// Tenants stand for what the target answers: the fake backend's
+	// service header on 200s in its two spellings, a bad one, none, and
+	// the header on answers that are not ok (ignored).
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, service, _ := strings.Cut(r.Host, "-")
+		if service != "" {
+			w.Header().Set(fakebackend.HeaderService, service)
+		}
+		code, _ := strconv.Atoi(status)
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	for i, tc := range []struct {
+		host string
+		want time.Duration
+	}{
+		{"200-2m", 2 * time.Minute},
+		{"200-31.2ms", 31200 * time.Microsecond},
+		{"200-0s", 0},
+		{"200", 0},
+		{"200-fast", 0},
+		{"200--1s", 0},
+		{"503-2s", 0},
+		{"502-2s", 0},
+	} {
+		load := &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+		d := newDriver(t, srv.URL, DriverOptions{
+			Tenants: []scenarios.Tenant{{Name: tc.host, Host: tc.host, Load: load}}, Horizon: time.Second, TimeScale: 0.1})
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		if len(sink.got) != 1 {
+			t.Fatalf("step %d: %s: got %d results, want 1", i+1, tc.host, len(sink.got))
+		}
+		// The header is model time already: the time scale does not apply.
+		if r := sink.got[0]; r.Work != tc.want {
+			t.Errorf("step %d: %s: got %v with Work %v, want %v", i+1, tc.host, r.Outcome, r.Work, tc.want)
+		}
+	}
+}
+
+func FuzzServiceOf(f *testing.F) {
+	for _, s := range []string{"2m", "31.2ms", "1h2m3.5s", "0s", "-1s", "", "fast", "9223372036s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := serviceOf([]string{s})
+		if d < 0 {
+			t.Fatalf("serviceOf(%q) = %v, want no negative work", s, d)
+		}
+		if want, err := time.ParseDuration(s); err == nil && want >= 0 && d != want {
+			t.Fatalf("serviceOf(%q) = %v, want %v", s, d, want)
+		}
+	})
 }
