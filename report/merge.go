@@ -12,9 +12,9 @@ import (
 
 // MergeResults merges the results of shards of one run (the same scenario
 // played with the same settings, but for the seed, on several machines) into
-// one, exactly:
-// histograms are rebuilt from the snapshots in Results.Histograms and merged
-// bucket by bucket, counts and time series are summed, and percentiles and
+// one, exactly: histograms are rebuilt from the snapshots in
+// Results.Histograms and merged bucket by bucket; counts, worker time
+// (work_s, to the microsecond) and time series are summed; percentiles and
 // SLO verdicts are computed again from the merged histograms; nothing is
 // averaged.
 //
@@ -103,6 +103,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 			}
 			mh.n++
 			sumInto(&mh.tenant.Counts, t.Counts)
+			mh.tenant.WorkS = round(mh.tenant.WorkS+t.WorkS, 6)
 		}
 		for j, rt := range r.Routes {
 			k := "r\x00" + rt.Name
@@ -127,6 +128,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 				mh.group = GroupResult{Name: g.Name}
 			}
 			sumInto(&mh.group.Counts, g.Counts)
+			mh.group.WorkS = round(mh.group.WorkS+g.WorkS, 6)
 			groupTenants[g.Name] = max(groupTenants[g.Name], g.Tenants)
 		}
 	}

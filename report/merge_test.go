@@ -34,6 +34,15 @@ func bigRun(n int, seed uint64) []loadgen.Result {
 			Intended: time.Duration(rng.Int64N(int64(10 * time.Second))),
 			Latency:  time.Duration(float64(time.Millisecond) * rng.ExpFloat64() * float64(1+99*(ten/3))),
 		}
+		// Worker time, in whole microseconds (as work_s keeps it), from
+		// what was drawn: the whole latency for ok answers, half of it
+		// for a gateway timeout (the rest was the backlog).
+		switch o {
+		case loadgen.OK:
+			rs[i].Work = rs[i].Latency.Truncate(time.Microsecond)
+		case loadgen.GatewayTimeout:
+			rs[i].Work = (rs[i].Latency / 2).Truncate(time.Microsecond)
+		}
 	}
 	return rs
 }
@@ -87,6 +96,9 @@ func TestMergeResultsEqualsOneRun(t *testing.T) {
 		}
 	}
 	// The numbers, to be sure the comparison above compared something.
+	if m.Groups[0].WorkS <= 0 || m.Tenants[3].WorkS <= m.Tenants[0].WorkS {
+		t.Errorf("merged worker time: other-sites %v s, tenant 4 %v s, tenant 1 %v s; want some, and the slow tenant's more", m.Groups[0].WorkS, m.Tenants[3].WorkS, m.Tenants[0].WorkS)
+	}
 	if g := m.Groups[0]; g.Requests != one.Groups[0].Requests || g.Requests < 14000 || g.Latency.Count == 0 || g.Latency.P99 <= g.Latency.P50 {
 		t.Errorf("merged other-sites: %d requests, latency %+v", g.Requests, g.Latency)
 	}

@@ -143,6 +143,7 @@ type Recorder struct {
 	tGroup []int32 // tenant → index in groups
 	tTally []tally
 	tHist  []*hdr.PackedHistogram
+	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
 	other  tally            // results naming no known tenant
@@ -307,6 +308,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	}
 	r.tTally = make([]tally, len(r.tenants))
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
+	r.tWork = make([]time.Duration, len(r.tenants))
 	for i := range r.tHist {
 		r.tHist[i] = newHist()
 	}
@@ -363,6 +365,7 @@ func (r *Recorder) Add(res *loadgen.Result) {
 		us = micros(res.Latency)
 	}
 	r.tTally[ti].add(o, res.Status)
+	r.tWork[ti] += res.Work
 	if ok {
 		r.tHist[ti].RecordValue(us) // in range by micros
 	}
@@ -397,6 +400,7 @@ func (r *Recorder) Merge(o *Recorder) {
 	for i := range o.tTally {
 		r.tTally[i].merge(&o.tTally[i])
 		r.tHist[i].Merge(o.tHist[i])
+		r.tWork[i] += o.tWork[i]
 	}
 	for i := range o.rTally {
 		r.rTally[i].merge(&o.rTally[i])
@@ -583,6 +587,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	var enc v2Encoder
 	total := r.other
 	groupTally := make([]tally, len(r.groups))
+	groupWork := make([]time.Duration, len(r.groups))
 	groupHist := make([]*hdr.PackedHistogram, len(r.groups))
 	for i := range groupHist {
 		groupHist[i] = newHist()
@@ -590,17 +595,18 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	res.Tenants = make([]TenantResult, len(r.tenants))
 	res.Histograms.Tenants = make([]string, len(r.tenants))
 	for i, t := range r.tenants {
-		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), Latency: latencyOf(r.tHist[i])}
+		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), WorkS: workSeconds(r.tWork[i]), Latency: latencyOf(r.tHist[i])}
 		res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
 		g := r.tGroup[i]
 		groupTally[g].merge(&r.tTally[i])
+		groupWork[g] += r.tWork[i]
 		groupHist[g].Merge(r.tHist[i])
 		total.merge(&r.tTally[i])
 	}
 	res.Totals = total.counts()
 	res.Groups = make([]GroupResult, len(r.groups))
 	for i, g := range r.groups {
-		res.Groups[i] = GroupResult{Name: g.name, Tenants: g.tenants, Counts: groupTally[i].counts(), Latency: latencyOf(groupHist[i])}
+		res.Groups[i] = GroupResult{Name: g.name, Tenants: g.tenants, Counts: groupTally[i].counts(), WorkS: workSeconds(groupWork[i]), Latency: latencyOf(groupHist[i])}
 	}
 	res.Routes = make([]RouteResult, len(r.rTally))
 	res.Histograms.Routes = make([]string, len(r.rTally))
@@ -744,6 +750,11 @@ func encodeDense(h *hdr.Histogram) string {
 func decode(s string) (*hdr.PackedHistogram, error) {
 	return hdr.DecodePacked([]byte(s))
 }
+
+// workSeconds converts worker time to results.json's work_s: seconds to the
+// microsecond, so that shards whose worker times are whole microseconds sum
+// to exactly what one run gives.
+func workSeconds(d time.Duration) float64 { return round(d.Seconds(), 6) }
 
 // round rounds f to d decimals.
 func round(f float64, d int) float64 {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -386,5 +387,90 @@ func BenchmarkRecorderResults250(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Results(RunInfo{Engine: "sim"})
+	}
+}
+
+func TestRecorderWork(t *testing.T) {
+	sc := recScenario()
+	rs := miniRun()
+	// Site 1's 100 answers used 1..100 ms of a worker; site 2's 502 was a
+	// worker killed after 120 s; user-x's four reports took 3 s each.
+	for i := range rs {
+		switch r := &rs[i]; {
+		case r.Tenant == 0:
+			r.Work = r.Latency
+		case r.Tenant == 1 && r.Outcome == loadgen.BackendError:
+			r.Work = 120 * time.Second
+		case r.Tenant == 3 && r.Outcome == loadgen.OK:
+			r.Work = 3 * time.Second
+		}
+	}
+	one := record(sc, rs)
+	res := one.Results(RunInfo{Engine: "sim"})
+	for i, w := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"tenant other-sites-1", res.Tenants[0].WorkS, 5.05}, // 1+2+…+100 ms
+		{"tenant other-sites-2", res.Tenants[1].WorkS, 120},
+		{"tenant other-sites-3", res.Tenants[2].WorkS, 0},
+		{"tenant user-x-1", res.Tenants[3].WorkS, 12},
+		{"group other-sites", res.Groups[0].WorkS, 125.05},
+		{"group user-x", res.Groups[1].WorkS, 12},
+	} {
+		if w.got != w.want {
+			t.Errorf("step %d: %s: work_s %v, want %v", i+1, w.name, w.got, w.want)
+		}
+	}
+
+	// results.json names it per tenant and group, and leaves it out where
+	// there was none.
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups  []map[string]any `json:"groups"`
+		Tenants []map[string]any `json:"tenants"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Tenants[3]["work_s"]; got != 12.0 {
+		t.Errorf("tenants[3].work_s = %v, want 12", got)
+	}
+	if got := doc.Groups[0]["work_s"]; got != 125.05 {
+		t.Errorf("groups[0].work_s = %v, want 125.05", got)
+	}
+	if got, ok := doc.Tenants[2]["work_s"]; ok {
+		t.Errorf("tenants[2].work_s = %v, want it left out (no work)", got)
+	}
+
+	// Recorders merged and results merged give one run's worker time.
+	a, b := NewRecorder(sc), NewRecorder(sc)
+	for i := range rs {
+		if i%3 == 0 {
+			a.Add(&rs[i])
+		} else {
+			b.Add(&rs[i])
+		}
+	}
+	ra := roundTrip(t, a.Results(RunInfo{Engine: "sim"}))
+	rb := roundTrip(t, b.Results(RunInfo{Engine: "sim"}))
+	merged, err := MergeResults(ra, rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Merge(b)
+	ram := a.Results(RunInfo{Engine: "sim"})
+	for i := range res.Tenants {
+		if g, m, w := ram.Tenants[i].WorkS, merged.Tenants[i].WorkS, res.Tenants[i].WorkS; g != w || m != w {
+			t.Errorf("tenant %d: work_s %v (Merge) and %v (MergeResults), want %v", i+1, g, m, w)
+		}
+	}
+	for i := range res.Groups {
+		if g, m, w := ram.Groups[i].WorkS, merged.Groups[i].WorkS, res.Groups[i].WorkS; g != w || m != w {
+			t.Errorf("group %s: work_s %v (Merge) and %v (MergeResults), want %v", res.Groups[i].Name, g, m, w)
+		}
 	}
 }

@@ -60,6 +60,8 @@ type GroupResult struct {
 	Name    string `json:"name"`
 	Tenants int    `json:"tenants"`
 	Counts
+	// WorkS is the worker time its tenants' requests used, as TenantResult.
+	WorkS   float64 `json:"work_s,omitempty"`
 	Latency Latency `json:"latency_ms"`
 }
 
@@ -69,6 +71,11 @@ type TenantResult struct {
 	Group string `json:"group"`
 	Host  string `json:"host"`
 	Counts
+	// WorkS is the backend worker time, model seconds to the microsecond,
+	// the tenant's requests used: the sum of their loadgen.Result.Work.
+	// Beyond the v1 contract; zero (left out) when the engine knew none,
+	// and in live runs it covers ok responses only.
+	WorkS   float64 `json:"work_s,omitempty"`
 	Latency Latency `json:"latency_ms"`
 }
 
