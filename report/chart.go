@@ -870,20 +870,32 @@ type tenantShare struct {
 
 // fairnessShares returns each tenant's share of all rejected requests and
 // of worker time, the top n by the larger of the two, then "the rest" summed
-// when there are more. Worker time per tenant is not recorded in results,
-// so it is estimated as ok requests × their mean latency; that counts time in
-// the backlog too, which is why the chart says "estimated".
-func fairnessShares(r *Results, n int) []tenantShare {
-	var rejTotal, useTotal float64
-	shares := make([]tenantShare, 0, len(r.Tenants))
+// when there are more, and whether the worker time is exact. It is exact when
+// the results carry worker time (work_s) for some tenant: the engine's own
+// account of how long workers held each request. Results without it (older
+// files, or a live target that does not say its service time) get an
+// estimate, ok requests × their mean latency, which counts time in the
+// backlog too; the chart then says "estimated".
+func fairnessShares(r *Results, n int) (shares []tenantShare, exact bool) {
 	for _, t := range r.Tenants {
-		s := tenantShare{name: t.Name, rejected: float64(t.Rejected), usage: float64(t.OK) * t.Latency.Mean}
+		if t.WorkS > 0 {
+			exact = true
+			break
+		}
+	}
+	var rejTotal, useTotal float64
+	shares = make([]tenantShare, 0, len(r.Tenants))
+	for _, t := range r.Tenants {
+		s := tenantShare{name: t.Name, rejected: float64(t.Rejected), usage: t.WorkS}
+		if !exact {
+			s.usage = float64(t.OK) * t.Latency.Mean
+		}
 		rejTotal += s.rejected
 		useTotal += s.usage
 		shares = append(shares, s)
 	}
 	if rejTotal+useTotal == 0 {
-		return nil
+		return nil, exact
 	}
 	for i := range shares {
 		if rejTotal > 0 {
@@ -904,23 +916,31 @@ func fairnessShares(r *Results, n int) []tenantShare {
 		return strings.Compare(a.name, b.name)
 	})
 	if len(shares) <= n+1 {
-		return shares
+		return shares, exact
 	}
 	rest := tenantShare{name: fmt.Sprintf("the other %d", len(shares)-n)}
 	for _, s := range shares[n:] {
 		rest.rejected += s.rejected
 		rest.usage += s.usage
 	}
-	return append(shares[:n:n], rest)
+	return append(shares[:n:n], rest), exact
+}
+
+// fairnessSubtitle says what the fairness chart's bars measure.
+func fairnessSubtitle(exact bool) string {
+	if exact {
+		return "share of all rejected requests, and of the backend's worker time"
+	}
+	return "share of all rejected requests, and of worker time (estimated as ok requests × mean latency)"
 }
 
 func drawFairness(c draw.Canvas, title string, r *Results) {
-	shares := fairnessShares(r, fairnessTop)
+	shares, exact := fairnessShares(r, fairnessTop)
 	if len(shares) == 0 {
 		drawNoData(c, title, "no tenant had ok or rejected requests")
 		return
 	}
-	p := newPlot(title, "share of all rejected requests, and of worker time (estimated as ok requests × mean latency)", "share (%)", "")
+	p := newPlot(title, fairnessSubtitle(exact), "share (%)", "")
 	n := len(shares)
 	rej := make(plotter.Values, n)
 	use := make(plotter.Values, n)

@@ -254,16 +254,71 @@ func TestFairnessShares(t *testing.T) {
 		{Name: "c", Counts: Counts{OK: 100}, Latency: Latency{Mean: 50}},
 		{Name: "d", Counts: Counts{OK: 100}, Latency: Latency{Mean: 50}},
 	}}
-	got := fairnessShares(r, 2)
-	// usage: a 10000, b c d 5000 each → 0.4, 0.2, 0.2, 0.2.
-	want := []tenantShare{{"a", 0.9, 0.4}, {"b", 0.1, 0.2}, {"the other 2", 0, 0.4}}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i].name != want[i].name || math.Abs(got[i].rejected-want[i].rejected) > 1e-9 || math.Abs(got[i].usage-want[i].usage) > 1e-9 {
-			t.Errorf("step %d: got %+v, want %+v", i, got[i], want[i])
+	check := func(what string, got []tenantShare, exact bool, want []tenantShare, wantExact bool) {
+		t.Helper()
+		if len(got) != len(want) || exact != wantExact {
+			t.Fatalf("%s: got %v (exact %v), want %v (exact %v)", what, got, exact, want, wantExact)
 		}
+		for i := range want {
+			if got[i].name != want[i].name || math.Abs(got[i].rejected-want[i].rejected) > 1e-9 || math.Abs(got[i].usage-want[i].usage) > 1e-9 {
+				t.Errorf("%s: step %d: got %+v, want %+v", what, i+1, got[i], want[i])
+			}
+		}
+	}
+	// No worker time in the results: estimated from ok × mean latency,
+	// a 10000, b c d 5000 each → 0.4, 0.2, 0.2, 0.2.
+	got, exact := fairnessShares(r, 2)
+	check("estimated", got, exact, []tenantShare{{"a", 0.9, 0.4}, {"b", 0.1, 0.2}, {"the other 2", 0, 0.4}}, false)
+
+	// With worker time the shares are exact, and differ from the estimate:
+	// a's answers were slow from waiting in the backlog, not from work.
+	// A tenant whose requests all timed out still used workers.
+	r.Tenants[0].WorkS = 1
+	r.Tenants[1].WorkS = 5
+	r.Tenants[2].WorkS = 2
+	r.Tenants[3].WorkS = 2
+	r.Tenants = append(r.Tenants, TenantResult{Name: "e", Counts: Counts{ClientTimeouts: 3}, WorkS: 10})
+	got, exact = fairnessShares(r, 2)
+	check("exact", got, exact, []tenantShare{{"a", 0.9, 0.05}, {"e", 0, 0.5}, {"the other 3", 0.1, 0.45}}, true)
+
+	if e, x := fairnessSubtitle(false), fairnessSubtitle(true); !strings.Contains(e, "estimated") || strings.Contains(x, "estimated") {
+		t.Errorf("subtitles: estimated %q, exact %q; want only the first to say estimated", e, x)
+	}
+}
+
+// TestFairnessChartExact draws the fairness chart of results with worker
+// time and without, and checks that the exact one is drawn and differs.
+func TestFairnessChartExact(t *testing.T) {
+	est := synthResults(30)
+	exact := synthResults(30)
+	for i := range exact.Tenants {
+		// The noisy tenant held 4 workers for the whole run; the sites
+		// 30 ms per ok answer.
+		exact.Tenants[i].WorkS = float64(exact.Tenants[i].OK) * 0.03
+	}
+	exact.Tenants[0].WorkS = 4 * exact.ModelDurationS
+	if s, x := fairnessShares(exact, fairnessTop); !x || s[0].name != "noisy" || s[0].usage < 0.5 {
+		t.Fatalf("exact shares: %v (exact %v), want exact with noisy first, over half the worker time", s[:min(3, len(s))], x)
+	}
+	if s, x := fairnessShares(est, fairnessTop); x || s[0].name != "noisy" {
+		t.Fatalf("estimated shares: %v (exact %v), want estimated with noisy first", s[:min(3, len(s))], x)
+	}
+	draw := func(r *Results) Chart {
+		cs, err := runCharts(r, formatPNG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.Name == "fairness" {
+				checkPNG(t, c, 4, 0.02)
+				return c
+			}
+		}
+		t.Fatal("no fairness chart")
+		return Chart{}
+	}
+	if a, b := draw(est), draw(exact); bytes.Equal(a.PNG, b.PNG) {
+		t.Errorf("the fairness chart with worker time is the same image as the estimate")
 	}
 }
 
