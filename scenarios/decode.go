@@ -335,25 +335,16 @@ func (f *fields) boolean(key string, dst *bool) bool {
 }
 
 func (f *fields) duration(key, example string, dst *time.Duration) bool {
-	n := f.get(key)
-	if n == nil {
-		return false
-	}
-	path := join(f.path, key)
-	s, ok := f.d.scalar(n, path, example)
-	if !ok {
-		return false
-	}
-	v, err := parseDuration(s)
-	if err != nil {
-		f.d.fail(n, path, nil, "%v (want e.g. %s)", err, example)
-		return false
-	}
-	*dst = v
-	return true
+	return parsed(f, key, example, dst, parseDuration)
 }
 
 func (f *fields) rate(key, example string, dst *float64) bool {
+	return parsed(f, key, example, dst, parseRate)
+}
+
+// parsed reads key with parse into dst; a value parse refuses is reported
+// with its error and example.
+func parsed[T any](f *fields, key, example string, dst *T, parse func(string) (T, error)) bool {
 	n := f.get(key)
 	if n == nil {
 		return false
@@ -363,7 +354,7 @@ func (f *fields) rate(key, example string, dst *float64) bool {
 	if !ok {
 		return false
 	}
-	v, err := parseRate(s)
+	v, err := parse(s)
 	if err != nil {
 		f.d.fail(n, path, nil, "%v (want e.g. %s)", err, example)
 		return false
