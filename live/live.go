@@ -460,6 +460,9 @@ func (p *pair) calibrate(ctx context.Context) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
+		if resp.StatusCode != http.StatusNoContent {
+			return 0, fmt.Errorf("GET %s: %s, want 204 from the fake backend", url, resp.Status)
+		}
 		took = append(took, time.Since(start)-calibrationWait)
 	}
 	slices.Sort(took)

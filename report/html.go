@@ -69,8 +69,26 @@ func WriteReport(w io.Writer, r *Results) error {
 	return writeReport(w, r, charts)
 }
 
+// writeFile writes data to path through a temporary file renamed into
+// place, so that a reader, or a run interrupted mid-write, never sees half a
+// report.
 func writeFile(path string, data []byte) error {
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("report: writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil
