@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// This file fixes the API the rest of stampede (the live engine, the
-// simulator, the scenario format and the CLI) is written against. Bodies
-// marked "unimplemented" are to be filled in; exported names and signatures
-// here are a contract.
+// This file holds the API the rest of stampede (the live engine, the
+// simulator, the scenario format and the CLI) is written against.
 
 // DefaultStatus is the status nginx answers a limited request with.
 const DefaultStatus = http.StatusServiceUnavailable

@@ -13,7 +13,7 @@ import (
 	"stampede/scenarios"
 )
 
-// This file fixes the recording API the engines call.
+// This file holds the recording API the engines call.
 
 // numOutcomes is the number of outcomes, as an array length.
 const numOutcomes = loadgen.NumOutcomes

@@ -16,7 +16,7 @@ import (
 	"stampede/loadgen"
 )
 
-// This file fixes the results.json contract (DESIGN.md, schema
+// This file holds the results.json contract (DESIGN.md, schema
 // stampede.results/v1) that the engines and the CLI are written against.
 
 // Schema is the value of results.json's "schema".

@@ -25,7 +25,7 @@ import (
 	"stampede/limiterproxy"
 )
 
-// This file fixes the types the engines and reports are written against.
+// This file holds the types the engines and reports are written against.
 
 // Scenario is a validated scenario with every default filled in. Durations
 // are model time.
