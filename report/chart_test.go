@@ -65,8 +65,8 @@ func synthResults(tenants int) *Results {
 		r.Tenants = append(r.Tenants, t)
 		hists.Tenants = append(hists.Tenants, encode(h))
 		g := &groups[min(i, 1)]
-		addCounts(&g.Counts, t.Counts)
-		addCounts(&r.Totals, t.Counts)
+		sumInto(&g.Counts, t.Counts)
+		sumInto(&r.Totals, t.Counts)
 		if gh[min(i, 1)] == nil {
 			gh[min(i, 1)] = newHist()
 		}
@@ -126,17 +126,6 @@ func synthResults(tenants int) *Results {
 	}
 	r.Series = s
 	return r
-}
-
-func addCounts(dst *Counts, c Counts) {
-	dst.Requests += c.Requests
-	dst.OK += c.OK
-	dst.Rejected += c.Rejected
-	dst.BackendErrors += c.BackendErrors
-	dst.GatewayTimeouts += c.GatewayTimeouts
-	dst.ClientTimeouts += c.ClientTimeouts
-	dst.Dropped += c.Dropped
-	dst.Errors += c.Errors
 }
 
 // emptyResults is a run that recorded nothing at all.
