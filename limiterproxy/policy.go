@@ -81,15 +81,9 @@ func NewPolicy(cfg Config) (*Policy, error) {
 		if spec.PerKey < 1 || spec.PerKey > 65535 {
 			return nil, fmt.Errorf("%s.per_key: %d is not a limit (want 1 to 65535 requests in flight per key)", name, spec.PerKey)
 		}
-		zone, err := parseZone(name, spec.Zone)
+		zone, err := common(name, &spec.Zone, &spec.Status)
 		if err != nil {
 			return nil, err
-		}
-		if spec.Status, err = checkStatus(name, spec.Status); err != nil {
-			return nil, err
-		}
-		if spec.Zone == "" {
-			spec.Zone = DefaultZone
 		}
 		spec.Key = key.String()
 		p.Conn = append(p.Conn, ConnRule{Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
@@ -110,20 +104,30 @@ func NewPolicy(cfg Config) (*Policy, error) {
 		if spec.Delay < 0 || spec.Delay > maxBurst {
 			return nil, fmt.Errorf("%s.delay: %d is not a delay (want 0 to %d requests)", name, spec.Delay, maxBurst)
 		}
-		zone, err := parseZone(name, spec.Zone)
+		zone, err := common(name, &spec.Zone, &spec.Status)
 		if err != nil {
 			return nil, err
-		}
-		if spec.Status, err = checkStatus(name, spec.Status); err != nil {
-			return nil, err
-		}
-		if spec.Zone == "" {
-			spec.Zone = DefaultZone
 		}
 		spec.Key = key.String()
 		p.Req = append(p.Req, ReqRule{Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
 	}
 	return p, nil
+}
+
+// common checks the zone and status every limit has, fills in their
+// defaults, and returns the zone's size in bytes.
+func common(name string, zone *string, status *int) (int64, error) {
+	bytes, err := parseZone(name, *zone)
+	if err != nil {
+		return 0, err
+	}
+	if *status, err = checkStatus(name, *status); err != nil {
+		return 0, err
+	}
+	if *zone == "" {
+		*zone = DefaultZone
+	}
+	return bytes, nil
 }
 
 // Verdict is what a stage decided for one request.
