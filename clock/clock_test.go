@@ -106,3 +106,57 @@ func BenchmarkOvershoot(b *testing.B) {
 		})
 	}
 }
+
+func TestPacerLead(t *testing.T) {
+	var p Pacer
+	us := time.Microsecond
+	steps := []struct {
+		late time.Duration
+		want time.Duration
+	}{
+		{-50 * us, 0}, // never below zero
+		{80 * us, leadStride},
+		{80 * us, 2 * leadStride},
+		{-10 * us, leadStride},
+	}
+	for i, s := range steps {
+		p.Observe(s.late)
+		if got := p.Lead(); got != s.want {
+			t.Fatalf("step %d: Observe(%v): lead %v, want %v", i, s.late, got, s.want)
+		}
+	}
+	for range 300 {
+		p.Observe(time.Millisecond)
+	}
+	if got := p.Lead(); got != MaxLead {
+		t.Fatalf("after 300 late wake-ups: lead %v, want the bound %v", got, MaxLead)
+	}
+	p.Observe(-time.Microsecond)
+	if got, want := p.Lead(), MaxLead-leadStep; got != want {
+		t.Fatalf("after the strides: lead %v, want %v (short steps)", got, want)
+	}
+}
+
+func TestPacerWait(t *testing.T) {
+	var p Pacer
+	for range leadStrides {
+		p.Observe(time.Millisecond)
+	}
+	deadline := time.Now().Add(3 * time.Millisecond)
+	slept, ok := p.Wait(context.Background(), deadline)
+	if !slept || !ok {
+		t.Fatalf("Wait(+3ms) = %v, %v; want true, true", slept, ok)
+	}
+	if early := time.Until(deadline); early > MaxLead {
+		t.Errorf("woke %v before the deadline, want at most MaxLead %v", early, MaxLead)
+	}
+	slept, ok = p.Wait(context.Background(), time.Now().Add(-time.Millisecond))
+	if slept || !ok {
+		t.Errorf("Wait(past) = %v, %v; want false (no sleep), true", slept, ok)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := p.Wait(ctx, time.Now().Add(time.Hour)); ok {
+		t.Errorf("Wait with a cancelled context: ok, want not")
+	}
+}

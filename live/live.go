@@ -186,13 +186,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		end, _ = stats()
 	}
 	info := report.RunInfo{
-		Tare:        tare,
-		Engine:      Engine,
-		Wall:        elapsed,
-		Interrupted: interrupted,
-		Backend:     end,
-		Version:     opts.Version,
-		CommandLine: opts.CommandLine,
+		Tare:         tare,
+		SendLateness: drv.SendLateness(),
+		Engine:       Engine,
+		Wall:         elapsed,
+		Interrupted:  interrupted,
+		Backend:      end,
+		Version:      opts.Version,
+		CommandLine:  opts.CommandLine,
 	}
 	if interrupted {
 		// The run got this far into the model; a whole run covers at least

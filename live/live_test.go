@@ -180,7 +180,7 @@ func TestRunFidelity(t *testing.T) {
 		if p50 := g.Latency.P50; math.Abs(p50-1000) > 1000*c.tolerance {
 			t.Errorf("scale %v: p50 %.1f ms, want 1000 ± %.0f%% (tare %.3f ms wall; latency %+v)", scale, p50, 100*c.tolerance, res.TareMS, g.Latency)
 		} else {
-			t.Logf("scale %v: p50 %.1f ms, p99 %.1f ms, max %.1f ms, tare %.3f ms wall", scale, p50, g.Latency.P99, g.Latency.Max, res.TareMS)
+			t.Logf("scale %v: p50 %.1f ms, p99 %.1f ms, max %.1f ms, tare %.3f ms wall, sends late %+v", scale, p50, g.Latency.P99, g.Latency.Max, res.TareMS, *res.SendLateness)
 		}
 	}
 }

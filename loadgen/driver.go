@@ -177,6 +177,8 @@ type Driver struct {
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
+	pacer      clock.Pacer
+	late       *latenessRecorder
 }
 
 // NewDriver validates opts and prepares one HTTP transport per distinct
@@ -185,7 +187,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if opts.Target == nil || opts.Target.Scheme != "http" || opts.Target.Host == "" {
 		return nil, fmt.Errorf("loadgen: target %v: want an http:// URL with a host", opts.Target)
 	}
-	d := &Driver{opts: opts, scale: opts.TimeScale, reject: opts.RejectStatuses, counters: opts.Counters}
+	d := &Driver{opts: opts, scale: opts.TimeScale, reject: opts.RejectStatuses, counters: opts.Counters, late: newLatenessRecorder()}
 	if d.scale == 0 {
 		d.scale = 1
 	}
@@ -300,6 +302,24 @@ func (d *Driver) model(w time.Duration) time.Duration { return time.Duration(flo
 
 // Progress returns the live counts.
 func (d *Driver) Progress() Progress { return d.counters.Snapshot() }
+
+// SendLateness returns how late the driver has sent its requests so far.
+// It is safe to call at any time.
+func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+
+// wait waits until the model time at from start, or until ctx is done, and
+// reports whether the moment came (ok). With PreciseTimers it may return a
+// little early (see clock.Pacer): do measures from the earlier of the
+// intended time and the send.
+// Paced reports whether the pacer slept for it, so that do should tell the
+// pacer how late the send was.
+func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (paced, ok bool) {
+	deadline := start.Add(d.wall(at))
+	if !d.opts.PreciseTimers {
+		return false, clock.Wait(ctx, deadline, false)
+	}
+	return d.pacer.Wait(ctx, deadline)
+}
 
 // Run sends the load, model time 0 being start, and hands every result to
 // sink from one goroutine, which it owns. It returns when every request it
@@ -459,8 +479,10 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		a := h[0]
 		// A runtime timer alone sends up to a millisecond late, which is
 		// 100 ms of model time at 0.01: PreciseTimers times the last
-		// stretch with clock's high-resolution timer.
-		if !clock.Wait(ctx, start.Add(d.wall(a.at)), d.opts.PreciseTimers) {
+		// stretch with clock's high-resolution timer, aiming early by its
+		// usual lateness.
+		paced, ok := d.wait(ctx, start, a.at)
+		if !ok {
 			return
 		}
 		if ctx.Err() != nil {
@@ -487,7 +509,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		wg.Go(func() {
 			defer d.openFlight.Add(-1)
 			defer t.inFlight.Add(-1)
-			if r, ok := d.do(ctx, start, t, route, a.at); ok {
+			if r, ok := d.do(ctx, start, t, route, a.at, paced); ok {
 				out <- r
 			}
 		})
@@ -504,14 +526,15 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		if next >= t.stop {
 			return
 		}
-		if !clock.Wait(ctx, start.Add(d.wall(next)), d.opts.PreciseTimers) {
+		paced, ok := d.wait(ctx, start, next)
+		if !ok {
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		route := t.mix.Pick(rng)
-		r, ok := d.do(ctx, start, t, route, next)
+		r, ok := d.do(ctx, start, t, route, next, paced)
 		if !ok {
 			return
 		}
@@ -546,8 +569,9 @@ func serviceOf(h []string) time.Duration {
 }
 
 // do sends one request intended at model time intended and returns its
-// result, or false when ctx's cancellation abandoned it.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, intended time.Duration) (Result, bool) {
+// result, or false when ctx's cancellation abandoned it. Paced says the
+// pacer slept for this send and should learn how late it was.
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, intended time.Duration, paced bool) (Result, bool) {
 	res := Result{Tenant: t.index, Route: int16(route), Intended: intended}
 	reqCtx := ctx
 	if t.timeout > 0 {
@@ -571,6 +595,18 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	defer c.inFlight.Add(-1)
 	status := 0
 	var service []string
+	// Latency counts from the intended time, so a late send does not hide
+	// a slow server, or from the send when the pacer woke early for it, so
+	// an early one does not shorten the wait.
+	from := start.Add(d.wall(intended))
+	sent := time.Now()
+	d.late.record(sent.Sub(from))
+	if paced {
+		d.pacer.Observe(sent.Sub(from))
+	}
+	if sent.Before(from) {
+		from = sent
+	}
 	resp, err := t.rt.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
@@ -579,7 +615,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 		resp.Body.Close()
 	}
 	end := time.Now()
-	took := end.Sub(start.Add(d.wall(intended)))
+	took := end.Sub(from)
 	if err == nil {
 		took = max(took-d.opts.Tare, 0)
 	}

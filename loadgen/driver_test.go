@@ -122,6 +122,9 @@ func TestDriverClosedExactCounts(t *testing.T) {
 	if p.Sent != 12 || p.Done() != 12 || p.InFlight != 0 || p.Outcomes[OK] != 12 {
 		t.Errorf("progress: got %+v, want 12 sent, 12 ok, none in flight", p)
 	}
+	if l := d.SendLateness(); l.Sends != 12 || l.Early > l.Sends || l.P50 > l.P99 || l.P99 > l.Max {
+		t.Errorf("send lateness: got %+v, want 12 sends in order p50 ≤ p99 ≤ max", l)
+	}
 }
 
 func TestDriverStatusOutcomes(t *testing.T) {

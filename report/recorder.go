@@ -112,6 +112,9 @@ type RunInfo struct {
 	// Tare is the wall time the live engine measured for a request that
 	// does no work and subtracted from every latency; zero for the sim.
 	Tare time.Duration
+	// SendLateness is the live generator's; zero Sends (the sim) leaves it
+	// out of the results.
+	SendLateness loadgen.Lateness
 
 	// Model is the model time the run covered. Zero means the longer of the
 	// scenario's duration and the end of the last recorded result; an
@@ -579,6 +582,10 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		CommandLine:    info.CommandLine,
 		TareMS:         float64(info.Tare.Microseconds()) / 1000,
 		Histograms:     &Snapshots{},
+	}
+	if l := info.SendLateness; l.Sends > 0 {
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		res.SendLateness = &SendLateness{Sends: l.Sends, Early: l.Early, P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
 	}
 	for k, v := range sc.Settings {
 		res.Settings[k] = v

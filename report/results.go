@@ -136,10 +136,25 @@ type Results struct {
 	CommandLine string `json:"command_line,omitempty"`
 	// TareMS is the wall time, in ms, of a request through the live path
 	// that does no work; the live engine subtracted it from every latency.
-	TareMS     float64    `json:"tare_wall_ms,omitempty"`
-	Shards     int        `json:"shards,omitempty"` // results merged into these; 0 for one run
-	Series     *Series    `json:"series,omitempty"`
-	Histograms *Snapshots `json:"histograms,omitempty"`
+	TareMS float64 `json:"tare_wall_ms,omitempty"`
+	// SendLateness says how far behind its schedule the live engine's
+	// generator sent, in wall ms; nil for the sim.
+	SendLateness *SendLateness `json:"send_lateness_wall_ms,omitempty"`
+	Shards       int           `json:"shards,omitempty"` // results merged into these; 0 for one run
+	Series       *Series       `json:"series,omitempty"`
+	Histograms   *Snapshots    `json:"histograms,omitempty"`
+}
+
+// SendLateness is loadgen.Lateness in results.json: when the live
+// generator sent against when it meant to, in wall milliseconds. Negative
+// values are early sends, from which latency counts instead.
+type SendLateness struct {
+	Sends uint64  `json:"sends"`
+	Early uint64  `json:"early"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
 }
 
 // Passed reports whether every SLO passed. A run without SLOs passes.

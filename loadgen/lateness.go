@@ -1,0 +1,72 @@
+package loadgen
+
+import (
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Lateness summarises when a driver sent its requests against their
+// intended times, in wall time: how far behind its schedule the generator
+// itself ran. Latencies count from the intended time whatever this says, so
+// a late generator does not hide a slow server; but lateness well above the
+// time scale's resolution says the machine could not play the scenario
+// that fast. Negative values are sends made early (see clock.Pacer), from
+// which latency counts instead.
+type Lateness struct {
+	Sends uint64        // requests sent
+	Early uint64        // sent before their intended time
+	P50   time.Duration // median lateness
+	P90   time.Duration
+	P99   time.Duration
+	Max   time.Duration
+}
+
+// latenessOffset shifts lateness into the histogram's non-negative range:
+// a send can be early by at most clock.MaxLead.
+const latenessOffset = time.Millisecond
+
+// latenessRecorder records send lateness from many goroutines. The zero
+// value is not ready; use newLatenessRecorder.
+type latenessRecorder struct {
+	mu    sync.Mutex
+	h     *hdr.Histogram // microseconds + latenessOffset
+	early uint64
+}
+
+func newLatenessRecorder() *latenessRecorder {
+	// 1 µs to an hour at three significant digits.
+	return &latenessRecorder{h: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
+}
+
+func (l *latenessRecorder) record(late time.Duration) {
+	v := max((late+latenessOffset)/time.Microsecond, 0)
+	l.mu.Lock()
+	if late < 0 {
+		l.early++
+	}
+	// Values past the histogram's top are clamped rather than lost.
+	if l.h.RecordValue(int64(v)) != nil {
+		l.h.RecordValue(l.h.HighestTrackableValue())
+	}
+	l.mu.Unlock()
+}
+
+func (l *latenessRecorder) summary() Lateness {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.h.TotalCount()
+	if n == 0 {
+		return Lateness{}
+	}
+	at := func(v int64) time.Duration { return time.Duration(v)*time.Microsecond - latenessOffset }
+	return Lateness{
+		Sends: uint64(n),
+		Early: l.early,
+		P50:   at(l.h.ValueAtQuantile(50)),
+		P90:   at(l.h.ValueAtQuantile(90)),
+		P99:   at(l.h.ValueAtQuantile(99)),
+		Max:   at(l.h.Max()),
+	}
+}
