@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -141,12 +140,20 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		every = time.Second
 	}
 
-	var tare time.Duration
+	var (
+		tare    time.Duration
+		tracker tareTracker
+		probes  *prober
+	)
 	if pr != nil {
 		var err error
+		if probes, err = pr.newProber(probeWait(sc, scale)); err != nil {
+			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+		}
+		defer probes.close()
 		// Cut off by ctx, the run is interrupted before it began: the
 		// driver returns at once and the results say so.
-		if tare, err = pr.calibrate(ctx); err != nil && ctx.Err() == nil {
+		if tare, err = probes.calibrate(ctx, &tracker); err != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 	}
@@ -171,9 +178,24 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
 	}
 
+	stopProbes := func() {}
+	if probes != nil {
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			probes.track(pctx, &tracker, drv)
+		}()
+		stopProbes = func() {
+			cancel()
+			<-done
+			tare = tracker.runTare()
+		}
+	}
 	start := time.Now()
 	runErr := drv.Run(ctx, start, rec)
 	elapsed := time.Since(start)
+	stopProbes()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
@@ -409,63 +431,4 @@ func (p *pair) close() {
 	}
 	p.stopBackend()
 	<-p.backendDone
-}
-
-// calibrationRequests is how many requests calibrate sends, each waiting
-// calibrationWait in the backend: long enough that the path's goroutines go
-// idle between the request and its answer, as under a real service time.
-const (
-	calibrationRequests = 24
-	calibrationWait     = 5 * time.Millisecond
-)
-
-// calibrate measures the tare of the built-in path: the median wall time of
-// a request that does no work (the backend's WaitPath, less its wait)
-// through the same reverse proxy and backend, sent from a keep-alive client like the
-// driver's. It goes through a listener of its own without the limits, so
-// that no limiter key counts it. At time scale 0.01 the tare of a fraction
-// of a millisecond would add tens of milliseconds to every model latency;
-// the driver subtracts it instead.
-func (p *pair) calibrate(ctx context.Context) (time.Duration, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	srv := &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln) // ErrServerClosed once Close runs
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-done
-	}()
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	url := "http://" + ln.Addr().String() + fakebackend.WaitPath + "?wait=" + calibrationWait.String()
-	took := make([]time.Duration, 0, calibrationRequests)
-	for range calibrationRequests {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusNoContent {
-			return 0, fmt.Errorf("GET %s: %s, want 204 from the fake backend", url, resp.Status)
-		}
-		took = append(took, time.Since(start)-calibrationWait)
-	}
-	slices.Sort(took)
-	return max(took[len(took)/2], 0), nil
 }

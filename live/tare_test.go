@@ -146,3 +146,67 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 		})
 	}
 }
+
+func TestTareTracker(t *testing.T) {
+	var tt tareTracker
+	if got := tt.tare(); got != 0 {
+		t.Fatalf("empty: tare %v, want 0", got)
+	}
+	us := time.Microsecond
+	for i := range tareWindow { // calibration: 100..123 µs
+		tt.add(time.Duration(100+i)*us, false)
+	}
+	if got, want := tt.tare(), 112*us; got != want {
+		t.Fatalf("after calibration: tare %v, want the median %v", got, want)
+	}
+	if got, want := tt.runTare(), 112*us; got != want {
+		t.Fatalf("no probe during the run: run tare %v, want the window's %v", got, want)
+	}
+	// The machine gets slower: probes of 300 µs push the calibration out of
+	// the window, one at a time.
+	for i := range tareWindow {
+		tt.add(300*us, true)
+		want := 300 * us
+		if i < tareWindow/2-1 {
+			want = time.Duration(112+i+1) * us
+		}
+		if got := tt.tare(); got != want {
+			t.Fatalf("step %d: tare %v, want %v", i, got, want)
+		}
+	}
+	tt.add(-5*us, true) // a probe faster than its wait's timer: never below zero
+	if got, want := tt.runTare(), 300*us; got != want {
+		t.Errorf("run tare %v, want the median of the run's probes %v", got, want)
+	}
+	var neg tareTracker
+	neg.add(-time.Millisecond, false)
+	if got := neg.tare(); got != 0 {
+		t.Errorf("negative probe: tare %v, want 0", got)
+	}
+}
+
+func TestProbeWait(t *testing.T) {
+	story, err := scenarios.LoadFile("../scenarios/stock-balance.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		sc    *scenarios.Scenario
+		scale float64
+		lo    time.Duration
+		hi    time.Duration
+	}{
+		// The pages' 42 ms mean, not the reports' minutes: 249 sites
+		// send pages, one user 8 reports.
+		{"stock-balance at 0.03", story, 0.03, 1200 * time.Microsecond, 1300 * time.Microsecond},
+		{"one constant route", tareScenario(), 0.1, 10 * time.Millisecond, 10 * time.Millisecond},
+		{"bounded below", tareScenario(), 1e-6, minProbeWait, minProbeWait},
+		{"no load", &scenarios.Scenario{Backend: story.Backend}, 0.03, maxProbeWait, maxProbeWait},
+	}
+	for i, tt := range tests {
+		if got := probeWait(tt.sc, tt.scale); got < tt.lo || got > tt.hi {
+			t.Errorf("step %d (%s): probeWait = %v, want %v..%v", i, tt.name, got, tt.lo, tt.hi)
+		}
+	}
+}

@@ -52,7 +52,8 @@ type DriverOptions struct {
 	// Tare is the wall time the path takes for a request that does no work
 	// (client, proxy and backend on loopback), subtracted from the measured
 	// latency of every answered request, never below zero: in the model the
-	// network takes no time. Zero subtracts nothing.
+	// network takes no time. Zero subtracts nothing. Driver.SetTare changes
+	// it while the driver runs.
 	Tare time.Duration
 	// Tenants are the scenario's expanded tenants. Result.Tenant is
 	// Tenants[i].Index.
@@ -179,6 +180,7 @@ type Driver struct {
 	ran        atomic.Bool
 	pacer      clock.Pacer
 	late       *latenessRecorder
+	tare       atomic.Int64 // nanoseconds
 }
 
 // NewDriver validates opts and prepares one HTTP transport per distinct
@@ -191,6 +193,10 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if d.scale == 0 {
 		d.scale = 1
 	}
+	if opts.Tare < 0 {
+		return nil, fmt.Errorf("loadgen: tare %v: want zero or more", opts.Tare)
+	}
+	d.tare.Store(int64(opts.Tare))
 	if d.scale < 0 || math.IsNaN(d.scale) || math.IsInf(d.scale, 0) {
 		return nil, fmt.Errorf("loadgen: time scale %v: want a positive number", opts.TimeScale)
 	}
@@ -302,6 +308,12 @@ func (d *Driver) model(w time.Duration) time.Duration { return time.Duration(flo
 
 // Progress returns the live counts.
 func (d *Driver) Progress() Progress { return d.counters.Snapshot() }
+
+// SetTare sets the tare subtracted from the latency of requests answered
+// from now on (see DriverOptions.Tare), so that a caller measuring the path
+// while the run goes on can follow the machine's state. Negative counts as
+// zero. It is safe to call at any time.
+func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0))) }
 
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
@@ -617,7 +629,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	end := time.Now()
 	took := end.Sub(from)
 	if err == nil {
-		took = max(took-d.opts.Tare, 0)
+		took = max(took-time.Duration(d.tare.Load()), 0)
 	}
 	res.Latency = d.model(took)
 	switch {

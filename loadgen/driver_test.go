@@ -480,6 +480,7 @@ func TestNewDriverErrors(t *testing.T) {
 		{"no target", DriverOptions{}},
 		{"https", DriverOptions{Target: mustURL(t, "https://127.0.0.1:1")}},
 		{"negative scale", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), TimeScale: -1}},
+		{"negative tare", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Tare: -time.Millisecond}},
 		{"no load", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Tenants: []scenarios.Tenant{{Name: "x"}}}},
 		{"route out of range", DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Routes: testRoutes,
 			Tenants: []scenarios.Tenant{{Name: "x", Load: &scenarios.Load{Routes: []scenarios.WeightedRoute{{Route: 2, Weight: 1}}}}}}},

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,6 +242,46 @@ func TestDriverClosedNextSendFromAnswer(t *testing.T) {
 				t.Errorf("step %d.%d: scale %v: sent %v after the previous request, want at least %v (its wait %v + think %v model)",
 					i, k, scale, gap, want, wait, think)
 			}
+		}
+	}
+}
+
+func TestDriverSetTareWhileRunning(t *testing.T) {
+	// One user, three requests in turn. The first answer's arrival at the
+	// sink sets a tare longer than any request; the server holds the second
+	// request until then, so it and the third must come back as 0.
+	ready := make(chan struct{})
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 1 {
+			<-ready
+		}
+	}))
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-ready:
+		default:
+			close(ready)
+		}
+	}()
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: closedLoad(1, 3, 0, 0), Horizon: time.Minute})
+	var sink resultSink
+	sink.onAdd = func(*Result) {
+		if len(sink.got) == 1 {
+			d.SetTare(time.Hour)
+			close(ready)
+		}
+	}
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(sink.got) != 3 {
+		t.Fatalf("%d results, want 3", len(sink.got))
+	}
+	for i, r := range sink.got {
+		if r.Outcome != OK || (i == 0) != (r.Latency > 0) {
+			t.Errorf("step %d: %v latency %v, want ok, and above 0 only before the tare was set", i, r.Outcome, r.Latency)
 		}
 	}
 }

@@ -110,7 +110,7 @@ type RunInfo struct {
 	CommandLine string
 
 	// Tare is the wall time the live engine measured for a request that
-	// does no work and subtracted from every latency; zero for the sim.
+	// does no work during the run (see Results.TareMS); zero for the sim.
 	Tare time.Duration
 	// SendLateness is the live generator's; zero Sends (the sim) leaves it
 	// out of the results.

@@ -1,0 +1,249 @@
+package live
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"stampede/clock"
+	"stampede/fakebackend"
+	"stampede/loadgen"
+	"stampede/scenarios"
+)
+
+// The tare of the built-in path is measured with probes: requests for the
+// backend's WaitPath, each waiting there about as long as the scenario's
+// typical request (see probeWait), timed less that wait. calibrate takes
+// the median of
+// tareWindow probes before the run; during it, track sends one every
+// probeGap and keeps the driver's tare at the median of the last
+// tareWindow, because what a loopback hop costs on a small machine drifts
+// with its load (the median of 24 probes moves by a tenth of a millisecond
+// from one second to the next, which is 1% of a second of model time at
+// time scale 0.01).
+const (
+	tareWindow = 24
+	probeGap   = 10 * time.Millisecond
+)
+
+// Bounds of probeWait.
+const (
+	minProbeWait = 100 * time.Microsecond
+	maxProbeWait = 10 * time.Millisecond
+)
+
+// probeWait returns how long a probe waits in the backend: the wall time of
+// the scenario's typical service time, the median over its routes' mean
+// service times weighted by how many requests each gets, within
+// minProbeWait..maxProbeWait. (Means, because a Dist has no median, and
+// drawing from one to estimate it would take draws from its stream.) What
+// a loopback hop costs depends on how long the path's goroutines were idle
+// before it (on a VM, an idle CPU takes long to wake), so a probe must idle
+// like the requests whose tare it measures: probes of 5 ms under 0.9 ms
+// pages (stock-balance at 0.03) took a tenth of a millisecond more than
+// the pages did.
+func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
+	type weighted struct {
+		d time.Duration
+		w float64
+	}
+	routes := sc.Backend.Routes
+	rate := make([]float64, len(routes)) // requests per model second
+	for _, g := range sc.Tenants {
+		l := &g.Load
+		var perTenant float64
+		switch l.Model {
+		case scenarios.Closed:
+			// A user sends about once per think and service time.
+			cycle := l.Think
+			for _, wr := range l.Routes {
+				cycle += time.Duration(float64(routes[wr.Route].Service.Mean()) * wr.Weight / totalWeight(l.Routes))
+			}
+			perTenant = float64(l.Users) / max(cycle.Seconds(), 1e-3)
+		default:
+			perTenant = l.Rate
+			if len(l.Stages) > 0 {
+				var n, d float64
+				for _, st := range l.Stages {
+					n += st.Rate * st.Duration.Seconds()
+					d += st.Duration.Seconds()
+				}
+				perTenant = n / max(d, 1e-9)
+			}
+		}
+		for _, wr := range l.Routes {
+			rate[wr.Route] += float64(g.Count) * perTenant * wr.Weight / totalWeight(l.Routes)
+		}
+	}
+	var ws []weighted
+	var total float64
+	for i, r := range routes {
+		if rate[i] > 0 && r.Service != nil {
+			ws = append(ws, weighted{r.Service.Mean(), rate[i]})
+			total += rate[i]
+		}
+	}
+	if len(ws) == 0 {
+		return maxProbeWait
+	}
+	slices.SortFunc(ws, func(a, b weighted) int { return cmp.Compare(a.d, b.d) })
+	var acc float64
+	med := ws[len(ws)-1].d
+	for _, w := range ws {
+		if acc += w.w; acc >= total/2 {
+			med = w.d
+			break
+		}
+	}
+	return min(max(time.Duration(float64(med)*scale), minProbeWait), maxProbeWait)
+}
+
+func totalWeight(wr []scenarios.WeightedRoute) float64 {
+	var t float64
+	for _, r := range wr {
+		t += r.Weight
+	}
+	return max(t, 1e-12)
+}
+
+// prober times requests that do no work through the built-in reverse proxy
+// and backend, from a keep-alive client like the driver's. It has a
+// listener of its own without the limits, so that no limiter key counts a
+// probe. It is not safe for concurrent use; close it when done.
+type prober struct {
+	wait   time.Duration
+	srv    *http.Server
+	done   chan struct{}
+	tr     *http.Transport
+	client *http.Client
+	url    string
+}
+
+func (p *pair) newProber(wait time.Duration) (*prober, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}
+	pb := &prober{
+		wait:   wait,
+		srv:    &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second},
+		done:   make(chan struct{}),
+		tr:     tr,
+		client: &http.Client{Transport: tr, Timeout: 5 * time.Second},
+		url:    "http://" + ln.Addr().String() + fakebackend.WaitPath + "?wait=" + wait.String(),
+	}
+	go func() {
+		defer close(pb.done)
+		_ = pb.srv.Serve(ln) // ErrServerClosed once close runs
+	}()
+	return pb, nil
+}
+
+func (pb *prober) close() {
+	pb.tr.CloseIdleConnections()
+	_ = pb.srv.Close()
+	<-pb.done
+}
+
+// probe times one request, less the backend's wait.
+func (pb *prober) probe(ctx context.Context) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pb.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	resp, err := pb.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusNoContent {
+		return 0, fmt.Errorf("GET %s: %s, want 204 from the fake backend", pb.url, resp.Status)
+	}
+	return time.Since(start) - pb.wait, nil
+}
+
+// tareTracker keeps the window of recent probes and every probe of the run.
+// It is not safe for concurrent use.
+type tareTracker struct {
+	window []time.Duration // a ring of the last tareWindow probes
+	next   int
+	all    []time.Duration // every probe during the run, for the results
+	sorted []time.Duration // scratch
+}
+
+func (tt *tareTracker) add(d time.Duration, during bool) {
+	if len(tt.window) < tareWindow {
+		tt.window = append(tt.window, d)
+	} else {
+		tt.window[tt.next] = d
+		tt.next = (tt.next + 1) % tareWindow
+	}
+	if during {
+		tt.all = append(tt.all, d)
+	}
+}
+
+// tare returns the median of the window, never below zero.
+func (tt *tareTracker) tare() time.Duration { return median(tt.window, &tt.sorted) }
+
+// runTare returns the median of the probes made during the run, or of the
+// window when there were none.
+func (tt *tareTracker) runTare() time.Duration {
+	if len(tt.all) == 0 {
+		return tt.tare()
+	}
+	return median(tt.all, &tt.sorted)
+}
+
+// median returns the median of ds, never below zero, sorting a copy in
+// scratch.
+func median(ds []time.Duration, scratch *[]time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append((*scratch)[:0], ds...)
+	slices.Sort(s)
+	*scratch = s
+	return max(s[len(s)/2], 0)
+}
+
+// calibrate measures the tare of the built-in path before the run: the
+// median of tareWindow probes. At time scale 0.01 the tare of a fraction of
+// a millisecond would add tens of milliseconds to every model latency; the
+// driver subtracts it instead.
+func (pb *prober) calibrate(ctx context.Context, tt *tareTracker) (time.Duration, error) {
+	for range tareWindow {
+		d, err := pb.probe(ctx)
+		if err != nil {
+			return 0, err
+		}
+		tt.add(d, false)
+	}
+	return tt.tare(), nil
+}
+
+// track probes every probeGap until ctx ends, setting drv's tare to the
+// median of the last tareWindow probes after each. A probe that fails ends
+// the tracking, leaving the tare as it was: it fails only when the run is
+// ending or the pair is broken, and the run's own requests then say so.
+func (pb *prober) track(ctx context.Context, tt *tareTracker, drv *loadgen.Driver) {
+	for clock.Wait(ctx, time.Now().Add(probeGap), false) {
+		d, err := pb.probe(ctx)
+		if err != nil {
+			return
+		}
+		tt.add(d, true)
+		drv.SetTare(tt.tare())
+	}
+}
