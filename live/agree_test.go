@@ -176,12 +176,13 @@ func routeAgreement(t *testing.T, liveRes, simRes *report.Results, name string) 
 
 // stockBalanceSets shrink the library's stock-balance story to what a busy
 // 2-core machine serves over real HTTP under the race detector while it
-// keeps its point: 5 other sites instead of 249 (100 page requests a wall
-// second at time scale 0.01 instead of 5,000), and 5 minutes of load instead
-// of 10, which still hold user-x's 8 tabs of the 2–4 minute report from 1m
-// to their end against limit_conn $host 4.
+// keeps its point: 25 other sites instead of 249 (167 page requests a wall
+// second at the library's time scale of 0.03 instead of 1,660), and 5
+// minutes of load instead of 10, which still hold user-x's 8 tabs of the
+// 2–4 minute report from 1m to their end against limit_conn $host 4. The
+// 1,500 pages make a p99 that one late request does not move.
 var stockBalanceSets = []string{
-	"tenants.other-sites.count=5",
+	"tenants.other-sites.count=25",
 	"duration=5m",
 }
 
@@ -211,11 +212,13 @@ func TestAgreeStockBalance(t *testing.T) {
 	// of a millisecond is lost in them, and user-x's latencies are compared.
 	groupAgreement(t, liveRes, simRes, "user-x", true).check(t)
 	routeAgreement(t, liveRes, simRes, "stock-balance").check(t)
-	// A page's 30 ms median is 0.3 ms of wall time at time scale 0.01, about
-	// what a request costs in HTTP alone: the live pages are slower by that
-	// cost, which is the live engine's overhead, not a disagreement. Their
-	// counts and rejected share are compared; their latencies are logged.
-	groupAgreement(t, liveRes, simRes, "other-sites", false).check(t)
+	// A page's 30 ms median is 0.9 ms of wall time at time scale 0.03, less
+	// than the HTTP path through proxy and backend costs: the live engine
+	// takes that cost off with a tare it keeps measuring during the run,
+	// and the pages' latencies must then agree too. The race detector
+	// triples the path's cost and its jitter, which no tare takes off, so
+	// a race build compares their counts alone.
+	groupAgreement(t, liveRes, simRes, "other-sites", !raceBuild).check(t)
 }
 
 // nearSaturation is an M/M/16 queue at 85% utilisation: Poisson arrivals
