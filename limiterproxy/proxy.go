@@ -36,6 +36,20 @@ const DefaultConnectTimeout = 60 * time.Second
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
+	var transport http.RoundTripper = &oneShot{dialer: dialer, headerTimeout: opts.ReadTimeout}
+	if opts.KeepAlive {
+		transport = &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			MaxIdleConns:          maxIdleUpstream,
+			MaxIdleConnsPerHost:   maxIdleUpstream,
+			ResponseHeaderTimeout: opts.ReadTimeout,
+			// The upstream is a plain-HTTP app server; nginx does not ask
+			// it for compressed bodies either.
+			DisableCompression: true,
+			ForceAttemptHTTP2:  false,
+		}
+	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
@@ -47,22 +61,14 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 				pr.Out.Host = pr.In.Host
 			}
 			pr.SetXForwarded()
-			if opts.KeepAlive && (pr.Out.Body == nil || pr.Out.Body == http.NoBody) {
+			switch {
+			case !opts.KeepAlive:
+				pr.Out.Close = true // "Connection: close", as nginx's HTTP/1.0 says
+			case pr.Out.Body == nil || pr.Out.Body == http.NoBody:
 				pr.Out.Body = noReplay{}
 			}
 		},
-		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dialer.DialContext,
-			DisableKeepAlives:     !opts.KeepAlive,
-			MaxIdleConns:          maxIdleUpstream,
-			MaxIdleConnsPerHost:   maxIdleUpstream,
-			ResponseHeaderTimeout: opts.ReadTimeout,
-			// The upstream is a plain-HTTP app server; nginx does not ask
-			// it for compressed bodies either.
-			DisableCompression: true,
-			ForceAttemptHTTP2:  false,
-		},
+		Transport:    transport,
 		BufferPool:   &copyBuffers,
 		ErrorLog:     log.New(io.Discard, "", 0),
 		ErrorHandler: proxyError,

@@ -1,0 +1,153 @@
+package limiterproxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOneShotConnectionPerRequest checks nginx's default towards an
+// upstream: every request on a new connection that says
+// "Connection: close", and every connection closed after its response.
+func TestOneShotConnectionPerRequest(t *testing.T) {
+	states := make(chan http.ConnState, 64)
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.Close {
+			t.Errorf("upstream request without Connection: close")
+		}
+		io.WriteString(w, "ok")
+	}))
+	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew || s == http.StateClosed {
+			states <- s
+		}
+	}
+	backend.Start()
+	defer backend.Close()
+	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{}))
+	defer front.Close()
+
+	const n = 5
+	for i := range n {
+		if status, body, _ := get(t, front.Client(), front.URL, "site1"); status != 200 || body != "ok" {
+			t.Fatalf("step %d: GET = %d %q, want 200 \"ok\"", i, status, body)
+		}
+	}
+	opened, closed := 0, 0
+	timeout := time.After(5 * time.Second)
+	for opened < n || closed < n {
+		select {
+		case s := <-states:
+			if s == http.StateNew {
+				opened++
+			} else {
+				closed++
+			}
+		case <-timeout:
+			t.Fatalf("upstream connections: %d opened, %d closed; want %d of each", opened, closed, n)
+		}
+	}
+}
+
+// TestOneShotBodies sends a request body up and streams a chunked response
+// of a megabyte down, after an informational 103, which is not passed on.
+func TestOneShotBodies(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up, err := io.ReadAll(r.Body)
+		if err != nil || string(up) != "payload" {
+			t.Errorf("upstream body %q, %v; want \"payload\"", up, err)
+		}
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.WriteHeader(http.StatusCreated)
+		for off := 0; off < len(big); off += 1 << 16 {
+			w.Write(big[off : off+1<<16])
+			http.NewResponseController(w).Flush()
+		}
+	}))
+	defer backend.Close()
+	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{ReadTimeout: 5 * time.Second}))
+	defer front.Close()
+
+	resp, err := front.Client().Post(front.URL+"/upload", "text/plain", strings.NewReader("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	if resp.StatusCode != http.StatusCreated || !bytes.Equal(got, big) {
+		t.Errorf("POST = %d with %d bytes, want 201 with the %d bytes sent", resp.StatusCode, len(got), len(big))
+	}
+}
+
+// TestOneShotUpgrade checks that a connection upgrade (a WebSocket, say)
+// is spliced through: the 101 comes back and bytes flow both ways.
+func TestOneShotUpgrade(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "want Upgrade: echo", http.StatusBadRequest)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		line, err := brw.ReadString('\n')
+		if err != nil {
+			return
+		}
+		io.WriteString(c, "echo: "+line)
+	}))
+	defer backend.Close()
+	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{}))
+	defer front.Close()
+
+	c, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: site1\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the upgrade answer: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %s, want 101", resp.Status)
+	}
+	io.WriteString(c, "ping\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "echo: ping\n" {
+		t.Errorf("through the upgraded connection: %q, %v; want \"echo: ping\\n\"", line, err)
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	for i, tt := range []struct{ url, want string }{
+		{"http://127.0.0.1:8000/x", "127.0.0.1:8000"},
+		{"http://app.internal/x", "app.internal:80"},
+		{"http://[::1]/", "[::1]:80"},
+		{"http://[::1]:9000/", "[::1]:9000"},
+	} {
+		req := httptest.NewRequest("GET", tt.url, nil)
+		if got := hostPort(req); got != tt.want {
+			t.Errorf("step %d: hostPort(%s) = %q, want %q", i, tt.url, got, tt.want)
+		}
+	}
+}
