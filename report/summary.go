@@ -53,6 +53,7 @@ func WriteSummary(w io.Writer, r *Results) error {
 	}
 	fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
 		r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	writeGenerator(&b, r)
 	if len(r.SLO) > 0 {
 		failed := 0
 		for _, s := range r.SLO {
@@ -142,4 +143,28 @@ func trimZeros(s string) string {
 		s = strings.TrimSuffix(s, ".")
 	}
 	return s
+}
+
+// behindWarn is how far behind its schedule, in model time at the 99th
+// percentile, the live generator may send before the summary warns that the
+// machine could not play the scenario at its time scale.
+const behindWarn = 100.0 // ms
+
+// writeGenerator writes what the live engine says of its own measurement:
+// the tare it took off, and how late it sent.
+func writeGenerator(b *strings.Builder, r *Results) {
+	l := r.SendLateness
+	if l == nil {
+		return
+	}
+	scale := r.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+	fmt.Fprintf(b, "live engine: tare %.3f ms wall off every latency; sends late p50 %.3f ms, p99 %.3f ms wall (%s model)\n",
+		r.TareMS, l.P50, l.P99, formatMs(l.P99/scale))
+	if p99 := l.P99 / scale; p99 > behindWarn {
+		fmt.Fprintf(b, "warning: the generator sent %s of model time behind its schedule at p99; this machine could not play the scenario at time scale %g, and latencies include that delay (try a larger time_scale)\n",
+			formatMs(p99), r.TimeScale)
+	}
 }

@@ -2,8 +2,11 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
+
+	"stampede/loadgen"
 )
 
 func TestWriteSummary(t *testing.T) {
@@ -48,6 +51,28 @@ func TestFormatMs(t *testing.T) {
 	for i, c := range pct {
 		if got := formatPercent(c.f); got != c.want {
 			t.Errorf("step %d: formatPercent(%v) = %q, want %q", i, c.f, got, c.want)
+		}
+	}
+}
+
+func TestWriteSummaryLiveGenerator(t *testing.T) {
+	for i, tt := range []struct {
+		late loadgen.Lateness
+		want string
+	}{
+		{loadgen.Lateness{Sends: 10, P50: -2 * time.Microsecond, P99: 120 * time.Microsecond},
+			"live engine: tare 0.612 ms wall off every latency; sends late p50 -0.002 ms, p99 0.120 ms wall (12 ms model)\n"},
+		{loadgen.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond},
+			"live engine: tare 0.612 ms wall off every latency; sends late p50 1.000 ms, p99 3.000 ms wall (300 ms model)\n" +
+				"warning: the generator sent 300 ms of model time behind its schedule at p99; this machine could not play the scenario at time scale 0.01, and latencies include that delay (try a larger time_scale)\n"},
+	} {
+		res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "live", Tare: 612 * time.Microsecond, SendLateness: tt.late, Backend: statsOf(8, 8, 3, 0)})
+		var buf bytes.Buffer
+		if err := WriteSummary(&buf, res); err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.String(); !strings.Contains(got, "\nbackend: 8 workers, busy max 8, queue max 3, utilization 0%\n"+tt.want+"SLO") {
+			t.Errorf("step %d: summary:\n%s\nwant after the backend line:\n%s", i, got, tt.want)
 		}
 	}
 }
