@@ -147,41 +147,58 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	}
 }
 
+func TestTareEstimate(t *testing.T) {
+	us := time.Microsecond
+	tests := []struct {
+		probes []time.Duration
+		want   time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{100 * us, 100 * us, 400 * us}, 200 * us},                        // the mean, not the median
+		{[]time.Duration{100 * us, 100 * us, 100 * us, 10 * time.Millisecond}, 175 * us}, // a pause counts as 4 medians
+		{[]time.Duration{-50 * us, 50 * us, 150 * us}, 200 * us / 3},                     // a probe under its wait counts as 0
+		{[]time.Duration{-time.Millisecond}, 0},
+	}
+	for i, tt := range tests {
+		var scratch []time.Duration
+		if got := estimate(tt.probes, &scratch); got != tt.want {
+			t.Errorf("step %d: estimate(%v) = %v, want %v", i, tt.probes, got, tt.want)
+		}
+	}
+}
+
 func TestTareTracker(t *testing.T) {
 	var tt tareTracker
 	if got := tt.tare(); got != 0 {
 		t.Fatalf("empty: tare %v, want 0", got)
 	}
 	us := time.Microsecond
-	for i := range tareWindow { // calibration: 100..123 µs
-		tt.add(time.Duration(100+i)*us, false)
+	for range calibrationProbes {
+		tt.add(100*us, false)
 	}
-	if got, want := tt.tare(), 112*us; got != want {
-		t.Fatalf("after calibration: tare %v, want the median %v", got, want)
+	if got := tt.tare(); got != 100*us {
+		t.Fatalf("after calibration: tare %v, want 100µs", got)
 	}
-	if got, want := tt.runTare(), 112*us; got != want {
-		t.Fatalf("no probe during the run: run tare %v, want the window's %v", got, want)
+	if got := tt.runTare(); got != 100*us {
+		t.Fatalf("no probe during the run: run tare %v, want the window's 100µs", got)
 	}
-	// The machine gets slower: probes of 300 µs push the calibration out of
-	// the window, one at a time.
+	// The machine gets slower: probes of 300 µs fill the window and then
+	// push the calibration out of it, one at a time.
 	for i := range tareWindow {
 		tt.add(300*us, true)
-		want := 300 * us
-		if i < tareWindow/2-1 {
-			want = time.Duration(112+i+1) * us
+		old := max(calibrationProbes-max(i+1-(tareWindow-calibrationProbes), 0), 0)
+		n := min(calibrationProbes+i+1, tareWindow)
+		limit := 100 * us * tareOutlier
+		if 2*old < n { // the median is 300 µs now
+			limit = 300 * us * tareOutlier
 		}
+		want := (time.Duration(old)*100*us + time.Duration(n-old)*min(300*us, limit)) / time.Duration(n)
 		if got := tt.tare(); got != want {
 			t.Fatalf("step %d: tare %v, want %v", i, got, want)
 		}
 	}
-	tt.add(-5*us, true) // a probe faster than its wait's timer: never below zero
 	if got, want := tt.runTare(), 300*us; got != want {
-		t.Errorf("run tare %v, want the median of the run's probes %v", got, want)
-	}
-	var neg tareTracker
-	neg.add(-time.Millisecond, false)
-	if got := neg.tare(); got != 0 {
-		t.Errorf("negative probe: tare %v, want 0", got)
+		t.Errorf("run tare %v, want the run's probes' %v", got, want)
 	}
 }
 
