@@ -168,11 +168,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		TimeScale:      scale,
 		Seed:           sc.Seed,
 		RejectStatuses: RejectStatuses(sc.Proxy.Limits),
-		MaxInFlight:    opts.MaxInFlight,
-		Drain:          Drain(sc),
-		Sample:         sample,
-		SampleEvery:    max(wall(every), 5*time.Millisecond),
-		Counters:       opts.Counters,
+		// The built-in proxy marks its limits' answers; a target may not.
+		MarkedRejections: pr != nil,
+		MaxInFlight:      opts.MaxInFlight,
+		Drain:            Drain(sc),
+		Sample:           sample,
+		SampleEvery:      max(wall(every), 5*time.Millisecond),
+		Counters:         opts.Counters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)

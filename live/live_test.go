@@ -314,3 +314,18 @@ func overloaded() bool {
 	load, err := strconv.ParseFloat(f[0], 64)
 	return err == nil && load > 2*float64(runtime.NumCPU())
 }
+
+func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
+	// user-x's 8 tabs against limit_conn 4 answering 502: the 4 over the
+	// limit are rejected, and the 4 let through run into the worker
+	// timeout, which the proxy also answers 502. Only the limiter's mark
+	// tells them apart.
+	sc := story(0)
+	sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
+	sc.Backend.Timeout = 30 * time.Second // the reports take a minute
+	res := run(t, context.Background(), sc, Options{})
+	x := group(t, res, "user-x")
+	if x.Requests != 8 || x.Rejected != 4 || x.BackendErrors != 4 || x.Status["502"] != 8 {
+		t.Errorf("user-x: %d requests, %d rejected, %d backend errors, statuses %v; want 8, 4, 4, 8 × 502", x.Requests, x.Rejected, x.BackendErrors, x.Status)
+	}
+}

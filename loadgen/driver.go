@@ -18,6 +18,7 @@ import (
 
 	"stampede/clock"
 	"stampede/fakebackend"
+	"stampede/limiterproxy"
 	"stampede/scenarios"
 )
 
@@ -73,6 +74,13 @@ type DriverOptions struct {
 	// RejectStatuses are the statuses the limiter answers with; see
 	// Classify. Nil means 503 only.
 	RejectStatuses []int
+	// MarkedRejections says the target marks every answer of its limits
+	// with limiterproxy.LimitHeader, as the built-in proxy does: then an
+	// answer is Rejected when it carries the header and never otherwise, so
+	// that a limit answering 502 or 504 is told apart from the upstream's
+	// own. False classifies by status alone (Classify). Either way an
+	// answer that carries the header is Rejected.
+	MarkedRejections bool
 	// MaxInFlight caps open-model requests in flight over all tenants; an
 	// arrival over it is Dropped. Zero means DefaultMaxInFlight. Closed-model
 	// users are not counted: their number already bounds them.
@@ -606,6 +614,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
 	status := 0
+	limited := false
 	var service []string
 	// Latency counts from the intended time, so a late send does not hide
 	// a slow server, or from the send when the pacer woke early for it, so
@@ -623,6 +632,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	if err == nil {
 		status = resp.StatusCode
 		service = resp.Header[fakebackend.HeaderService]
+		limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
@@ -634,7 +644,14 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	res.Latency = d.model(took)
 	switch {
 	case err == nil:
-		res.Outcome = Classify(status, d.reject)
+		switch {
+		case limited:
+			res.Outcome = Rejected
+		case d.opts.MarkedRejections:
+			res.Outcome = Classify(status, nil) // no status is a rejection without the mark
+		default:
+			res.Outcome = Classify(status, d.reject)
+		}
 		res.Status = int16(status)
 		if res.Outcome == OK {
 			res.Work = serviceOf(service)

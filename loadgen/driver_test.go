@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/limiterproxy"
 	"stampede/scenarios"
 )
 
@@ -129,8 +130,14 @@ func TestDriverClosedExactCounts(t *testing.T) {
 
 func TestDriverStatusOutcomes(t *testing.T) {
 	// Route a answers by the Host header: tenants stand for the statuses.
+	// "marked-" hosts carry the limiter's header, as the built-in proxy's
+	// answers do, here with a limit status of 502.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Host {
+		host, marked := strings.CutPrefix(r.Host, "marked-")
+		if marked {
+			w.Header().Set(limiterproxy.LimitHeader, "limit_conn[0] $host")
+		}
+		switch host {
 		case "ok":
 			w.WriteHeader(200)
 		case "limited":
@@ -147,24 +154,33 @@ func TestDriverStatusOutcomes(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	hosts := []string{"ok", "limited", "teapot", "bad-gateway", "gateway-timeout", "redirect"}
-	want := []Outcome{OK, Rejected, Rejected, BackendError, GatewayTimeout, OK}
-	var tenants []scenarios.Tenant
-	for i, h := range hosts {
-		tenants = append(tenants, scenarios.Tenant{Index: i, Name: h, Host: h, Load: &scenarios.Load{
-			Model: scenarios.Closed, Users: 1, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}})
-	}
-	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1, RejectStatuses: []int{503, 429}})
-	var sink resultSink
-	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
-		t.Fatal(err)
-	}
-	if len(sink.got) != len(hosts) {
-		t.Fatalf("results: got %d, want %d", len(sink.got), len(hosts))
-	}
-	for _, r := range sink.got {
-		if r.Outcome != want[r.Tenant] {
-			t.Errorf("tenant %s (status %d): got %v, want %v", hosts[r.Tenant], r.Status, r.Outcome, want[r.Tenant])
+	hosts := []string{"ok", "limited", "teapot", "bad-gateway", "gateway-timeout", "redirect", "marked-bad-gateway"}
+	for _, marked := range []bool{false, true} {
+		// By status, 503 and 429 are the limits' and 502 the upstream's;
+		// with marked rejections only the mark counts, so a limit
+		// answering 502 is told from the upstream's 502.
+		want := []Outcome{OK, Rejected, Rejected, BackendError, GatewayTimeout, OK, Rejected}
+		if marked {
+			want = []Outcome{OK, Error, Error, BackendError, GatewayTimeout, OK, Rejected}
+		}
+		var tenants []scenarios.Tenant
+		for i, h := range hosts {
+			tenants = append(tenants, scenarios.Tenant{Index: i, Name: h, Host: h, Load: &scenarios.Load{
+				Model: scenarios.Closed, Users: 1, Iterations: 1, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}})
+		}
+		d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.1,
+			RejectStatuses: []int{503, 429}, MarkedRejections: marked})
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		if len(sink.got) != len(hosts) {
+			t.Fatalf("marked %v: results: got %d, want %d", marked, len(sink.got), len(hosts))
+		}
+		for _, r := range sink.got {
+			if r.Outcome != want[r.Tenant] {
+				t.Errorf("marked %v: tenant %s (status %d): got %v, want %v", marked, hosts[r.Tenant], r.Status, r.Outcome, want[r.Tenant])
+			}
 		}
 	}
 }
