@@ -212,6 +212,11 @@ func newRunView(r *Results, charts []Chart) runView {
 	if r.Shards > 0 {
 		v.Info = append(v.Info, kv{"Shards", fmt.Sprintf("merged from %d results files", r.Shards)})
 	}
+	if l := r.SendLateness; l != nil {
+		v.Info = append(v.Info,
+			kv{"Tare", fmt.Sprintf("%.3f ms of wall time taken off every latency", r.TareMS)},
+			kv{"Send lateness", fmt.Sprintf("p50 %.3f ms, p99 %.3f ms, max %.3f ms of wall time; %d of %d sends early", l.P50, l.P99, l.Max, l.Early, l.Sends)})
+	}
 	for k, val := range r.Settings {
 		v.Settings = append(v.Settings, kv{k, val})
 	}

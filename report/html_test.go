@@ -460,3 +460,23 @@ func TestPointReport(t *testing.T) {
 		}
 	}
 }
+
+func TestRunViewLiveEngineInfo(t *testing.T) {
+	info := func(r *Results) map[string]string {
+		m := map[string]string{}
+		for _, e := range newRunView(r, nil).Info {
+			m[e.Key] = e.Value
+		}
+		return m
+	}
+	if m := info(&Results{Engine: "sim"}); m["Tare"] != "" || m["Send lateness"] != "" {
+		t.Errorf("sim run: tare %q, send lateness %q; want neither", m["Tare"], m["Send lateness"])
+	}
+	m := info(&Results{Engine: "live", TareMS: 0.412, SendLateness: &SendLateness{Sends: 100, Early: 49, P50: -0.001, P99: 0.5, Max: 4.2}})
+	if want := "0.412 ms of wall time taken off every latency"; m["Tare"] != want {
+		t.Errorf("tare %q, want %q", m["Tare"], want)
+	}
+	if want := "p50 -0.001 ms, p99 0.500 ms, max 4.200 ms of wall time; 49 of 100 sends early"; m["Send lateness"] != want {
+		t.Errorf("send lateness %q, want %q", m["Send lateness"], want)
+	}
+}
