@@ -63,7 +63,9 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 			pr.SetXForwarded()
 			switch {
 			case !opts.KeepAlive:
-				pr.Out.Close = true // "Connection: close", as nginx's HTTP/1.0 says
+				// "Connection: close", as nginx's HTTP/1.0 says, but not
+				// beside the "Connection: Upgrade" of a protocol switch.
+				pr.Out.Close = pr.Out.Header.Get("Upgrade") == ""
 			case pr.Out.Body == nil || pr.Out.Body == http.NoBody:
 				pr.Out.Body = noReplay{}
 			}

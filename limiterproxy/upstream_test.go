@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -95,8 +96,8 @@ func TestOneShotBodies(t *testing.T) {
 // is spliced through: the 101 comes back and bytes flow both ways.
 func TestOneShotUpgrade(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "echo" {
-			http.Error(w, "want Upgrade: echo", http.StatusBadRequest)
+		if r.Header.Get("Upgrade") != "echo" || r.Header.Get("Connection") != "Upgrade" || r.Close {
+			http.Error(w, "want Upgrade: echo and Connection: Upgrade alone", http.StatusBadRequest)
 			return
 		}
 		c, brw, err := http.NewResponseController(w).Hijack()
@@ -149,5 +150,53 @@ func TestHostPort(t *testing.T) {
 		if got := hostPort(req); got != tt.want {
 			t.Errorf("step %d: hostPort(%s) = %q, want %q", i, tt.url, got, tt.want)
 		}
+	}
+}
+
+// TestOneShotEarlyAnswer checks that an upstream answering before it read
+// the request body (a 413 for an upload too large) is heard, as it is
+// through nginx, rather than answered 502 for the body it did not take.
+func TestOneShotEarlyAnswer(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	}))
+	defer backend.Close()
+	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{ReadTimeout: 5 * time.Second}))
+	defer front.Close()
+	body := bytes.Repeat([]byte("x"), 8<<20)
+	resp, err := front.Client().Post(front.URL+"/upload", "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of 8 MiB = %s, want the upstream's 413", resp.Status)
+	}
+}
+
+// TestOneShotHeaderBound checks that an upstream sending headers without
+// end is answered 502, not read into memory forever.
+func TestOneShotHeaderBound(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 200 OK\r\n")
+		for i := 0; i < 1<<20; i++ { // 20 MiB of headers, unless the proxy hangs up
+			if _, err := fmt.Fprintf(brw, "X-Filler-%d: %s\r\n", i, strings.Repeat("y", 8)); err != nil {
+				return
+			}
+		}
+		brw.Flush()
+	}))
+	defer backend.Close()
+	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{}))
+	defer front.Close()
+	if status, _, _ := get(t, front.Client(), front.URL, "site1"); status != http.StatusBadGateway {
+		t.Errorf("endless upstream headers: status %d, want 502", status)
 	}
 }
