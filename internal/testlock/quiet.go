@@ -17,17 +17,17 @@ const (
 	quietPatient = time.Minute
 )
 
-// waitQuiet waits until the machine is quiet, at most quietPatient, and
-// reports whether it was. Where /proc/stat cannot be read it says yes at
+// waitQuiet waits until the machine is quiet, at most patience, and reports
+// whether it was. Where /proc/stat cannot be read it says yes at
 // once.
-func waitQuiet() bool {
+func waitQuiet(patience time.Duration) bool {
 	start := time.Now()
 	prev, ok := cpuTimes()
 	if !ok {
 		return true
 	}
 	calm := 0
-	for time.Since(start) < quietPatient {
+	for time.Since(start) < patience {
 		<-time.After(quietWindow)
 		cur, ok := cpuTimes()
 		if !ok {

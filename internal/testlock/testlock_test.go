@@ -1,6 +1,7 @@
 package testlock
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,5 +60,15 @@ func TestIdleShare(t *testing.T) {
 		if times, ok := cpuTimes(); !ok || times[0] > times[1] || times[1] == 0 {
 			t.Errorf("cpuTimes = %v, %v; want idle ≤ total, total > 0", times, ok)
 		}
+	}
+}
+
+func TestPatienceWithinTimeout(t *testing.T) {
+	got := patience()
+	if got <= 0 || got > Patience {
+		t.Fatalf("patience() = %v, want above 0 and at most %v", got, Patience)
+	}
+	if to := flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration); to > 0 && got > to/4 {
+		t.Errorf("patience() = %v with -test.timeout %v, want at most a quarter of it", got, to)
 	}
 }
