@@ -443,6 +443,9 @@ func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done
 			}
 			r = res
 			d.counters.outcomes[r.Outcome].Add(1)
+			if r.Outcome != Dropped {
+				d.late.record(time.Duration(r.Late) * time.Microsecond)
+			}
 			sink.Add(&r)
 		case now := <-tick:
 			d.opts.Sample(d.model(now.Sub(start)))
@@ -621,9 +624,10 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	// an early one does not shorten the wait.
 	from := start.Add(d.wall(intended))
 	sent := time.Now()
-	d.late.record(sent.Sub(from))
+	late := sent.Sub(from)
+	res.Late = int32(min(max(late/time.Microsecond, math.MinInt32), math.MaxInt32))
 	if paced {
-		d.pacer.Observe(sent.Sub(from))
+		d.pacer.Observe(late)
 	}
 	if sent.Before(from) {
 		from = sent

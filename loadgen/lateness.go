@@ -27,10 +27,12 @@ type Lateness struct {
 // a send can be early by at most clock.MaxLead.
 const latenessOffset = time.Millisecond
 
-// latenessRecorder records send lateness from many goroutines. The zero
+// latenessRecorder records send lateness from the driver's sink goroutine,
+// which reads it from each Result, so that no lock is taken on the way a
+// request is sent; summary may be called from any goroutine. The zero
 // value is not ready; use newLatenessRecorder.
 type latenessRecorder struct {
-	mu    sync.Mutex
+	mu    sync.Mutex     // guards h and early against summary
 	h     *hdr.Histogram // microseconds + latenessOffset
 	early uint64
 }
@@ -40,6 +42,8 @@ func newLatenessRecorder() *latenessRecorder {
 	return &latenessRecorder{h: hdr.New(1, int64(time.Hour/time.Microsecond), 3)}
 }
 
+// record records one send late by late, from the sink goroutine only. The
+// lock it takes is never contended but by summary.
 func (l *latenessRecorder) record(late time.Duration) {
 	v := max((late+latenessOffset)/time.Microsecond, 0)
 	l.mu.Lock()

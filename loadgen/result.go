@@ -57,10 +57,15 @@ func Classify(status int, rejectStatuses []int) Outcome {
 // It is 40 bytes and copied by value through the live driver's channel:
 // think twice before adding to it.
 type Result struct {
-	Tenant   int32         // index into the scenario's expanded tenants
-	Route    int16         // index into the scenario's backend routes
-	Outcome  Outcome       // how it ended
-	Status   int16         // the HTTP status, 0 when none came back
+	Tenant  int32   // index into the scenario's expanded tenants
+	Route   int16   // index into the scenario's backend routes
+	Outcome Outcome // how it ended
+	Status  int16   // the HTTP status, 0 when none came back
+	// Late is how long after Intended the live driver sent the request,
+	// in microseconds of wall time, negative when it sent early; zero
+	// from the simulator and for requests never sent. It fills what would
+	// be padding.
+	Late     int32
 	Intended time.Duration // when it was meant to be sent, from the start of the run
 	Latency  time.Duration // from Intended to the end (response, error or give-up)
 
