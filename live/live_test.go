@@ -149,8 +149,8 @@ func TestRunFidelity(t *testing.T) {
 	// paces its sends early by the timers' usual lateness and keeps
 	// measuring the path's own overhead while the run goes on, taking it
 	// off every latency; what is left is jitter. Measured on a 2-core VM:
-	// medians 996.9-999.4 ms at 0.03 (the library's stock-balance) and
-	// 985.1-1000.4 ms at 0.01, eight runs each.
+	// medians 996.9-999.9 ms at 0.03 (the library's stock-balance) and
+	// 985.1-1000.4 ms at 0.01, ten runs each.
 	// The race detector's instrumentation costs about that much again, so
 	// a race build plays both ten times slower.
 	if overloaded() {
