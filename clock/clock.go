@@ -99,14 +99,9 @@ func (p *Pacer) Wait(ctx context.Context, deadline time.Time) (slept, ok bool) {
 
 // Observe tells the Pacer how late after its deadline a Wait's caller
 // acted: when it woke, or better when it did what it waited to do, which
-// may be on another goroutine. Negative means early.
+// may be on another goroutine. Negative means early. The lead moves a step
+// towards making such a wake-up on time.
 func (p *Pacer) Observe(late time.Duration) {
-	p.adjust(late)
-}
-
-// adjust moves the lead a step towards making a wake-up late by late on
-// time.
-func (p *Pacer) adjust(late time.Duration) {
 	step := int64(leadStep)
 	if p.woken.Add(1) <= leadStrides {
 		step = int64(leadStride)

@@ -93,7 +93,7 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req.Body == nil || req.Body == http.NoBody {
 		if writeErr = write(conn); writeErr != nil {
-			return t.fail(ctx, conn, stop, writeErr)
+			return fail(ctx, conn, stop, writeErr)
 		}
 		arm()
 	} else {
@@ -122,13 +122,13 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 		if writerDone != nil {
 			conn.Close()
 			<-writerDone
-			if writeErr != nil && !errors.Is(err, errUpstreamHeader) && !isTimeout(err) {
+			if writeErr != nil && !errors.Is(err, errUpstreamHeader) && !IsTimeout(err) {
 				// The upstream hung up mid-request and said nothing: the
 				// write's error says why.
 				err = writeErr
 			}
 		}
-		return t.fail(ctx, conn, stop, err)
+		return fail(ctx, conn, stop, err)
 	}
 	hc.left.Store(-1) // the body is not bounded here
 	if t.headerTimeout > 0 {
@@ -162,18 +162,13 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 // fail ends a round trip that got no response: the connection closes, and
 // a client that went away gets its context's error, which the proxy
 // answers with nothing.
-func (t *oneShot) fail(ctx context.Context, conn net.Conn, stop func() bool, err error) (*http.Response, error) {
+func fail(ctx context.Context, conn net.Conn, stop func() bool, err error) (*http.Response, error) {
 	stop()
 	conn.Close()
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	return nil, err
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // sendConn writes a request body to the upstream, each write bounded by

@@ -55,13 +55,16 @@ func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
 	rate := make([]float64, len(routes)) // requests per model second
 	for _, g := range sc.Tenants {
 		l := &g.Load
+		total := totalWeight(l.Routes)
 		var perTenant float64
 		switch l.Model {
 		case scenarios.Closed:
 			// A user sends about once per think and service time.
 			cycle := l.Think
 			for _, wr := range l.Routes {
-				cycle += time.Duration(float64(routes[wr.Route].Service.Mean()) * wr.Weight / totalWeight(l.Routes))
+				if d := routes[wr.Route].Service; d != nil {
+					cycle += time.Duration(float64(d.Mean()) * wr.Weight / total)
+				}
 			}
 			perTenant = float64(l.Users) / max(cycle.Seconds(), 1e-3)
 		default:
@@ -76,15 +79,15 @@ func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
 			}
 		}
 		for _, wr := range l.Routes {
-			rate[wr.Route] += float64(g.Count) * perTenant * wr.Weight / totalWeight(l.Routes)
+			rate[wr.Route] += float64(g.Count) * perTenant * wr.Weight / total
 		}
 	}
 	var ws []weighted
-	var total float64
+	var all float64
 	for i, r := range routes {
 		if rate[i] > 0 && r.Service != nil {
 			ws = append(ws, weighted{r.Service.Mean(), rate[i]})
-			total += rate[i]
+			all += rate[i]
 		}
 	}
 	if len(ws) == 0 {
@@ -94,7 +97,7 @@ func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
 	var acc float64
 	med := ws[len(ws)-1].d
 	for _, w := range ws {
-		if acc += w.w; acc >= total/2 {
+		if acc += w.w; acc >= all/2 {
 			med = w.d
 			break
 		}

@@ -330,9 +330,8 @@ func (d *Driver) SendLateness() Lateness { return d.late.summary() }
 // wait waits until the model time at from start, or until ctx is done, and
 // reports whether the moment came (ok). With PreciseTimers it may return a
 // little early (see clock.Pacer): do measures from the earlier of the
-// intended time and the send.
-// Paced reports whether the pacer slept for it, so that do should tell the
-// pacer how late the send was.
+// intended time and the send. Paced reports whether the pacer slept, so
+// that do should tell it how late the send was.
 func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (paced, ok bool) {
 	deadline := start.Add(d.wall(at))
 	if !d.opts.PreciseTimers {
