@@ -175,37 +175,48 @@ func (pb *prober) probe(ctx context.Context) (time.Duration, error) {
 	return time.Since(start) - pb.wait, nil
 }
 
-// tareTracker keeps the window of recent probes and every probe of the run.
-// It is not safe for concurrent use.
+// tareTracker keeps the window of recent probes, and the tares taken off
+// during the run. It is not safe for concurrent use.
 type tareTracker struct {
 	window []time.Duration // a ring of the last tareWindow probes
 	next   int
-	all    []time.Duration // every probe during the run, for the results
 	sorted []time.Duration // scratch
+	// The tares estimated during the run, summed, and how many: what
+	// the run took off on average, in bounded memory however long it is.
+	sum time.Duration
+	n   int
 }
 
-func (tt *tareTracker) add(d time.Duration, during bool) {
+// add puts a probe into the window.
+func (tt *tareTracker) add(d time.Duration) {
 	if len(tt.window) < tareWindow {
 		tt.window = append(tt.window, d)
-	} else {
-		tt.window[tt.next] = d
-		tt.next = (tt.next + 1) % tareWindow
+		return
 	}
-	if during {
-		tt.all = append(tt.all, d)
-	}
+	tt.window[tt.next] = d
+	tt.next = (tt.next + 1) % tareWindow
+}
+
+// observe adds a probe made during the run and returns the tare to take
+// off from now on.
+func (tt *tareTracker) observe(d time.Duration) time.Duration {
+	tt.add(d)
+	tare := tt.tare()
+	tt.sum += tare
+	tt.n++
+	return tare
 }
 
 // tare returns the estimate from the window.
 func (tt *tareTracker) tare() time.Duration { return estimate(tt.window, &tt.sorted) }
 
-// runTare returns the estimate from the probes made during the run, or
-// from the window when there were none.
+// runTare returns the mean of the tares taken off during the run, or the
+// window's estimate when no probe was made during it.
 func (tt *tareTracker) runTare() time.Duration {
-	if len(tt.all) == 0 {
+	if tt.n == 0 {
 		return tt.tare()
 	}
-	return estimate(tt.all, &tt.sorted)
+	return tt.sum / time.Duration(tt.n)
 }
 
 // tareOutlier is how many times the median a probe may take before the
@@ -254,7 +265,7 @@ func (pb *prober) calibrate(ctx context.Context, tt *tareTracker) (time.Duration
 		if err != nil {
 			return 0, err
 		}
-		tt.add(d, false)
+		tt.add(d)
 	}
 	return tt.tare(), nil
 }
@@ -275,8 +286,7 @@ func (pb *prober) track(ctx context.Context, tt *tareTracker, drv *loadgen.Drive
 			continue
 		}
 		failures = 0
-		tt.add(d, true)
-		drv.SetTare(tt.tare())
+		drv.SetTare(tt.observe(d))
 	}
 }
 

@@ -174,7 +174,7 @@ func TestTareTracker(t *testing.T) {
 	}
 	us := time.Microsecond
 	for range calibrationProbes {
-		tt.add(100*us, false)
+		tt.add(100 * us)
 	}
 	if got := tt.tare(); got != 100*us {
 		t.Fatalf("after calibration: tare %v, want 100µs", got)
@@ -184,8 +184,9 @@ func TestTareTracker(t *testing.T) {
 	}
 	// The machine gets slower: probes of 300 µs fill the window and then
 	// push the calibration out of it, one at a time.
+	var sum time.Duration
 	for i := range tareWindow {
-		tt.add(300*us, true)
+		got := tt.observe(300 * us)
 		old := max(calibrationProbes-max(i+1-(tareWindow-calibrationProbes), 0), 0)
 		n := min(calibrationProbes+i+1, tareWindow)
 		limit := 100 * us * tareOutlier
@@ -193,12 +194,13 @@ func TestTareTracker(t *testing.T) {
 			limit = 300 * us * tareOutlier
 		}
 		want := (time.Duration(old)*100*us + time.Duration(n-old)*min(300*us, limit)) / time.Duration(n)
-		if got := tt.tare(); got != want {
-			t.Fatalf("step %d: tare %v, want %v", i, got, want)
+		if got != want || tt.tare() != want {
+			t.Fatalf("step %d: tare %v (window %v), want %v", i, got, tt.tare(), want)
 		}
+		sum += want
 	}
-	if got, want := tt.runTare(), 300*us; got != want {
-		t.Errorf("run tare %v, want the run's probes' %v", got, want)
+	if got, want := tt.runTare(), sum/tareWindow; got != want {
+		t.Errorf("run tare %v, want the mean of the tares taken off, %v", got, want)
 	}
 }
 

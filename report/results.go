@@ -135,9 +135,9 @@ type Results struct {
 	Version     string `json:"version,omitempty"`
 	CommandLine string `json:"command_line,omitempty"`
 	// TareMS is the wall time, in ms, of a request through the live path
-	// that does no work, estimated from the probes the live engine sent
-	// through it during the run. The engine subtracted from every latency
-	// the estimate from the latest probes at the time.
+	// that does no work: the mean of the tares the live engine took off
+	// during the run, each estimated from the probes it had just sent
+	// through that path.
 	TareMS float64 `json:"tare_wall_ms,omitempty"`
 	// SendLateness says how far behind its schedule the live engine's
 	// generator sent, in wall ms; nil for the sim.
