@@ -102,6 +102,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
 			return nil, &TargetError{err}
 		}
+		if err := reachable(ctx, target); err != nil {
+			return nil, &TargetError{err}
+		}
 		if opts.BackendStatsURL != "" {
 			u, err := checkTarget(ctx, "backend stats URL", opts.BackendStatsURL, opts.AllowRemote)
 			if err != nil {
@@ -299,6 +302,25 @@ func checkTarget(ctx context.Context, what, raw string, allowRemote bool) (*url.
 		}
 	}
 	return u, nil
+}
+
+// reachTimeout bounds reachable's connection attempt.
+const reachTimeout = 2 * time.Second
+
+// reachable reports, before a run against target starts, that nothing
+// accepts connections there, rather than letting every request of the run
+// fail the same way.
+func reachable(ctx context.Context, target *url.URL) error {
+	addr := target.Host
+	if target.Port() == "" {
+		addr = net.JoinHostPort(target.Hostname(), "80")
+	}
+	d := net.Dialer{Timeout: reachTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("live: target %q: nothing accepts connections at %s (%w); start the proxy first", target.String(), addr, err)
+	}
+	return c.Close()
 }
 
 // statsPoller keeps the latest backend stats fetched from a URL.

@@ -2,7 +2,9 @@ package live
 
 import (
 	"context"
+	"errors"
 	"math"
+	"net"
 	"net/http/httptest"
 	"os"
 	"runtime"
@@ -282,6 +284,20 @@ func TestRunRefusesRemoteTarget(t *testing.T) {
 		} else if strings.Contains(target, "http://") && !strings.Contains(err.Error(), "allow-remote") {
 			t.Errorf("step %d: error %q does not say how to allow it", i, err)
 		}
+	}
+}
+
+func TestRunRefusesUnreachableTarget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = Run(context.Background(), story(4), Options{Target: target})
+	var te *TargetError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "nothing accepts connections") {
+		t.Errorf("Run(target %s with nothing listening): error %v, want a TargetError saying nothing accepts connections", target, err)
 	}
 }
 
