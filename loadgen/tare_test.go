@@ -305,12 +305,13 @@ func TestDriverEarlySendsNeverShortenLatency(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 100,
-		Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	// One closed-model user who thinks 8 ms between requests: each send
+	// waits on the pacer, and the requests go one after another, so the
+	// n-th result is the n-th request the server held.
 	d := newDriver(t, srv.URL, DriverOptions{
 		PreciseTimers: true,
-		Tenants:       []scenarios.Tenant{{Index: 0, Name: "t", Host: "t.example.com", Load: load}},
-		Horizon:       time.Second,
+		Tenants:       closedLoad(1, 100, 8*time.Millisecond, 0),
+		Horizon:       time.Minute,
 		TimeScale:     1,
 	})
 	for range 300 {
@@ -320,7 +321,6 @@ func TestDriverEarlySendsNeverShortenLatency(t *testing.T) {
 	if len(sink.got) != 100 || len(held) != 100 {
 		t.Fatalf("%d results, %d served; want 100 of each", len(sink.got), len(held))
 	}
-	// 10 ms apart and answered in about 2: the n-th sent is the n-th served.
 	slices.SortFunc(sink.got, func(a, b timedResult) int { return cmp.Compare(a.Intended, b.Intended) })
 	early := 0
 	for i, r := range sink.got {
