@@ -36,7 +36,7 @@ const DefaultConnectTimeout = 60 * time.Second
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
-	var transport http.RoundTripper = &oneShot{dialer: dialer, headerTimeout: opts.ReadTimeout}
+	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout)
 	if opts.KeepAlive {
 		transport = &http.Transport{
 			Proxy:                 nil,
@@ -81,16 +81,29 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 // without it every response allocates and clears 32 KiB.
 var copyBuffers bufferPool
 
-type bufferPool struct{ p sync.Pool }
+// bufferPool pools 32 KiB buffers. The pool holds *[]byte; the holders are
+// pooled too, so that giving a buffer back allocates nothing.
+type bufferPool struct{ bufs, holders sync.Pool }
 
 func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
+	h, ok := b.bufs.Get().(*[]byte)
+	if !ok {
+		return make([]byte, 32<<10)
 	}
-	return make([]byte, 32<<10)
+	buf := *h
+	*h = nil
+	b.holders.Put(h)
+	return buf
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+func (b *bufferPool) Put(buf []byte) {
+	h, ok := b.holders.Get().(*[]byte)
+	if !ok {
+		h = new([]byte)
+	}
+	*h = buf
+	b.bufs.Put(h)
+}
 
 // maxIdleUpstream bounds the idle upstream connections KeepAlive keeps.
 const maxIdleUpstream = 1024

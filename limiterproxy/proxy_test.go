@@ -52,7 +52,7 @@ func (g *gate) await(t *testing.T, n int) {
 	}
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -212,5 +212,24 @@ func TestProxyNoRetry(t *testing.T) {
 	}
 	if n := len(hits); n != 3 {
 		t.Errorf("upstream saw %d requests for 3 GETs, want 3 (no retries)", n)
+	}
+}
+
+// TestBufferPoolRecycles checks that the copy buffers come back and that
+// giving one back allocates nothing once the pool is warm.
+func TestBufferPoolRecycles(t *testing.T) {
+	var p bufferPool
+	buf := p.Get()
+	if len(buf) != 32<<10 {
+		t.Fatalf("Get returned %d bytes, want 32 KiB", len(buf))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		p.Put(buf)
+		buf = p.Get()
+	})
+	// sync.Pool may drop what it holds at a GC, which then allocates a
+	// fresh buffer; a steady Put and Get allocates nothing.
+	if allocs >= 1 {
+		t.Errorf("Put and Get allocate %.1f times a round, want none", allocs)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +29,20 @@ type oneShot struct {
 	// headerTimeout bounds the wait for the response headers after the
 	// request was written (nginx's proxy_read_timeout); zero means none.
 	headerTimeout time.Duration
+	// host and addr, when addr is valid, say that a request for host
+	// (host:port, as in a URL) is dialled at addr without a lookup: the
+	// upstream named by an IP address.
+	host string
+	addr netip.AddrPort
+}
+
+// newOneShot returns the transport to upstream, which it dials with dialer.
+func newOneShot(upstream *url.URL, dialer *net.Dialer, headerTimeout time.Duration) *oneShot {
+	t := &oneShot{dialer: dialer, headerTimeout: headerTimeout}
+	if ap, err := netip.ParseAddrPort(hostPort(&http.Request{URL: upstream})); err == nil {
+		t.host, t.addr = upstream.Host, ap
+	}
+	return t
 }
 
 // maxUpstreamHeader bounds the bytes of an upstream's response headers,
@@ -41,6 +57,25 @@ var (
 	upstreamWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
 )
 
+// exchange is one round trip's state, allocated once: the connection as
+// the response reader sees it, the arming of the header timeout, and the
+// response body.
+type exchange struct {
+	t    *oneShot
+	req  *http.Request
+	conn net.Conn
+	stop func() bool // unhooks the connection from the request's context
+	br   *bufio.Reader
+
+	hc   headerConn
+	body oneShotBody
+
+	mu         sync.Mutex
+	headersIn  bool
+	writeErr   error
+	writerDone chan struct{}
+}
+
 // RoundTrip sends req on a new connection to req.URL.Host and returns the
 // response, whose body owns the connection. The request must be an http
 // one; req.Close should be set so that the upstream hears
@@ -49,99 +84,130 @@ var (
 // say) is heard; each of its writes may take the header timeout.
 func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	dialer := t.dialer
-	if dialer == nil {
-		dialer = &net.Dialer{}
-	}
-	conn, err := dialer.DialContext(ctx, "tcp", hostPort(req))
+	conn, err := t.dial(ctx, req)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, err
 	}
+	x := &exchange{t: t, req: req, conn: conn}
 	// A client that goes away takes the upstream connection with it, as
 	// nginx closes it (and a gunicorn worker may go on regardless).
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	hc := &headerConn{Conn: conn}
-	hc.left.Store(maxUpstreamHeader)
+	x.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	x.hc.Conn = conn
+	x.hc.left.Store(maxUpstreamHeader)
 
 	// The header timeout runs from when the request is written; it is
 	// armed by whichever comes last of the write's end and nothing, and
 	// disarmed once the headers are in.
-	var (
-		mu         sync.Mutex
-		headersIn  bool
-		writeErr   error
-		writerDone chan struct{}
-	)
-	arm := func() {
-		if t.headerTimeout > 0 {
-			conn.SetReadDeadline(time.Now().Add(t.headerTimeout)) //nolint:errcheck // a closed conn fails the read
-		}
-	}
-	write := func(w io.Writer) error {
-		bw := upstreamWriters.Get().(*bufio.Writer)
-		bw.Reset(w)
-		err := req.Write(bw) // closes req.Body
-		if err == nil {
-			err = bw.Flush()
-		}
-		bw.Reset(nil)
-		upstreamWriters.Put(bw)
-		return err
-	}
 	if req.Body == nil || req.Body == http.NoBody {
-		if writeErr = write(conn); writeErr != nil {
-			return fail(ctx, conn, stop, writeErr)
+		if x.writeErr = x.write(conn); x.writeErr != nil {
+			return x.fail(x.writeErr)
 		}
-		arm()
+		x.arm()
 	} else {
-		writerDone = make(chan struct{})
-		go func() {
-			defer close(writerDone)
-			err := write(sendConn{conn, t.headerTimeout})
-			mu.Lock()
-			defer mu.Unlock()
-			writeErr = err
-			if err == nil && !headersIn {
-				arm()
-			}
-		}()
+		x.writerDone = make(chan struct{})
+		go x.writeBody()
 	}
 
-	br := upstreamReaders.Get().(*bufio.Reader)
-	br.Reset(hc)
-	resp, err := readResponse(br, req)
-	mu.Lock()
-	headersIn = true
-	mu.Unlock()
+	x.br = upstreamReaders.Get().(*bufio.Reader)
+	x.br.Reset(&x.hc)
+	resp, err := readResponse(x.br, req)
+	x.mu.Lock()
+	x.headersIn = true
+	x.mu.Unlock()
 	if err != nil {
-		br.Reset(nil)
-		upstreamReaders.Put(br)
-		if writerDone != nil {
+		x.br.Reset(nil)
+		upstreamReaders.Put(x.br)
+		if x.writerDone != nil {
 			conn.Close()
-			<-writerDone
-			if writeErr != nil && !errors.Is(err, errUpstreamHeader) && !IsTimeout(err) {
+			<-x.writerDone
+			if x.writeErr != nil && !errors.Is(err, errUpstreamHeader) && !IsTimeout(err) {
 				// The upstream hung up mid-request and said nothing: the
 				// write's error says why.
-				err = writeErr
+				err = x.writeErr
 			}
 		}
-		return fail(ctx, conn, stop, err)
+		return x.fail(err)
 	}
-	hc.left.Store(-1) // the body is not bounded here
+	x.hc.left.Store(-1) // the body is not bounded here
 	if t.headerTimeout > 0 {
 		conn.SetReadDeadline(time.Time{}) //nolint:errcheck
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// httputil.ReverseProxy splices an upgraded connection when the
 		// body is writable too.
-		resp.Body = &upgraded{br: br, conn: conn, stop: stop}
+		resp.Body = &upgraded{br: x.br, conn: conn, stop: x.stop}
 		return resp, nil
 	}
-	resp.Body = &oneShotBody{body: resp.Body, br: br, conn: conn, stop: stop}
+	x.body = oneShotBody{body: resp.Body, x: x}
+	resp.Body = &x.body
 	return resp, nil
+}
+
+// dial connects to req's upstream: at t.addr without a lookup when that is
+// the upstream's address.
+func (t *oneShot) dial(ctx context.Context, req *http.Request) (net.Conn, error) {
+	dialer := t.dialer
+	if dialer == nil {
+		dialer = &net.Dialer{}
+	}
+	if t.addr.IsValid() && req.URL.Host == t.host {
+		c, err := dialer.DialTCP(ctx, "tcp", netip.AddrPort{}, t.addr)
+		if err != nil {
+			return nil, err // not a nil *TCPConn in an interface
+		}
+		return c, nil
+	}
+	return dialer.DialContext(ctx, "tcp", hostPort(req))
+}
+
+// arm starts the header timeout.
+func (x *exchange) arm() {
+	if x.t.headerTimeout > 0 {
+		x.conn.SetReadDeadline(time.Now().Add(x.t.headerTimeout)) //nolint:errcheck // a closed conn fails the read
+	}
+}
+
+// write writes the request to w through a pooled buffer; it closes the
+// request's body.
+func (x *exchange) write(w io.Writer) error {
+	bw := upstreamWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	err := x.req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	upstreamWriters.Put(bw)
+	return err
+}
+
+// writeBody writes a request with a body while RoundTrip reads the
+// answer, and arms the header timeout when done if the headers are not in
+// yet.
+func (x *exchange) writeBody() {
+	defer close(x.writerDone)
+	err := x.write(sendConn{x.conn, x.t.headerTimeout})
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.writeErr = err
+	if err == nil && !x.headersIn {
+		x.arm()
+	}
+}
+
+// fail ends a round trip that got no response: the connection closes, and
+// a client that went away gets its context's error, which the proxy
+// answers with nothing.
+func (x *exchange) fail(err error) (*http.Response, error) {
+	x.stop()
+	x.conn.Close()
+	if ctxErr := x.req.Context().Err(); ctxErr != nil {
+		err = ctxErr
+	}
+	return nil, err
 }
 
 // readResponse reads the response to req from br, skipping informational
@@ -157,18 +223,6 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 	}
-}
-
-// fail ends a round trip that got no response: the connection closes, and
-// a client that went away gets its context's error, which the proxy
-// answers with nothing.
-func fail(ctx context.Context, conn net.Conn, stop func() bool, err error) (*http.Response, error) {
-	stop()
-	conn.Close()
-	if ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	return nil, err
 }
 
 // sendConn writes a request body to the upstream, each write bounded by
@@ -224,9 +278,7 @@ func hostPort(req *http.Request) string {
 // and gives the reader back.
 type oneShotBody struct {
 	body io.ReadCloser
-	br   *bufio.Reader
-	conn net.Conn
-	stop func() bool
+	x    *exchange
 	once sync.Once
 }
 
@@ -234,14 +286,15 @@ func (b *oneShotBody) Read(p []byte) (int, error) { return b.body.Read(p) }
 
 func (b *oneShotBody) Close() error {
 	b.once.Do(func() {
-		b.stop()
+		x := b.x
+		x.stop()
 		// The connection first: a body not read to its end then fails at
 		// once rather than being drained, and a request body still being
 		// written stops.
-		b.conn.Close()
+		x.conn.Close()
 		b.body.Close()
-		b.br.Reset(nil)
-		upstreamReaders.Put(b.br)
+		x.br.Reset(nil)
+		upstreamReaders.Put(x.br)
 	})
 	return nil
 }

@@ -153,6 +153,35 @@ func TestHostPort(t *testing.T) {
 	}
 }
 
+// TestOneShotDialsWithoutLookup checks that an upstream named by an IP
+// address is dialled without a lookup, one named by a host name through
+// the resolver, and that both reach it.
+func TestOneShotDialsWithoutLookup(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer backend.Close()
+	port := mustURL(t, backend.URL).Port()
+	for i, tt := range []struct {
+		upstream string
+		direct   bool
+	}{
+		{"http://127.0.0.1:" + port, true},
+		{"http://localhost:" + port, false},
+	} {
+		u := mustURL(t, tt.upstream)
+		if got := newOneShot(u, &net.Dialer{}, 0).addr.IsValid(); got != tt.direct {
+			t.Errorf("step %d: %s dialled without a lookup: %v, want %v", i, tt.upstream, got, tt.direct)
+		}
+		front := httptest.NewServer(NewProxy(u, ProxyOptions{}))
+		status, body, _ := get(t, front.Client(), front.URL, "site1")
+		front.Close()
+		if status != 200 || body != "ok" {
+			t.Errorf("step %d: through %s: %d %q, want 200 \"ok\"", i, tt.upstream, status, body)
+		}
+	}
+}
+
 // TestOneShotEarlyAnswer checks that an upstream answering before it read
 // the request body (a 413 for an upload too large) is heard, as it is
 // through nginx, rather than answered 502 for the body it did not take.
@@ -198,5 +227,79 @@ func TestOneShotHeaderBound(t *testing.T) {
 	defer front.Close()
 	if status, _, _ := get(t, front.Client(), front.URL, "site1"); status != http.StatusBadGateway {
 		t.Errorf("endless upstream headers: status %d, want 502", status)
+	}
+}
+
+// BenchmarkProxyUpstream measures the proxy's upstream half: a request
+// through NewProxy, served without a front server, to an upstream on
+// loopback that answers 200 at once and closes, as nginx's `return 200`
+// does to an HTTP/1.0 request. "floor" does the least any Go client can:
+// dial, one write, http.ReadResponse, read the body, close. The ratio of
+// the two is what the proxy adds to the platform's own cost.
+func BenchmarkProxyUpstream(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go serveReturn200(ln)
+	addr := ln.Addr().String()
+
+	b.Run("proxy", func(b *testing.B) {
+		p := NewProxy(mustURL(b, "http://"+addr), ProxyOptions{ReadTimeout: time.Minute})
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			r := httptest.NewRequest("GET", "http://site1/", nil)
+			r.RemoteAddr = "127.0.0.1:5000"
+			for pb.Next() {
+				w := &discardWriter{h: http.Header{}}
+				p.ServeHTTP(w, r)
+			}
+		})
+	})
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			d := &net.Dialer{KeepAlive: -1}
+			r := httptest.NewRequest("GET", "http://site1/", nil)
+			for pb.Next() {
+				c, err := d.DialContext(r.Context(), "tcp", addr)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.WriteString(c, "GET / HTTP/1.0\r\nHost: site1\r\nConnection: close\r\n\r\n") //nolint:errcheck
+				resp, err := http.ReadResponse(bufio.NewReader(c), r)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body) //nolint:errcheck
+				}
+				c.Close()
+			}
+		})
+	})
+}
+
+// serveReturn200 answers every connection on ln with one 200 and closes it.
+func serveReturn200(ln net.Listener) {
+	const answer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				if len(line) <= 2 { // the blank line that ends the headers
+					break
+				}
+			}
+			io.WriteString(c, answer) //nolint:errcheck
+		}()
 	}
 }
