@@ -3,21 +3,29 @@
 # nginx with the same limit_conn, both in front of the same fast upstream
 # (nginx answering `return 200`), measured with wrk over loopback.
 #
-#   bench/proxy.sh                 # 10 s per proxy, 2 threads, 64 connections
-#   DURATION=30s CONNS=128 bench/proxy.sh
+#   bench/proxy.sh                 # 3 rounds of 10 s per proxy, 2 threads, 64 connections
+#   ROUNDS=5 DURATION=30s CONNS=128 bench/proxy.sh
 #
-# Prints requests/s of each, their ratio (stampede / nginx) and both p99s.
+# Beside the two it measures bench/floorproxy, the least a Go proxy can do
+# per request, served by net/http ("go floor, net/http") and by a bare loop
+# without net/http's server ("go floor, raw"): what the platform costs
+# before stampede adds anything. The proxies take turns, a round at a time,
+# so that a slow spell of the machine falls on all of them; the medians of
+# the rounds are printed: requests/s, p99, and each one's ratio to nginx.
 # Everything it starts is stopped when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-2}
 CONNS=${CONNS:-64}
 NGINX=${NGINX:-/usr/sbin/nginx}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18480}
 STAMPEDE_PORT=${STAMPEDE_PORT:-18481}
 NGINX_PORT=${NGINX_PORT:-18482}
+FLOOR_PORT=${FLOOR_PORT:-18483}
+RAW_PORT=${RAW_PORT:-18484}
 LIMIT='$host=1000'
 
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
@@ -35,9 +43,9 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT"; do
+for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT"; do
   if port_open "$port"; then
-    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT, STAMPEDE_PORT, NGINX_PORT)" >&2
+    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT, STAMPEDE_PORT, NGINX_PORT, FLOOR_PORT, RAW_PORT)" >&2
     exit 1
   fi
 done
@@ -53,6 +61,7 @@ wait_port() {
 
 echo "building stampede..." >&2
 go build -o "$work/stampede" ./cmd/stampede
+go build -o "$work/floorproxy" ./bench/floorproxy
 
 # The upstream: one nginx worker answering 200 at once.
 mkdir -p "$work/upstream"
@@ -86,31 +95,64 @@ mkdir -p "$work/nginx"
 "$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e stderr -g 'daemon off;' &
 pids+=($!)
 
-wait_port "$UPSTREAM_PORT"
-wait_port "$STAMPEDE_PORT"
-wait_port "$NGINX_PORT"
+"$work/floorproxy" -listen "127.0.0.1:$FLOOR_PORT" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp &
+pids+=($!)
+"$work/floorproxy" -listen "127.0.0.1:$RAW_PORT" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw &
+pids+=($!)
 
-# run NAME PORT: one warm-up and one measured wrk run; prints "rps p99 non2xx".
+for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT"; do
+  wait_port "$port"
+done
+
+names=("stampede proxy" "nginx" "go floor, net/http" "go floor, raw")
+ports=("$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT")
+
+# ms VALUE: wrk's latency ("812.00us", "10.29ms", "1.02s") in milliseconds.
+ms() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /m$/) n *= 60000; else if (v ~ /s$/) n *= 1000
+    printf "%.2f", n
+  }'
+}
+
+# run I: one measured wrk run of proxy I; appends "rps p99ms non2xx" to $work/rounds.I.
 run() {
-  wrk -t"$THREADS" -c"$CONNS" -d2s "http://127.0.0.1:$2/" >/dev/null
-  local out
+  set -- "${names[$1]}" "${ports[$1]}" "$1"
+  local out rps p99 bad
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$2/")
   echo "--- $1" >&2
   echo "$out" >&2
-  local rps p99 bad
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  p99=$(ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
-  echo "$rps $p99 ${bad:-0}"
+  echo "$rps $p99 ${bad:-0}" >>"$work/rounds.$3"
 }
 
-read -r s_rps s_p99 s_bad < <(run "stampede proxy" "$STAMPEDE_PORT")
-read -r n_rps n_p99 n_bad < <(run "nginx" "$NGINX_PORT")
+for i in "${!ports[@]}"; do
+  wrk -t"$THREADS" -c"$CONNS" -d2s "http://127.0.0.1:${ports[$i]}/" >/dev/null # warm-up
+done
+for round in $(seq "$ROUNDS"); do
+  echo "round $round of $ROUNDS..." >&2
+  for i in "${!ports[@]}"; do
+    run "$i"
+  done
+done
+
+# median COLUMN FILE
+median() { awk -v c="$1" '{print $c}' "$2" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo
-printf 'wrk -t%s -c%s -d%s, limit_conn %s, upstream nginx return 200, %s CPUs\n' \
-  "$THREADS" "$CONNS" "$DURATION" "$LIMIT" "$(nproc)"
-printf '%-16s %12s %10s %10s\n' "" "requests/s" "p99" "non-2xx"
-printf '%-16s %12s %10s %10s\n' "stampede proxy" "$s_rps" "$s_p99" "$s_bad"
-printf '%-16s %12s %10s %10s\n' "nginx" "$n_rps" "$n_p99" "$n_bad"
-awk -v s="$s_rps" -v n="$n_rps" 'BEGIN { printf "ratio stampede/nginx: %.2f (target >= 0.80)\n", s / n }'
+printf 'wrk -t%s -c%s -d%s, %s rounds, limit_conn %s, upstream nginx return 200, %s CPUs\n' \
+  "$THREADS" "$CONNS" "$DURATION" "$ROUNDS" "$LIMIT" "$(nproc)"
+n_rps=$(median 1 "$work/rounds.1")
+printf '%-20s %12s %10s %10s %10s   %s\n' "median of rounds" "requests/s" "p99 ms" "non-2xx" "/ nginx" "requests/s of each round"
+for i in "${!ports[@]}"; do
+  f="$work/rounds.$i"
+  rps=$(median 1 "$f")
+  printf '%-20s %12s %10s %10s %10s   %s\n' "${names[$i]}" "$rps" "$(median 2 "$f")" \
+    "$(awk '{s += $3} END {print s}' "$f")" "$(awk -v s="$rps" -v n="$n_rps" 'BEGIN {printf "%.2f", s / n}')" \
+    "$(awk '{printf "%s ", $1}' "$f")"
+done
+awk -v s="$(median 1 "$work/rounds.0")" -v n="$n_rps" -v f="$(median 1 "$work/rounds.2")" \
+  'BEGIN { printf "ratio stampede/nginx: %.2f (target >= 0.80); stampede/go floor (net/http): %.2f\n", s / n, s / f }'

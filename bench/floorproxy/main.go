@@ -1,0 +1,107 @@
+// Command floorproxy is the least a reverse proxy written in Go can do per
+// request, for bench/proxy.sh to measure beside stampede proxy and nginx:
+// it is the floor under any Go proxy that, like nginx by default, opens a
+// new upstream connection for every request.
+//
+//	floorproxy -listen 127.0.0.1:18483 -upstream 127.0.0.1:18480 [-server raw]
+//
+// For every request it dials the upstream, writes a minimal HTTP/1.0 GET,
+// reads the answer with http.ReadResponse and copies its status and body
+// back. It limits nothing, forwards no headers and knows no timeouts; it is
+// not a proxy to use. -server nethttp (the default) serves clients with
+// net/http's server, as stampede proxy does; -server raw serves them with
+// a bare loop over http.ReadRequest, without net/http's server, its
+// deadlines or its background read, to show what is left of Go's own cost
+// without it.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:18483", "address to serve on")
+	upstream := flag.String("upstream", "127.0.0.1:18480", "host:port of the upstream")
+	server := flag.String("server", "nethttp", "nethttp or raw")
+	flag.Parse()
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dialer := &net.Dialer{KeepAlive: -1}
+	switch *server {
+	case "nethttp":
+		log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			status, body, err := roundTrip(dialer, *upstream, r)
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(status)
+			w.Write(body) //nolint:errcheck
+		})))
+	case "raw":
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				log.Fatal(err)
+			}
+			go serveRaw(c, dialer, *upstream)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "floorproxy: -server %q: want nethttp or raw\n", *server)
+		os.Exit(2)
+	}
+}
+
+// roundTrip sends r's Host to upstream on a new connection and returns the
+// answer's status and body.
+func roundTrip(d *net.Dialer, upstream string, r *http.Request) (int, []byte, error) {
+	c, err := d.DialContext(r.Context(), "tcp", upstream)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET "+r.URL.RequestURI()+" HTTP/1.0\r\nHost: "+r.Host+"\r\nConnection: close\r\n\r\n"); err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), r)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// serveRaw serves the requests of one keep-alive client connection.
+func serveRaw(c net.Conn, d *net.Dialer, upstream string) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	bw := bufio.NewWriter(c)
+	for {
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		status, body, err := roundTrip(d, upstream, r)
+		if err != nil {
+			status, body = http.StatusBadGateway, nil
+		}
+		bw.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n" +
+			"Content-Type: text/plain\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n") //nolint:errcheck
+		bw.Write(body) //nolint:errcheck
+		if bw.Flush() != nil {
+			return
+		}
+	}
+}
