@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"stampede/internal/timeheap"
 )
 
 // hr is the process's one high-resolution waker.
-var hr hrTimer
+var hr = hrTimer{waiters: timeheap.Heap[*waiter]{At: func(w *waiter) time.Time { return w.at }}}
 
 // hrTimer wakes waiters at their deadlines from one timerfd, armed for the
 // earliest. A goroutine reads the timerfd through the runtime's poller,
@@ -18,7 +20,7 @@ type hrTimer struct {
 	once    sync.Once
 	f       *os.File // nil when the timerfd could not be made
 	mu      sync.Mutex
-	waiters waitHeap
+	waiters timeheap.Heap[*waiter]
 	armed   time.Time // the deadline the timerfd is set for; zero when unarmed
 }
 
@@ -31,7 +33,7 @@ func (h *hrTimer) at(deadline time.Time) (<-chan struct{}, bool) {
 	}
 	w := &waiter{at: deadline, ch: make(chan struct{})}
 	h.mu.Lock()
-	h.waiters.push(w)
+	h.waiters.Push(w)
 	if h.armed.IsZero() || deadline.Before(h.armed) {
 		h.arm(deadline)
 	}
@@ -57,8 +59,8 @@ func (h *hrTimer) arm(deadline time.Time) {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	if err := unix.TimerfdSettime(int(h.f.Fd()), 0, &spec, nil); err != nil {
 		// Wake everyone now rather than never; they fall back on timers.
-		for len(h.waiters) > 0 {
-			close(h.waiters.pop().ch)
+		for h.waiters.Len() > 0 {
+			close(h.waiters.Pop().ch)
 		}
 		h.armed = time.Time{}
 		return
@@ -75,11 +77,11 @@ func (h *hrTimer) run() {
 		now := time.Now()
 		h.mu.Lock()
 		h.armed = time.Time{}
-		for len(h.waiters) > 0 && !h.waiters[0].at.After(now) {
-			close(h.waiters.pop().ch)
+		for h.waiters.Len() > 0 && !h.waiters.Min().at.After(now) {
+			close(h.waiters.Pop().ch)
 		}
-		if len(h.waiters) > 0 {
-			h.arm(h.waiters[0].at)
+		if h.waiters.Len() > 0 {
+			h.arm(h.waiters.Min().at)
 		}
 		h.mu.Unlock()
 	}
@@ -88,45 +90,4 @@ func (h *hrTimer) run() {
 type waiter struct {
 	at time.Time
 	ch chan struct{}
-}
-
-// waitHeap is a min-heap of waiters by deadline.
-type waitHeap []*waiter
-
-func (s *waitHeap) push(w *waiter) {
-	*s = append(*s, w)
-	h := *s
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].at.Before(h[p].at) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (s *waitHeap) pop() *waiter {
-	h := *s
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = nil
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && h[l].at.Before(h[m].at) {
-			m = l
-		}
-		if r := l + 1; r < n && h[r].at.Before(h[m].at) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*s = h
-	return top
 }

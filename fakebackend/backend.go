@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"stampede/clock"
+	"stampede/internal/timeheap"
 )
 
 // Route is a path prefix and its service time; the longest matching prefix
@@ -103,7 +104,7 @@ type Backend struct {
 
 	mu      sync.Mutex // guards pool, running, rng and every route's counters
 	pool    *Pool
-	running endHeap
+	running timeheap.Heap[*Job] // by the model time their work ends
 	rng     *rand.Rand
 }
 
@@ -159,6 +160,7 @@ func New(opts Options) (*Backend, error) {
 		keepAlive: opts.KeepAlive,
 		precise:   opts.PreciseTimers,
 		pool:      NewPool(c),
+		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return j.Data.(*work).end }},
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
 	seen := make(map[string]int, len(opts.Routes))
@@ -388,7 +390,7 @@ type work struct {
 func (b *Backend) start(j *Job) {
 	wk := j.Data.(*work)
 	wk.end, _ = b.pool.End(j)
-	b.running.push(j)
+	b.running.Push(j)
 	close(wk.started)
 }
 
@@ -398,13 +400,13 @@ func (b *Backend) start(j *Job) {
 // serving the request happens to wake, which on a busy machine is later.
 // b.mu is held.
 func (b *Backend) retire(now time.Time) {
-	for len(b.running) > 0 {
-		j := b.running[0]
+	for b.running.Len() > 0 {
+		j := b.running.Min()
 		wk := j.Data.(*work)
 		if wk.end.After(now) {
 			return
 		}
-		b.running.pop()
+		b.running.Pop()
 		if j.State() != Running {
 			continue // cancelled: its worker was freed already
 		}
@@ -433,49 +435,6 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// endHeap is the running jobs, a min-heap by the time their work ends.
-type endHeap []*Job
-
-func (h endHeap) less(i, k int) bool {
-	return h[i].Data.(*work).end.Before(h[k].Data.(*work).end)
-}
-
-func (h *endHeap) push(j *Job) {
-	*h = append(*h, j)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *endHeap) pop() {
-	s := *h
-	n := len(s) - 1
-	s[0] = s[n]
-	s[n] = nil
-	s = s[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && s.less(l, m) {
-			m = l
-		}
-		if r := l + 1; r < n && s.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
 }
 
 // Stats returns the pool's counters now, in model time.

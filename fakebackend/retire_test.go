@@ -19,12 +19,12 @@ import (
 func runningJobs(b *Backend) (running []*Job, entries int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, j := range b.running {
+	for _, j := range b.running.Items() {
 		if j.State() == Running {
 			running = append(running, j)
 		}
 	}
-	return running, len(b.running)
+	return running, b.running.Len()
 }
 
 // checkStats compares the counters that say where every request is.
