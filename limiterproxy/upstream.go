@@ -39,7 +39,7 @@ type oneShot struct {
 // newOneShot returns the transport to upstream, which it dials with dialer.
 func newOneShot(upstream *url.URL, dialer *net.Dialer, headerTimeout time.Duration) *oneShot {
 	t := &oneShot{dialer: dialer, headerTimeout: headerTimeout}
-	if ap, err := netip.ParseAddrPort(hostPort(&http.Request{URL: upstream})); err == nil {
+	if ap, err := netip.ParseAddrPort(hostPort(upstream)); err == nil {
 		t.host, t.addr = upstream.Host, ap
 	}
 	return t
@@ -160,7 +160,7 @@ func (t *oneShot) dial(ctx context.Context, req *http.Request) (net.Conn, error)
 		}
 		return c, nil
 	}
-	return dialer.DialContext(ctx, "tcp", hostPort(req))
+	return dialer.DialContext(ctx, "tcp", hostPort(req.URL))
 }
 
 // arm starts the header timeout.
@@ -264,14 +264,13 @@ func (c *headerConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// hostPort returns the address to dial for req: its URL's host, with port
-// 80 when it names none.
-func hostPort(req *http.Request) string {
-	host := req.URL.Host
-	if req.URL.Port() == "" {
-		return net.JoinHostPort(req.URL.Hostname(), "80")
+// hostPort returns the address to dial for u: its host, with port 80 when
+// it names none.
+func hostPort(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
 	}
-	return host
+	return u.Host
 }
 
 // oneShotBody is a response body that closes its connection when closed,

@@ -147,7 +147,7 @@ func TestHostPort(t *testing.T) {
 		{"http://[::1]:9000/", "[::1]:9000"},
 	} {
 		req := httptest.NewRequest("GET", tt.url, nil)
-		if got := hostPort(req); got != tt.want {
+		if got := hostPort(req.URL); got != tt.want {
 			t.Errorf("step %d: hostPort(%s) = %q, want %q", i, tt.url, got, tt.want)
 		}
 	}
