@@ -431,6 +431,10 @@ type ProxyOptions struct {
 	// ReadTimeout is nginx's proxy_read_timeout: no response headers from
 	// upstream within it answers 504. Zero means none.
 	ReadTimeout time.Duration
+	// SendTimeout is nginx's proxy_send_timeout: a write of the request
+	// to the upstream that makes no progress within it answers 504. Zero
+	// means none.
+	SendTimeout time.Duration
 	// KeepAlive reuses upstream connections, as nginx's upstream keepalive
 	// does. False opens a connection per request, nginx's default. Either
 	// way a request is never silently sent twice: a reused connection the
@@ -443,6 +447,10 @@ type NginxOptions struct {
 	Listen      string // e.g. "127.0.0.1:8080"
 	Upstream    string // e.g. "127.0.0.1:9000"
 	ReadTimeout time.Duration
+	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are written
+	// as proxy_send_timeout, client_body_timeout and client_header_timeout;
+	// zero leaves nginx's default (60s).
+	SendTimeout, ClientBodyTimeout, ClientHeaderTimeout time.Duration
 	// TimeScale writes the config for a scenario played TimeScale times
 	// real time: rates divided by it, timeouts multiplied. Zero means 1.
 	TimeScale float64

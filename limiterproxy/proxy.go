@@ -28,15 +28,23 @@ const DefaultConnectTimeout = 60 * time.Second
 //     gunicorn's sync workers close every connection anyway); with or
 //     without it, a request is never silently sent twice;
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
-//     forever); a refused, reset or closed upstream connection answers 502;
-//   - a client gone before the response is answered nothing.
+//     forever), however they trickle in; a refused, reset or closed
+//     upstream connection answers 502;
+//   - without KeepAlive, opts.ReadTimeout also bounds each wait for the
+//     next bytes of the response body or of an upgraded connection, and
+//     opts.SendTimeout each write to the upstream: the exchange is cut
+//     off, as nginx cuts it off, and its limit_conn slot freed;
+//   - a client gone before the response is answered nothing, and a client
+//     that fails to send its body (ServerOptions.ClientBodyTimeout) ends
+//     the exchange: nothing is answered on a timeout, 400 on a malformed
+//     body, as nginx does.
 //
 // The proxy logs nothing: its errors are in the statuses it answers.
 // Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
-	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout)
+	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout, opts.SendTimeout)
 	if opts.KeepAlive {
 		transport = &http.Transport{
 			Proxy:                 nil,
@@ -119,8 +127,19 @@ func (noReplay) Read([]byte) (int, error) { return 0, io.EOF }
 func (noReplay) Close() error             { return nil }
 
 // proxyError answers a request the upstream failed: 504 for a timeout, 502
-// for anything else, nothing if the client is gone.
+// for anything else, nothing if the client is gone or let its body time
+// out (nginx closes the connection then), 400 for a body the client sent
+// malformed.
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	var be *clientBodyError
+	if errors.As(err, &be) {
+		if be.timeout {
+			panic(http.ErrAbortHandler)
+		}
+		w.Header().Set("Connection", "close")
+		http.Error(w, "400 Bad Request: malformed request body", http.StatusBadRequest)
+		return
+	}
 	if r.Context().Err() != nil {
 		return
 	}

@@ -21,6 +21,10 @@ type ServerOptions struct {
 	// ReadHeaderTimeout bounds reading a request's headers (nginx
 	// client_header_timeout). Zero means 60s.
 	ReadHeaderTimeout time.Duration
+	// ClientBodyTimeout bounds each wait for the next bytes of a request's
+	// body (nginx client_body_timeout); a client silent that long is cut
+	// off without an answer, as nginx does. Zero means 60s.
+	ClientBodyTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long (nginx
 	// keepalive_timeout). Zero means 75s.
 	IdleTimeout time.Duration
@@ -41,6 +45,9 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = 60 * time.Second
 	}
+	if o.ClientBodyTimeout <= 0 {
+		o.ClientBodyTimeout = 60 * time.Second
+	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 75 * time.Second
 	}
@@ -57,18 +64,23 @@ func (o ServerOptions) withDefaults() ServerOptions {
 }
 
 // NewServer returns a server for h hardened as one put in front of a real
-// app: header read timeout, header size cap (431 over it) and idle timeout
-// from opts. It sets no ReadTimeout or WriteTimeout: a limited request may
-// legitimately take minutes. Serve it on a listener from Listen, which
-// bounds the connections.
+// app: header read timeout, body read timeout, header size cap (431 over
+// it) and idle timeout from opts, and the requests nginx refuses before
+// any module sees them refused with nginx's status (CONNECT, TRACE,
+// "OPTIONS *", an empty Host, ambiguous framing; see refusal). It sets no
+// ReadTimeout or WriteTimeout: a limited request may legitimately take
+// minutes. Serve it on a listener from Listen, which bounds the
+// connections and lets the server see the framing Go's parser hides.
 func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 	opts = opts.withDefaults()
 	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: opts.ReadHeaderTimeout,
-		IdleTimeout:       opts.IdleTimeout,
-		MaxHeaderBytes:    opts.MaxHeaderBytes,
-		ErrorLog:          opts.ErrorLog,
+		Handler:                      &guard{next: h, bodyTimeout: opts.ClientBodyTimeout},
+		ReadHeaderTimeout:            opts.ReadHeaderTimeout,
+		IdleTimeout:                  opts.IdleTimeout,
+		MaxHeaderBytes:               opts.MaxHeaderBytes,
+		ErrorLog:                     opts.ErrorLog,
+		ConnContext:                  connContext,
+		DisableGeneralOptionsHandler: true, // "OPTIONS *" is nginx's 400, not Go's 200
 	}
 }
 
@@ -163,6 +175,17 @@ type limitConn struct {
 	net.Conn
 	released atomic.Bool
 	release  func()
+	scan     reqScan
+}
+
+// Read reads from the connection, noting each request's framing for
+// NewServer (see reqScan).
+func (c *limitConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.scan.feed(p[:n])
+	}
+	return n, err
 }
 
 func (c *limitConn) Close() error {

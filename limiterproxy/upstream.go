@@ -22,13 +22,19 @@ import (
 // and channels cost a connection used once about as much as the proxy's own
 // work. It sends a request once, never again.
 //
-// The zero value dials with no timeout and waits for response headers
+// The zero value dials with no timeout and waits for the upstream
 // forever. It is safe for concurrent use.
 type oneShot struct {
 	dialer *net.Dialer
-	// headerTimeout bounds the wait for the response headers after the
-	// request was written (nginx's proxy_read_timeout); zero means none.
-	headerTimeout time.Duration
+	// readTimeout is nginx's proxy_read_timeout: it bounds the wait for
+	// the response headers after the request was written, then each wait
+	// for the next bytes of the body or of an upgraded connection; zero
+	// means none.
+	readTimeout time.Duration
+	// sendTimeout is nginx's proxy_send_timeout: it bounds each write of
+	// the request (and of an upgraded connection) to the upstream; zero
+	// means none.
+	sendTimeout time.Duration
 	// host and addr, when addr is valid, say that a request for host
 	// (host:port, as in a URL) is dialled at addr without a lookup: the
 	// upstream named by an IP address.
@@ -37,8 +43,8 @@ type oneShot struct {
 }
 
 // newOneShot returns the transport to upstream, which it dials with dialer.
-func newOneShot(upstream *url.URL, dialer *net.Dialer, headerTimeout time.Duration) *oneShot {
-	t := &oneShot{dialer: dialer, headerTimeout: headerTimeout}
+func newOneShot(upstream *url.URL, dialer *net.Dialer, readTimeout, sendTimeout time.Duration) *oneShot {
+	t := &oneShot{dialer: dialer, readTimeout: readTimeout, sendTimeout: sendTimeout}
 	if ap, err := netip.ParseAddrPort(hostPort(upstream)); err == nil {
 		t.host, t.addr = upstream.Host, ap
 	}
@@ -58,11 +64,13 @@ var (
 )
 
 // exchange is one round trip's state, allocated once: the connection as
-// the response reader sees it, the arming of the header timeout, and the
-// response body.
+// the response reader sees it, the arming of the header timeout, the
+// request as written (out, whose body is rb) and the response body.
 type exchange struct {
 	t    *oneShot
 	req  *http.Request
+	out  http.Request
+	rb   clientBody
 	conn net.Conn
 	stop func() bool // unhooks the connection from the request's context
 	br   *bufio.Reader
@@ -81,7 +89,9 @@ type exchange struct {
 // one; req.Close should be set so that the upstream hears
 // "Connection: close". A request body is written while the response is
 // read, so that an upstream that answers before reading it all (a 413,
-// say) is heard; each of its writes may take the header timeout.
+// say) is heard; each of its writes may take the send timeout. A request
+// body the client fails to send (its client_body_timeout, a malformed
+// chunk) ends the exchange at once with the body's error.
 func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	conn, err := t.dial(ctx, req)
@@ -92,6 +102,11 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	x := &exchange{t: t, req: req, conn: conn}
+	x.out = *req
+	if req.Body != nil && req.Body != http.NoBody {
+		x.rb.body = req.Body
+		x.out.Body = &x.rb
+	}
 	// A client that goes away takes the upstream connection with it, as
 	// nginx closes it (and a gunicorn worker may go on regardless).
 	x.stop = context.AfterFunc(ctx, func() { conn.Close() })
@@ -118,12 +133,19 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	x.headersIn = true
 	x.mu.Unlock()
 	if err != nil {
+		if x.hc.timedOut.Load() {
+			err = errHeaderTimeout
+		}
 		x.br.Reset(nil)
 		upstreamReaders.Put(x.br)
 		if x.writerDone != nil {
 			conn.Close()
 			<-x.writerDone
-			if x.writeErr != nil && !errors.Is(err, errUpstreamHeader) && !IsTimeout(err) {
+			if x.rb.err != nil {
+				// The client's body failed; the upstream's answer, if
+				// any, is moot.
+				err = x.rb.err
+			} else if x.writeErr != nil && !errors.Is(err, errUpstreamHeader) && !IsTimeout(err) {
 				// The upstream hung up mid-request and said nothing: the
 				// write's error says why.
 				err = x.writeErr
@@ -132,13 +154,10 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 		return x.fail(err)
 	}
 	x.hc.left.Store(-1) // the body is not bounded here
-	if t.headerTimeout > 0 {
-		conn.SetReadDeadline(time.Time{}) //nolint:errcheck
-	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// httputil.ReverseProxy splices an upgraded connection when the
 		// body is writable too.
-		resp.Body = &upgraded{br: x.br, conn: conn, stop: x.stop}
+		resp.Body = &upgraded{br: x.br, conn: conn, stop: x.stop, readTimeout: t.readTimeout, sendTimeout: t.sendTimeout}
 		return resp, nil
 	}
 	x.body = oneShotBody{body: resp.Body, x: x}
@@ -163,10 +182,12 @@ func (t *oneShot) dial(ctx context.Context, req *http.Request) (net.Conn, error)
 	return dialer.DialContext(ctx, "tcp", hostPort(req.URL))
 }
 
-// arm starts the header timeout.
+// arm starts the header timeout. It runs once, not per read: nginx arms
+// proxy_read_timeout when the request is sent and lets header bytes
+// trickling in not re-arm it.
 func (x *exchange) arm() {
-	if x.t.headerTimeout > 0 {
-		x.conn.SetReadDeadline(time.Now().Add(x.t.headerTimeout)) //nolint:errcheck // a closed conn fails the read
+	if x.t.readTimeout > 0 {
+		x.conn.SetReadDeadline(time.Now().Add(x.t.readTimeout)) //nolint:errcheck // a closed conn fails the read
 	}
 }
 
@@ -175,7 +196,7 @@ func (x *exchange) arm() {
 func (x *exchange) write(w io.Writer) error {
 	bw := upstreamWriters.Get().(*bufio.Writer)
 	bw.Reset(w)
-	err := x.req.Write(bw)
+	err := x.out.Write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -189,7 +210,12 @@ func (x *exchange) write(w io.Writer) error {
 // yet.
 func (x *exchange) writeBody() {
 	defer close(x.writerDone)
-	err := x.write(sendConn{x.conn, x.t.headerTimeout})
+	err := x.write(sendConn{x.conn, x.t.sendTimeout})
+	if x.rb.err != nil {
+		// Unblock the response reader: the upstream waits for the rest
+		// of a body that will never come.
+		x.conn.Close()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.writeErr = err
@@ -204,7 +230,9 @@ func (x *exchange) writeBody() {
 func (x *exchange) fail(err error) (*http.Response, error) {
 	x.stop()
 	x.conn.Close()
-	if ctxErr := x.req.Context().Err(); ctxErr != nil {
+	if ctxErr := x.req.Context().Err(); ctxErr != nil && x.rb.err == nil {
+		// A client body that failed cancels the context too; its error
+		// says more.
 		err = ctxErr
 	}
 	return nil, err
@@ -246,7 +274,22 @@ func (c sendConn) Write(p []byte) (int, error) {
 type headerConn struct {
 	net.Conn
 	left atomic.Int64
+	// timedOut is set by a read that hit the header timeout: the response
+	// reader may report only the malformed fragment read before it.
+	timedOut atomic.Bool
 }
+
+// errHeaderTimeout is the header timeout running out while the headers
+// trickled in.
+var errHeaderTimeout error = headerTimeoutError{}
+
+type headerTimeoutError struct{}
+
+func (headerTimeoutError) Error() string {
+	return "upstream did not send its response headers within the read timeout"
+}
+func (headerTimeoutError) Timeout() bool   { return true }
+func (headerTimeoutError) Temporary() bool { return true }
 
 func (c *headerConn) Read(p []byte) (int, error) {
 	left := c.left.Load()
@@ -261,6 +304,9 @@ func (c *headerConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	c.left.Add(-int64(n))
+	if err != nil && IsTimeout(err) {
+		c.timedOut.Store(true)
+	}
 	return n, err
 }
 
@@ -281,7 +327,15 @@ type oneShotBody struct {
 	once sync.Once
 }
 
-func (b *oneShotBody) Read(p []byte) (int, error) { return b.body.Read(p) }
+// Read reads the body, each wait for more bytes from the upstream bounded
+// by the read timeout, as nginx's proxy_read_timeout bounds the time
+// between two successive reads.
+func (b *oneShotBody) Read(p []byte) (int, error) {
+	if t := b.x.t.readTimeout; t > 0 {
+		b.x.conn.SetReadDeadline(time.Now().Add(t)) //nolint:errcheck // a closed conn fails the read
+	}
+	return b.body.Read(p)
+}
 
 func (b *oneShotBody) Close() error {
 	b.once.Do(func() {
@@ -299,16 +353,55 @@ func (b *oneShotBody) Close() error {
 }
 
 // upgraded is the connection of a 101 Switching Protocols answer, read
-// through what the response reader had buffered.
+// through what the response reader had buffered. As nginx does for an
+// upgraded connection, traffic either way re-arms readTimeout for the
+// upstream's next bytes, so a connection idle that long closes; each write
+// to the upstream is bounded by sendTimeout. Zero timeouts mean none.
 type upgraded struct {
-	br   *bufio.Reader
-	conn net.Conn
-	stop func() bool
+	br                       *bufio.Reader
+	conn                     net.Conn
+	stop                     func() bool
+	readTimeout, sendTimeout time.Duration
 }
 
-func (u *upgraded) Read(p []byte) (int, error)  { return u.br.Read(p) }
-func (u *upgraded) Write(p []byte) (int, error) { return u.conn.Write(p) }
+func (u *upgraded) Read(p []byte) (int, error) {
+	u.rearm()
+	return u.br.Read(p)
+}
+
+func (u *upgraded) Write(p []byte) (int, error) {
+	u.rearm()
+	if u.sendTimeout > 0 {
+		u.conn.SetWriteDeadline(time.Now().Add(u.sendTimeout)) //nolint:errcheck // a closed conn fails the write
+	}
+	return u.conn.Write(p)
+}
+
+func (u *upgraded) rearm() {
+	if u.readTimeout > 0 {
+		u.conn.SetReadDeadline(time.Now().Add(u.readTimeout)) //nolint:errcheck // a closed conn fails the read
+	}
+}
 func (u *upgraded) Close() error {
 	u.stop()
 	return u.conn.Close()
 }
+
+// clientBody is the client's request body as the exchange writes it
+// upstream: it keeps the body's first error, so that the exchange can tell
+// a client that failed to send its body from an upstream that failed to
+// take it.
+type clientBody struct {
+	body io.ReadCloser
+	err  error
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.body.Close() }
