@@ -67,7 +67,7 @@ func NewConnLimiter(perKey int, zoneBytes int64) *ConnLimiter {
 	if zoneBytes <= 0 {
 		zoneBytes = 10 << 20
 	}
-	l := &ConnLimiter{perKey: int32(perKey), budget: zoneBudget(zoneBytes), seed: maphash.MakeSeed(), mask: ^uint64(0)}
+	l := &ConnLimiter{perKey: int32(perKey), budget: connZoneBudget(zoneBytes), seed: maphash.MakeSeed(), mask: ^uint64(0)}
 	for i := range l.shards {
 		l.shards[i].table = newTable[connEntry]()
 		l.shards[i].l = l

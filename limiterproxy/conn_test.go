@@ -85,7 +85,7 @@ func TestConnLimiterZoneFull(t *testing.T) {
 	// The smallest zone nginx allows: 8 pages, 6 of them for nodes after the
 	// page descriptors and the pool's own page.
 	l := NewConnLimiter(2, MinZone)
-	capacity := int(zoneBudget(MinZone) / 64) // 10-byte keys cost 64 bytes
+	capacity := int(connZoneBudget(MinZone) / 64) // 10-byte keys cost 64 bytes
 	if capacity != 6*4096/64 {
 		t.Fatalf("capacity = %d, want %d", capacity, 6*4096/64)
 	}

@@ -218,7 +218,11 @@ func TestZoneModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		size, _ := ParseSize(tt.zone)
-		n := zoneBudget(size) / nodeCost(tt.head+tt.key)
+		budget := connZoneBudget
+		if tt.head == reqNodeHead {
+			budget = reqZoneBudget
+		}
+		n := budget(size) / nodeCost(tt.head+tt.key)
 		if n < tt.min || n > tt.max {
 			t.Errorf("zone %s holds %d nodes of a %d-byte key, want %d..%d", tt.zone, n, tt.key, tt.min, tt.max)
 		}

@@ -480,8 +480,8 @@ func TestReqStageConcurrent(t *testing.T) {
 	wg.Wait()
 	for i, r := range p.Req {
 		l := r.Limiter
-		if l.ZoneBytes() > zoneBudget(MinZone) || l.Len() == 0 {
-			t.Errorf("limit_req[%d]: %d keys in %d bytes, want some within %d", i, l.Len(), l.ZoneBytes(), zoneBudget(MinZone))
+		if l.ZoneBytes() > reqZoneBudget(MinZone) || l.Len() == 0 {
+			t.Errorf("limit_req[%d]: %d keys in %d bytes, want some within %d", i, l.Len(), l.ZoneBytes(), reqZoneBudget(MinZone))
 		}
 		for j := range l.shards {
 			sh := &l.shards[j]

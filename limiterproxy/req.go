@@ -96,7 +96,7 @@ func NewReqLimiter(rate Rate, burst, delay int, nodelay bool, zoneBytes int64) *
 	if zoneBytes >= reqShardsMinZone {
 		n = reqShards
 	}
-	budget := zoneBudget(zoneBytes) / int64(n)
+	budget := reqZoneBudget(zoneBytes) / int64(n)
 	l.shards = make([]reqShard, n)
 	for i := range l.shards {
 		sh := &l.shards[i]

@@ -167,7 +167,7 @@ const smallZone = MinZone
 
 func TestReqLimiterExpiry(t *testing.T) {
 	l := NewReqLimiter(mustRate(t, "1r/s"), 5, 0, true, smallZone)
-	capacity := int(zoneBudget(smallZone) / 128)
+	capacity := int(reqZoneBudget(smallZone) / 128)
 	if capacity != 192 {
 		t.Fatalf("capacity %d, want 192", capacity)
 	}
