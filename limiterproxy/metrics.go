@@ -2,8 +2,13 @@ package limiterproxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -109,7 +114,8 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves MetricsPath (Prometheus text format) and KeysPath: a JSON
 // array of the busiest keys of the first limit_conn, at most 20, as
-// [{"key":"site1","in_flight":4}, ...]. Anything else is 404.
+// [{"key":"site1","in_flight":4}, ...], each key as displayKey writes it.
+// Anything else is 404.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
@@ -117,6 +123,9 @@ func (m *Metrics) Handler() http.Handler {
 		var keys []KeyCount
 		if m.policy != nil {
 			keys = m.policy.Busiest(busiestKeys)
+			for i := range keys {
+				keys[i].Key = displayKey(m.policy.Conn[0].Key, keys[i].Key)
+			}
 		}
 		if keys == nil {
 			keys = []KeyCount{}
@@ -164,4 +173,37 @@ func (lm *limitMetrics) count(v Verdict) {
 	case RejectedDryRun:
 		lm.rejectedDryRun.Inc()
 	}
+}
+
+// displayKey writes a key's value raw, evaluated from k, as text: a
+// $binary_remote_addr key as its address ("10.0.0.7", "2001:db8::1"), and
+// any other key with bytes that are not printable UTF-8 (a concatenation
+// with $binary_remote_addr) with those bytes escaped as \xNN, so that
+// different keys read differently.
+func displayKey(k Key, raw string) string {
+	if len(k.parts) == 1 && k.parts[0].kind == partBinaryRemoteAddr {
+		if a, ok := netip.AddrFromSlice([]byte(raw)); ok {
+			return a.String()
+		}
+	}
+	printable := utf8.ValidString(raw)
+	for _, r := range raw {
+		printable = printable && unicode.IsPrint(r) && r != '\\'
+	}
+	if printable {
+		return raw
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRuneInString(raw[i:])
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			for _, c := range []byte(raw[i : i+n]) {
+				fmt.Fprintf(&b, "\\x%02x", c)
+			}
+		} else {
+			b.WriteString(raw[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
