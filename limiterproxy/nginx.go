@@ -158,6 +158,7 @@ func nginxConf(cfg Config, opts NginxOptions) (string, error) {
 	p(0, "")
 	p(1, "server {")
 	p(2, "listen %s;", listen)
+	writeNginxTimeout(p, 2, "client_header_timeout", opts.ClientHeaderTimeout, ts)
 	p(0, "")
 	p(2, "location / {")
 	for _, r := range req {
@@ -207,6 +208,8 @@ func nginxConf(cfg Config, opts NginxOptions) (string, error) {
 	} else {
 		p(3, "proxy_read_timeout %s;", nginxDuration(time.Duration(float64(rt)*ts)))
 	}
+	writeNginxTimeout(p, 3, "proxy_send_timeout", opts.SendTimeout, ts)
+	writeNginxTimeout(p, 3, "client_body_timeout", opts.ClientBodyTimeout, ts)
 	p(2, "}")
 	p(1, "}")
 	p(0, "}")
@@ -375,4 +378,12 @@ func normalKey(key string) string {
 		return k.String()
 	}
 	return key
+}
+
+// writeNginxTimeout writes directive with timeout d played at time scale
+// ts; a zero d writes nothing (nginx's default, 60s).
+func writeNginxTimeout(p func(int, string, ...any), indent int, directive string, d time.Duration, ts float64) {
+	if d > 0 {
+		p(indent, "%s %s;", directive, nginxDuration(time.Duration(float64(d)*ts)))
+	}
 }

@@ -26,6 +26,9 @@ const (
 	DefaultWorkers = 1
 	// DefaultReadTimeout is nginx's default proxy_read_timeout.
 	DefaultReadTimeout = 60 * time.Second
+	// DefaultNginxTimeout is nginx's default proxy_send_timeout,
+	// client_body_timeout and client_header_timeout.
+	DefaultNginxTimeout = 60 * time.Second
 	// DefaultKey is the limit key when a limit names none: per site, as in
 	// the incident that started stampede.
 	DefaultKey = "$host"
@@ -49,7 +52,7 @@ var (
 	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes"}
 	routeKeys   = []string{"name", "path", "service"}
-	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req"}
+	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "send_timeout", "client_body_timeout", "client_header_timeout"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
 	tenantKeys  = []string{"group", "count", "host", "addr", "load"}
@@ -426,6 +429,7 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		top.missing("backend", "{workers: 8, routes: [{name: page, path: /, service: 30ms}]}")
 	}
 	s.Proxy.ReadTimeout = DefaultReadTimeout
+	s.Proxy.SendTimeout, s.Proxy.ClientBodyTimeout, s.Proxy.ClientHeaderTimeout = DefaultNginxTimeout, DefaultNginxTimeout, DefaultNginxTimeout
 	if n := top.get("proxy"); n != nil {
 		d.proxy(n, &s.Proxy)
 	}
@@ -557,6 +561,14 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 		return
 	}
 	f.duration("read_timeout", "120s", &p.ReadTimeout)
+	for _, t := range []struct {
+		key string
+		dst *time.Duration
+	}{{"send_timeout", &p.SendTimeout}, {"client_body_timeout", &p.ClientBodyTimeout}, {"client_header_timeout", &p.ClientHeaderTimeout}} {
+		if f.duration(t.key, "60s", t.dst) && *t.dst <= 0 {
+			f.d.fail(f.get(t.key), join(path, t.key), nil, "%v: want a duration above 0, e.g. 60s (nginx cannot turn it off)", *t.dst)
+		}
+	}
 	for _, en := range d.list(f.get("limit_conn"), join(path, "limit_conn"), "{key: $host, per_key: 4}") {
 		if c, ok := d.connSpec(en.node, en.path); ok {
 			p.Limits.Conn = append(p.Limits.Conn, c)

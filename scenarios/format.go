@@ -139,6 +139,9 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
 		kv("limit_conn", oneOrList(conn)),
 		kv("limit_req", oneOrList(req)),
+		kv("send_timeout", durNode(s.Proxy.SendTimeout, "")),
+		kv("client_body_timeout", durNode(s.Proxy.ClientBodyTimeout, "")),
+		kv("client_header_timeout", durNode(s.Proxy.ClientHeaderTimeout, "")),
 	)
 
 	var tenants []*yaml.Node

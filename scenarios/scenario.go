@@ -72,6 +72,10 @@ type Route struct {
 type Proxy struct {
 	ReadTimeout time.Duration // nginx proxy_read_timeout; 0 = none
 	Limits      limiterproxy.Config
+	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are nginx's
+	// proxy_send_timeout, client_body_timeout and client_header_timeout;
+	// a decoded scenario has each above 0 (default 60s).
+	SendTimeout, ClientBodyTimeout, ClientHeaderTimeout time.Duration
 }
 
 // TenantGroup is Count tenants that share a load description.

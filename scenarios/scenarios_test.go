@@ -125,6 +125,7 @@ func TestStockBalance(t *testing.T) {
 		Proxy: Proxy{
 			ReadTimeout: 120 * time.Second,
 			Limits:      limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
+			SendTimeout: time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute,
 		},
 		Tenants: []TenantGroup{
 			{Group: "other-sites", Count: 249, Host: "site{i}.example.com", Addr: "127.0.0.1", Load: Load{
@@ -245,7 +246,7 @@ tenants:
 		Proxy: Proxy{ReadTimeout: 60 * time.Second, Limits: limiterproxy.Config{
 			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
 			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
-		}},
+		}, SendTimeout: time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute},
 		Tenants: []TenantGroup{
 			{Group: "g", Count: 1, Host: "h.example.com", Addr: "127.0.0.1", Load: Load{Model: Open, Arrivals: Poisson, Rate: 1, Routes: []WeightedRoute{{0, 1}}}},
 			{Group: "c", Count: 1, Host: "c.example.com", Addr: "127.0.0.1", Load: Load{Model: Closed, Users: 3, OnTimeout: Retry, Routes: []WeightedRoute{{0, 1}}}},

@@ -44,6 +44,8 @@ the configuration to deploy.`,
 				Upstream:    upstream,
 				ReadTimeout: sc.Proxy.ReadTimeout,
 				TimeScale:   timeScale,
+				SendTimeout: sc.Proxy.SendTimeout, ClientBodyTimeout: sc.Proxy.ClientBodyTimeout,
+				ClientHeaderTimeout: sc.Proxy.ClientHeaderTimeout,
 			})
 			return asUsage(err)
 		},

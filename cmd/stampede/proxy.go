@@ -28,9 +28,11 @@ type proxyFlags struct {
 	status      int
 	dryRun      bool
 	readTimeout time.Duration
-	metrics     string
-	printNginx  bool
-	maxConns    int
+	// nginx's proxy_send_timeout, client_body_timeout, client_header_timeout
+	sendTimeout, bodyTimeout, headerTimeout time.Duration
+	metrics                                 string
+	printNginx                              bool
+	maxConns                                int
 }
 
 func newProxyCmd() *cobra.Command {
@@ -60,6 +62,9 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
+	fl.DurationVar(&f.sendTimeout, "send-timeout", 60*time.Second, "nginx's proxy_send_timeout: a write of the request upstream stalled this long answers 504")
+	fl.DurationVar(&f.bodyTimeout, "client-body-timeout", 60*time.Second, "nginx's client_body_timeout: a client silent this long while sending its body is cut off")
+	fl.DurationVar(&f.headerTimeout, "client-header-timeout", 60*time.Second, "nginx's client_header_timeout: a client that sends no complete headers within it is cut off")
 	fl.StringVar(&f.metrics, "metrics", "", "address to serve /metrics (Prometheus) and /debug/keys (busiest keys, JSON) on")
 	fl.BoolVar(&f.printNginx, "print-nginx", false, "print the equivalent nginx.conf and exit")
 	fl.IntVar(&f.maxConns, "max-conns", 4096, "most client connections served at once")
@@ -96,6 +101,14 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 	}
 	if f.readTimeout < 0 {
 		return cfg, nil, usagef("--read-timeout %v: want a duration ≥ 0 (e.g. 120s; 0 means none)", f.readTimeout)
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--send-timeout", f.sendTimeout}, {"--client-body-timeout", f.bodyTimeout}, {"--client-header-timeout", f.headerTimeout}} {
+		if t.d <= 0 {
+			return cfg, nil, usagef("%s %v: want a duration above 0, e.g. 60s (nginx cannot turn it off)", t.flag, t.d)
+		}
 	}
 	if f.maxConns < 1 {
 		return cfg, nil, usagef("--max-conns %d: want at least 1", f.maxConns)
@@ -134,6 +147,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	if f.printNginx {
 		return asUsage(limiterproxy.WriteNginx(cmd.OutOrStdout(), cfg, limiterproxy.NginxOptions{
 			Listen: f.listen, Upstream: upstream.Host, ReadTimeout: f.readTimeout,
+			SendTimeout: f.sendTimeout, ClientBodyTimeout: f.bodyTimeout, ClientHeaderTimeout: f.headerTimeout,
 		}))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -142,10 +156,10 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	metrics := limiterproxy.NewMetrics(policy)
 	h := &limiterproxy.Handler{
 		Policy:  policy,
-		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout}),
+		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout, SendTimeout: f.sendTimeout}),
 		Metrics: metrics,
 	}
-	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns}
+	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns, ReadHeaderTimeout: f.headerTimeout, ClientBodyTimeout: f.bodyTimeout}
 	ln, err := limiterproxy.Listen(f.listen, sopts)
 	if err != nil {
 		return err
