@@ -71,6 +71,7 @@ type exchange struct {
 	req  *http.Request
 	out  http.Request
 	rb   clientBody
+	sc   sendConn
 	conn net.Conn
 	stop func() bool // unhooks the connection from the request's context
 	br   *bufio.Reader
@@ -210,10 +211,17 @@ func (x *exchange) write(w io.Writer) error {
 // yet.
 func (x *exchange) writeBody() {
 	defer close(x.writerDone)
-	err := x.write(sendConn{x.conn, x.t.sendTimeout})
-	if x.rb.err != nil {
+	x.sc = sendConn{Conn: x.conn, timeout: x.t.sendTimeout}
+	err := x.write(&x.sc)
+	if x.sc.err != nil {
+		// The request writer wraps a write's error in a type of its own
+		// that hides what it was.
+		err = x.sc.err
+	}
+	if x.rb.err != nil || IsTimeout(x.sc.err) {
 		// Unblock the response reader: the upstream waits for the rest
-		// of a body that will never come.
+		// of a body that will never come, or takes none of it (nginx's
+		// proxy_send_timeout: 504).
 		x.conn.Close()
 	}
 	x.mu.Lock()
@@ -259,13 +267,18 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 type sendConn struct {
 	net.Conn
 	timeout time.Duration
+	err     error // the first write's error
 }
 
-func (c sendConn) Write(p []byte) (int, error) {
+func (c *sendConn) Write(p []byte) (int, error) {
 	if c.timeout > 0 {
 		c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)) //nolint:errcheck // a closed conn fails the write
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // headerConn is the upstream connection as the response reader sees it:
