@@ -420,7 +420,7 @@ func TestRefusedLikeNginx(t *testing.T) {
 			t.Fatal(err)
 		}
 		io.WriteString(c, "POST /ok HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc") //nolint:errcheck
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))                         //nolint:errcheck
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))                               //nolint:errcheck
 		br := bufio.NewReader(c)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {

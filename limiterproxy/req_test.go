@@ -161,8 +161,8 @@ func TestReqLimiterSkipsEmptyAndLongKeys(t *testing.T) {
 	}
 }
 
-// smallZone is the smallest zone: one shard, six pages for nodes of 128 bytes less the zone's root, 191 keys
-// of up to 48 bytes.
+// smallZone is the smallest zone: one shard, six pages for nodes less the
+// zone's root, 191 keys of up to 48 bytes.
 const smallZone = MinZone
 
 func TestReqLimiterExpiry(t *testing.T) {

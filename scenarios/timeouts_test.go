@@ -43,4 +43,3 @@ func TestProxyTimeouts(t *testing.T) {
 		}
 	}
 }
-
