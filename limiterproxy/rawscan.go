@@ -1,6 +1,9 @@
 package limiterproxy
 
-import "sync"
+import (
+	"bytes"
+	"sync"
+)
 
 // reqScan follows the bytes a server reads from one client connection and
 // notes, for each request's header block, what nginx refuses but Go's
@@ -75,19 +78,28 @@ func (s *reqScan) feed(p []byte) {
 			p = p[k:]
 			continue
 		}
-		c := p[0]
-		p = p[1:]
-		if c == '\n' {
-			s.endLine()
-			continue
+		seg := p
+		eol := bytes.IndexByte(p, '\n')
+		if eol >= 0 {
+			seg = p[:eol]
 		}
 		if s.n < scanLine {
-			s.line[s.n] = c
+			copy(s.line[s.n:], seg)
 		}
-		s.n++
-		if s.lines == 0 && c != '\r' {
-			s.tail = s.tail<<8 | uint64(c)
+		s.n += len(seg)
+		if s.lines == 0 {
+			// Only the request line's last 8 bytes (and its '\r') matter.
+			for _, c := range seg[max(0, len(seg)-9):] {
+				if c != '\r' {
+					s.tail = s.tail<<8 | uint64(c)
+				}
+			}
 		}
+		if eol < 0 {
+			return
+		}
+		p = p[eol+1:]
+		s.endLine()
 	}
 }
 
