@@ -15,8 +15,8 @@ import (
 
 // TestFaultsReleaseEverything sends thousands of requests through the
 // handler and the proxy while clients give up at random, the upstream kills
-// connections, hangs past the read timeout or panics, and the handler's own
-// Next panics; afterwards every limit_conn is back to no key in flight and
+// connections, hangs past the read timeout (before its headers, or after
+// them in the body) or panics, and the handler's own Next panics; afterwards every limit_conn is back to no key in flight and
 // no in-flight gauge is off zero.
 func TestFaultsReleaseEverything(t *testing.T) {
 	const (
@@ -42,6 +42,12 @@ func TestFaultsReleaseEverything(t *testing.T) {
 			return
 		case "/hang":
 			<-r.Context().Done() // past the read timeout: 504
+			return
+		case "/stall": // headers and some of the body, then past the read timeout
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "abc")              //nolint:errcheck
+			http.NewResponseController(w).Flush() //nolint:errcheck
+			<-r.Context().Done()
 			return
 		case "/panic":
 			panic("upstream handler panics")
@@ -79,7 +85,7 @@ func TestFaultsReleaseEverything(t *testing.T) {
 	front.Config.ErrorLog = quiet
 	front.Start()
 
-	paths := []string{"/", "/slow", "/slow", "/slow", "/kill", "/hang", "/panic", "/proxy-panic", "/proxy-abort"}
+	paths := []string{"/", "/slow", "/slow", "/slow", "/kill", "/hang", "/stall", "/panic", "/proxy-panic", "/proxy-abort"}
 	type tally struct {
 		mu       sync.Mutex
 		statuses map[int]int
