@@ -440,3 +440,32 @@ func TestRefusedLikeNginx(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestKeepAliveBodyStall: through the pooled upstream transport too, a
+// body that stalls after its headers is cut off at the read timeout and
+// its slot freed.
+func TestKeepAliveBodyStall(t *testing.T) {
+	up := startScriptedUpstream(t)
+	const readTimeout = 300 * time.Millisecond
+	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	front := httptest.NewUnstartedServer(nil)
+	front.Config = NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, "http://"+up.addr()), ProxyOptions{ReadTimeout: readTimeout, KeepAlive: true})}, ServerOptions{})
+	front.Start()
+	defer front.Close()
+	s := hostileSide{name: "stampede (keep-alive)", addr: strings.TrimPrefix(front.URL, "http://")}
+	margin := hostileMargin(t, s)
+	r := rawExchange(t, s.addr, "GET /stall HTTP/1.1\r\nHost: stall.example\r\n\r\n", "", 0, readTimeout+margin+time.Second, true)
+	if statusCode(r.status) != 200 || !r.response {
+		t.Errorf("status %q, headers %t; want 200 and the headers passed on", r.status, r.response)
+	}
+	if r.closed < readTimeout-earlyTimer || r.closed > readTimeout+margin {
+		t.Errorf("closed after %v, want within [%v, %v]", r.closed, readTimeout-earlyTimer, readTimeout+margin)
+	}
+	deadline := time.Now().Add(margin)
+	for p.Conn[0].Limiter.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stall.example still holds a slot %v after the cut-off", margin)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -30,10 +30,11 @@ const DefaultConnectTimeout = 60 * time.Second
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
 //     forever), however they trickle in; a refused, reset or closed
 //     upstream connection answers 502;
-//   - without KeepAlive, opts.ReadTimeout also bounds each wait for the
-//     next bytes of the response body or of an upgraded connection, and
-//     opts.SendTimeout each write to the upstream: the exchange is cut
-//     off, as nginx cuts it off, and its limit_conn slot freed;
+//   - opts.ReadTimeout also bounds each wait for the next bytes of the
+//     response body and, without KeepAlive, of an upgraded connection;
+//     without KeepAlive, opts.SendTimeout bounds each write to the
+//     upstream: the exchange is cut off, as nginx cuts it off, and its
+//     limit_conn slot freed;
 //   - a client gone before the response is answered nothing, and a client
 //     that fails to send its body (ServerOptions.ClientBodyTimeout) ends
 //     the exchange: nothing is answered on a timeout, 400 on a malformed
@@ -58,7 +59,17 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 			ForceAttemptHTTP2:  false,
 		}
 	}
+	var modify func(*http.Response) error
+	if opts.KeepAlive && opts.ReadTimeout > 0 {
+		modify = func(resp *http.Response) error {
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				resp.Body = &idleBody{body: resp.Body, timeout: opts.ReadTimeout}
+			}
+			return nil
+		}
+	}
 	return &httputil.ReverseProxy{
+		ModifyResponse: modify,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			// nginx's proxy_set_header Host $host: without the port,
@@ -161,4 +172,33 @@ func IsTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// idleBody is a response body read through http.Transport (KeepAlive)
+// whose every read must bring bytes within timeout, as nginx's
+// proxy_read_timeout bounds the time between two successive reads: past
+// it the body is closed, which fails the read and cuts the response off.
+// The timer runs only while a read waits.
+type idleBody struct {
+	body    io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.timeout, func() { b.body.Close() })
+	} else {
+		b.timer.Reset(b.timeout)
+	}
+	n, err := b.body.Read(p)
+	b.timer.Stop()
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	return b.body.Close()
 }
