@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/internal/memnet"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/report"
@@ -48,6 +50,9 @@ type Options struct {
 	// limiter's busiest keys. Zero means one model second (but no more
 	// often than every 5 ms of wall time).
 	SampleEvery time.Duration
+	// Transport carries the built-in pair's connections: Memory (the
+	// default when empty) or TCP. A Target is always reached over TCP.
+	Transport string
 	// Version and CommandLine are recorded in results.json.
 	Version     string
 	CommandLine string
@@ -89,7 +94,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	}()
 
 	if opts.Target == "" {
-		p, err := startPair(sc, scale)
+		p, err := startPair(sc, scale, opts.Transport)
 		if err != nil {
 			return nil, err
 		}
@@ -178,6 +183,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		Sample:           sample,
 		SampleEvery:      max(wall(every), 5*time.Millisecond),
 		Counters:         opts.Counters,
+		Dial:             dialOf(pr),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
@@ -228,6 +234,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		info.Model = min(modelElapsed, sc.Duration)
 	}
 	return rec.Results(info), nil
+}
+
+// dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
+func dialOf(pr *pair) func(ctx context.Context, from netip.Addr) (net.Conn, error) {
+	if pr == nil {
+		return nil
+	}
+	return pr.dial
 }
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503
@@ -382,11 +396,28 @@ func (p *statsPoller) fetch(ctx context.Context) {
 	}
 }
 
-// pair is the built-in backend and proxy, each on its own loopback server.
+// Transports of Options.Transport.
+const (
+	// Memory serves the built-in pair on in-memory listeners
+	// (internal/memnet): the same HTTP/1.1 bytes through the same net/http
+	// servers, without loopback TCP's system calls.
+	Memory = "memory"
+	// TCP serves the built-in pair on loopback TCP.
+	TCP = "tcp"
+)
+
+// pair is the built-in backend and proxy, each on its own server, over
+// loopback TCP or in memory.
 type pair struct {
 	backend  *fakebackend.Backend
 	policy   *limiterproxy.Policy
 	proxyURL *url.URL
+	// dial, in memory, connects to the proxy from a client's address;
+	// nil over TCP.
+	dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
+	// listen makes a listener in front of rp for the prober: in memory,
+	// or on loopback TCP.
+	listen func() (net.Listener, dialFunc, error)
 
 	stopBackend context.CancelFunc
 	backendDone chan struct{}
@@ -395,13 +426,31 @@ type pair struct {
 	rp          http.Handler // the reverse proxy behind the limits
 }
 
+// dialFunc is http.Transport.DialContext.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // proxyMaxConns bounds the built-in proxy's connections: above the driver's
 // default in-flight cap, below a typical open-file limit.
 const proxyMaxConns = 16384
 
+// memBacklog is the in-memory backend listener's accept queue. The fake
+// backend accepts every connection at once and keeps its own backlog in
+// its pool (fakebackend.Config.Backlog), so the listener's queue only has
+// to hold what arrives between two Accepts; it is as deep as the proxy has
+// connections, so it never overflows first.
+const memBacklog = proxyMaxConns
+
+// Addresses of the in-memory pair, shown in URLs and logs.
+var (
+	memBackendAddr = netip.MustParseAddrPort("127.0.0.1:9000")
+	memProxyAddr   = netip.MustParseAddrPort("127.0.0.1:8080")
+	memProbeAddr   = netip.MustParseAddrPort("127.0.0.1:8081")
+)
+
 // startPair starts the time-scaled fake backend and the limiting proxy in
-// front of it, each on 127.0.0.1 at a random port.
-func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
+// front of it, over transport: Memory (the default when empty) or TCP,
+// where each takes 127.0.0.1 at a random port.
+func startPair(sc *scenarios.Scenario, scale float64, transport string) (*pair, error) {
 	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
 	for i, r := range sc.Backend.Routes {
 		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
@@ -414,9 +463,35 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
+	memory := transport != TCP
+	wall := func(m time.Duration) time.Duration { return time.Duration(float64(m) * scale) }
+	var (
+		bln      net.Listener
+		upstream *url.URL
+		dialUp   dialFunc
+	)
+	if memory {
+		ml := memnet.Listen(memnet.Options{
+			Addr:    memBackendAddr,
+			Backlog: memBacklog,
+			// The kernel's SYN retransmissions are model time.
+			RetryAfter: func(n int) time.Duration { return wall(memnet.SYNSchedule(n)) },
+		})
+		bln = ml
+		// The proxy's connect timeout (nginx proxy_connect_timeout) in
+		// model time, as everything else in an in-memory run.
+		connect := wall(limiterproxy.DefaultConnectTimeout)
+		dialUp = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, connect)
+			defer cancel()
+			return ml.Dial(ctx, netip.Addr{})
+		}
+		upstream = &url.URL{Scheme: "http", Host: memBackendAddr.String()}
+	} else {
+		if bln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
+		}
+		upstream = &url.URL{Scheme: "http", Host: bln.Addr().String()}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pair{backend: b, policy: policy, stopBackend: cancel, backendDone: make(chan struct{})}
@@ -428,18 +503,39 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	}()
 
 	opts := limiterproxy.ServerOptions{MaxConns: proxyMaxConns}
-	pln, err := limiterproxy.Listen("127.0.0.1:0", opts)
-	if err != nil {
-		p.close()
-		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
+	var pln net.Listener
+	if memory {
+		ml := memnet.Listen(memnet.Options{Addr: memProxyAddr, Backlog: proxyMaxConns})
+		pln = limiterproxy.LimitListener(ml, proxyMaxConns)
+		p.dial = ml.Dial
+		p.listen = func() (net.Listener, dialFunc, error) {
+			l := memnet.Listen(memnet.Options{Addr: memProbeAddr})
+			return l, l.DialContext, nil
+		}
+	} else {
+		if pln, err = limiterproxy.Listen("127.0.0.1:0", opts); err != nil {
+			p.close()
+			return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
+		}
+		p.listen = func() (net.Listener, dialFunc, error) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			return l, nil, err
+		}
 	}
-	upstream := &url.URL{Scheme: "http", Host: bln.Addr().String()}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
-		ReadTimeout: time.Duration(float64(sc.Proxy.ReadTimeout) * scale),
+		ReadTimeout: wall(sc.Proxy.ReadTimeout),
 		// A connection per request would spend a third of the run's CPU
 		// in connect and close; the pool works per request either way.
 		KeepAlive: true,
 	})
+	if dialUp != nil {
+		tr, ok := rp.Transport.(*http.Transport)
+		if !ok {
+			p.close()
+			return nil, fmt.Errorf("live: scenario %s: proxy: its keep-alive transport is a %T, not an *http.Transport to dial in memory", sc.Name, rp.Transport)
+		}
+		tr.DialContext = dialUp
+	}
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: true}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -127,11 +126,11 @@ type prober struct {
 }
 
 func (p *pair) newProber(wait time.Duration) (*prober, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, dial, err := p.listen()
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DialContext: dial}
 	pb := &prober{
 		wait:   wait,
 		srv:    &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second},

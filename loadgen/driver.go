@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -102,6 +103,12 @@ type DriverOptions struct {
 	// that set them up before Run can poll them while it runs. Nil means the
 	// driver keeps its own; Driver.Progress reads them either way.
 	Counters *Counters
+	// Dial, when not nil, makes the driver's connections instead of TCP
+	// (an in-memory transport, see internal/memnet), from each tenant's
+	// address, which the server then sees as the connection's remote
+	// address whatever the target. Nil dials Target over TCP, from the
+	// tenant's address when the target is on IPv4 loopback.
+	Dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
 }
 
 // Counters are a driver's live counts, for progress displays. The zero value
@@ -228,7 +235,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u.RawPath = ""
 		d.urls = append(d.urls, &u)
 	}
-	loopback := isLoopbackV4(opts.Target.Hostname())
+	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
 	byAddr := map[string]*http.Transport{}
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
@@ -283,19 +290,25 @@ func isLoopbackV4(host string) bool {
 // from the source address addr ("" for the system's choice).
 func (d *Driver) transport(addr string) (*http.Transport, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	var from netip.Addr
 	if addr != "" {
 		host := addr
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
-		ip := net.ParseIP(host)
-		if ip == nil {
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
 			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
 		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+		from = ip
+		dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
+	}
+	dial := dialer.DialContext
+	if d.opts.Dial != nil {
+		dial = func(ctx context.Context, _, _ string) (net.Conn, error) { return d.opts.Dial(ctx, from) }
 	}
 	return &http.Transport{
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 		MaxIdleConns:        0, // no overall bound; per host below
 		MaxIdleConnsPerHost: int(d.maxFlight),
 		IdleConnTimeout:     90 * time.Second,

@@ -1,5 +1,5 @@
 // Package memnet is an in-memory network for HTTP servers and clients in
-// one process: a net.Listener whose connections are pairs of net.Pipe ends,
+// one process: a net.Listener whose connections are in-memory pipes,
 // carrying the same HTTP/1.1 bytes through the same net/http servers as
 // loopback TCP, without the kernel's system calls.
 //
@@ -173,12 +173,12 @@ func (l *Listener) Dial(ctx context.Context, from netip.Addr) (net.Conn, error) 
 		from = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	}
 	local := Addr(netip.AddrPortFrom(from, l.port()))
-	cli, srv := net.Pipe()
-	client := &conn{Conn: cli, local: local, remote: l.addr}
-	server := &conn{Conn: srv, local: l.addr, remote: local}
+	client, server := newPipe()
+	client.localAddr, client.remoteAddr = local, l.addr
+	server.localAddr, server.remoteAddr = l.addr, local
 	fail := func(err error) (net.Conn, error) {
-		cli.Close()
-		srv.Close()
+		client.Close()
+		server.Close()
 		return nil, &net.OpError{Op: "dial", Net: Network, Source: local, Addr: l.addr, Err: err}
 	}
 	for n := 1; ; n++ {
@@ -240,15 +240,6 @@ func (a Addr) Network() string { return Network }
 
 // String returns the address as host:port.
 func (a Addr) String() string { return netip.AddrPort(a).String() }
-
-// conn is one end of a memnet connection.
-type conn struct {
-	net.Conn
-	local, remote Addr
-}
-
-func (c *conn) LocalAddr() net.Addr  { return c.local }
-func (c *conn) RemoteAddr() net.Addr { return c.remote }
 
 // IsRefused reports whether err is a dial refused by a full accept queue or
 // a closed listener.
