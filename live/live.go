@@ -203,10 +203,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 			tare = tracker.runTare()
 		}
 	}
+	before := sampleOS()
 	start := time.Now()
 	runErr := drv.Run(ctx, start, rec)
 	elapsed := time.Since(start)
 	stopProbes()
+	after := sampleOS()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
@@ -218,9 +220,22 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if stats != nil {
 		end, _ = stats()
 	}
+	m := measured{
+		scale:    scale,
+		lateness: drv.SendLateness(),
+		stalls:   drv.Stalls(),
+		tare:     probes != nil && tracker.n > 0,
+		tareMin:  tracker.lo,
+		tareMax:  tracker.hi,
+		before:   before,
+		after:    after,
+		sent:     drv.Progress().Sent,
+	}
+	validity := judge(sc, m)
 	info := report.RunInfo{
+		Validity:     validity,
 		Tare:         tare,
-		SendLateness: drv.SendLateness(),
+		SendLateness: m.lateness,
 		Engine:       Engine,
 		Wall:         elapsed,
 		Interrupted:  interrupted,
@@ -233,7 +248,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		// the scenario's duration, which the recorder takes by default.
 		info.Model = min(modelElapsed, sc.Duration)
 	}
-	return rec.Results(info), nil
+	res := rec.Results(info)
+	explain(validity, res.SLO, sc, m)
+	return res, nil
 }
 
 // dialOf returns the driver's dialer for pr: in memory, or nil for TCP.

@@ -184,6 +184,8 @@ type tareTracker struct {
 	// the run took off on average, in bounded memory however long it is.
 	sum time.Duration
 	n   int
+	// The lowest and highest of them: how far the path's cost drifted.
+	lo, hi time.Duration
 }
 
 // add puts a probe into the window.
@@ -201,6 +203,10 @@ func (tt *tareTracker) add(d time.Duration) {
 func (tt *tareTracker) observe(d time.Duration) time.Duration {
 	tt.add(d)
 	tare := tt.tare()
+	if tt.n == 0 || tare < tt.lo {
+		tt.lo = tare
+	}
+	tt.hi = max(tt.hi, tare)
 	tt.sum += tare
 	tt.n++
 	return tare

@@ -195,6 +195,7 @@ type Driver struct {
 	ran        atomic.Bool
 	pacer      clock.Pacer
 	late       *latenessRecorder
+	stalls     stallRecorder
 	tare       atomic.Int64 // nanoseconds
 }
 
@@ -339,6 +340,10 @@ func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0)))
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
 func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+
+// Stalls returns the generator's stalls so far (see Stalls). It is safe to
+// call at any time.
+func (d *Driver) Stalls() Stalls { return d.stalls.summary() }
 
 // wait waits until the model time at from start, or until ctx is done, and
 // reports whether the moment came (ok). With PreciseTimers it may return a
@@ -523,6 +528,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		if ctx.Err() != nil {
 			return
 		}
+		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
 		route := t.mix.Pick(t.picks)
 		if next, ok := t.arrivals.Next(); ok {

@@ -132,11 +132,18 @@ func writeFile(path string, write func(*os.File) error) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// verdict maps a finished run to its exit status: interrupted 130, a failed
-// SLO 3.
+// verdict maps a finished run to its exit status: interrupted 130; an
+// inconclusive run 4, unless an SLO failed by more than the generator's
+// delay could explain (3); a failed SLO 3.
 func verdict(res *report.Results) error {
 	if res.Interrupted {
 		return exitCodeError{exitInterrupted, "interrupted: partial results written"}
+	}
+	if v := res.Validity; v != nil && !v.Conclusive {
+		if len(v.Unexplained) > 0 {
+			return exitCodeError{exitSLO, fmt.Sprintf("%d SLO(s) failed by more than the generator's own delay could explain: %s", len(v.Unexplained), strings.Join(v.Unexplained, "; "))}
+		}
+		return exitCodeError{exitInconclusive, fmt.Sprintf("inconclusive: the generator's own delays could explain the SLO verdicts; this machine can hold time_scale %g", v.SuggestedTimeScale)}
 	}
 	var failed []string
 	for _, s := range res.SLO {
