@@ -53,6 +53,9 @@ type Options struct {
 	// Transport carries the built-in pair's connections: Memory (the
 	// default when empty) or TCP. A Target is always reached over TCP.
 	Transport string
+	// Calibrated, when not nil, is told what a time_scale: auto
+	// calibration chose, before the run starts.
+	Calibrated func(Calibration)
 	// Version and CommandLine are recorded in results.json.
 	Version     string
 	CommandLine string
@@ -74,6 +77,21 @@ const drainMargin = time.Second
 // the cancellation are not recorded (see loadgen.Driver.Run). Run shuts down
 // every server it started before returning.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+	auto := sc.TimeScaleAuto
+	if auto && opts.Target == "" {
+		cal, err := Calibrate(ctx, sc, opts.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
+		}
+		if opts.Calibrated != nil {
+			opts.Calibrated(cal)
+		}
+		c := *sc
+		c.TimeScale = cal.Scale
+		sc = &c
+	}
+	// Against a target, auto is real time: nginx-config writes the
+	// target's configuration for time scale 1 then.
 	scale := sc.TimeScale
 	if scale == 0 {
 		scale = 1
@@ -233,15 +251,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	}
 	validity := judge(sc, m)
 	info := report.RunInfo{
-		Validity:     validity,
-		Tare:         tare,
-		SendLateness: m.lateness,
-		Engine:       Engine,
-		Wall:         elapsed,
-		Interrupted:  interrupted,
-		Backend:      end,
-		Version:      opts.Version,
-		CommandLine:  opts.CommandLine,
+		Validity:      validity,
+		TimeScaleAuto: auto,
+		Tare:          tare,
+		SendLateness:  m.lateness,
+		Engine:        Engine,
+		Wall:          elapsed,
+		Interrupted:   interrupted,
+		Backend:       end,
+		Version:       opts.Version,
+		CommandLine:   opts.CommandLine,
 	}
 	if interrupted {
 		// The run got this far into the model; a whole run covers at least

@@ -90,15 +90,15 @@ type osSample struct {
 
 // measured is what a live run measured of itself, in wall time.
 type measured struct {
-	scale      float64
-	lateness   loadgen.Lateness
-	stalls     loadgen.Stalls
-	tare       bool // a tare was measured and taken off
-	tareMin    time.Duration
-	tareMax    time.Duration
-	before     osSample
-	after      osSample
-	sent       uint64
+	scale    float64
+	lateness loadgen.Lateness
+	stalls   loadgen.Stalls
+	tare     bool // a tare was measured and taken off
+	tareMin  time.Duration
+	tareMax  time.Duration
+	before   osSample
+	after    osSample
+	sent     uint64
 }
 
 // niceScales are the time scales judge suggests, each a round number.

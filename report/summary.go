@@ -164,7 +164,8 @@ func writeGenerator(b *strings.Builder, r *Results) {
 	}
 	fmt.Fprintf(b, "live engine: tare %.3f ms wall off every latency; sends late p50 %.3f ms, p99 %.3f ms wall (%s model)\n",
 		r.TareMS, l.P50, l.P99, formatMs(l.P99/scale))
-	if p99 := l.P99 / scale; p99 > behindWarn {
+	if p99 := l.P99 / scale; p99 > behindWarn && (r.Validity == nil || r.Validity.Conclusive) {
+		// A run with a validity verdict says it in its banner instead.
 		fmt.Fprintf(b, "warning: the generator sent %s of model time behind its schedule at p99; this machine could not play the scenario at time scale %g, and latencies include that delay (try a larger time_scale)\n",
 			formatMs(p99), r.TimeScale)
 	}

@@ -401,10 +401,15 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	} else if !top.has("duration") {
 		top.missing("duration", "10m")
 	}
-	if n := top.get("time_scale"); n != nil {
-		if v, ok := d.number(n, "time_scale", "0.01"); ok {
+	s.TimeScaleAuto = true
+	if n := top.get("time_scale"); n != nil && n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == "auto" {
+		// TimeScale stays 1: what a target, the backend command and
+		// nginx-config use, having no calibration of their own.
+	} else if n != nil {
+		s.TimeScaleAuto = false
+		if v, ok := d.number(n, "time_scale", "0.01 or auto"); ok {
 			if v <= 0 || v > 1 {
-				d.fail(n, "time_scale", nil, "%s is not in (0, 1]: the live engine plays time_scale × real time, so 0.01 is 100× faster (want e.g. 0.01)", n.Value)
+				d.fail(n, "time_scale", nil, "%s is not in (0, 1]: the live engine plays time_scale × real time, so 0.01 is 100× faster (want e.g. 0.01, or auto)", n.Value)
 			} else {
 				s.TimeScale = v
 			}

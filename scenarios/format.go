@@ -159,7 +159,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("name", strNode(s.Name)),
 		kv("description", optStr(s.Description)),
 		kv("duration", strNode(formatDuration(s.Duration))),
-		kv("time_scale", floatNode(s.TimeScale)),
+		kv("time_scale", s.timeScaleNode()),
 		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
 		kv("backend", backend),
 		kv("proxy", proxy),
@@ -291,4 +291,12 @@ func orDefaultInt(i, def int) int {
 		return def
 	}
 	return i
+}
+
+// timeScaleNode is time_scale's value: auto, or the number.
+func (s *Scenario) timeScaleNode() *yaml.Node {
+	if s.TimeScaleAuto {
+		return plainNode("auto")
+	}
+	return floatNode(s.TimeScale)
 }

@@ -9,7 +9,7 @@
 // is held to the same rules as the file. Format writes a Scenario back as
 // YAML that loads to an equal Scenario.
 //
-// Defaults: time_scale 1, seed 1; backend workers 1 (gunicorn's default),
+// Defaults: time_scale auto (1 where nothing chooses), seed 1; backend workers 1 (gunicorn's default),
 // backlog 2048, timeout none, on_client_abort continue; proxy read_timeout
 // 60s (nginx's default; 0s for none), limit key $host, zone 10m, status 503;
 // tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
@@ -34,6 +34,11 @@ type Scenario struct {
 	Description string
 	Duration    time.Duration // model time during which load is generated
 	TimeScale   float64       // live engine plays the scenario this many times real time (0.01 = 100× faster)
+	// TimeScaleAuto (time_scale: auto, the default when the file leaves
+	// it out) lets the live engine choose TimeScale from a calibration on
+	// the machine; TimeScale is then 1 for everything else (a --target run,
+	// the backend command, nginx-config). The sim ignores both.
+	TimeScaleAuto bool
 	Seed        uint64
 	Backend     Backend
 	Proxy       Proxy

@@ -98,7 +98,7 @@ func TestBackendOptions(t *testing.T) {
 			"/slow /slow=uniform:2m..4m; / /=lognormal:median=30ms,p99=200ms"},
 		// The scenario's backend, time scale and seed.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml"},
-			fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second}, 0.03, 1,
+			fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second}, 1, 1, // time_scale: auto is real time without a calibration
 			"page /app=lognormal:median=30ms,p99=200ms; stock-balance /api/method/stock_balance=uniform:2m..4m"},
 		// Flags given explicitly override it; --route replaces its routes.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "4", "--timeout", "30s", "--time-scale", "1", "--route", "/=1s"},

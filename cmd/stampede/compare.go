@@ -79,6 +79,7 @@ noisiest tenant best.`,
 			for i, p := range points {
 				res, err := play(c.Context(), scs[i], playOptions{
 					engine:      f.engine,
+					transport:   f.transport,
 					progress:    f.progressMode(c),
 					progressOut: c.ErrOrStderr(),
 					title:       fmt.Sprintf("[%d/%d] %s", i+1, len(points), p.label),
