@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"stampede/clock"
 	"stampede/fakebackend"
 	"stampede/internal/memnet"
 	"stampede/limiterproxy"
@@ -53,6 +54,12 @@ type Options struct {
 	// Transport carries the built-in pair's connections: Memory (the
 	// default when empty) or TCP. A Target is always reached over TCP.
 	Transport string
+	// RuntimeTimers times every wait with the runtime's timers alone,
+	// which testing/synctest's fake clock needs (with the Memory
+	// transport, whose connections block durably, a whole run then plays
+	// in fake time, deterministically). False times sub-millisecond waits
+	// with a kernel high-resolution timer (package clock).
+	RuntimeTimers bool
 	// Calibrated, when not nil, is told what a time_scale: auto
 	// calibration chose, before the run starts.
 	Calibrated func(Calibration)
@@ -112,7 +119,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	}()
 
 	if opts.Target == "" {
-		p, err := startPair(sc, scale, opts.Transport)
+		p, err := startPair(sc, scale, opts.Transport, !opts.RuntimeTimers)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +194,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
 		Tare:           tare,
 		Target:         target,
-		PreciseTimers:  true,
+		PreciseTimers:  !opts.RuntimeTimers,
 		Tenants:        sc.Expand(),
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
@@ -222,6 +229,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		}
 	}
 	before := sampleOS()
+	wakes := clock.WakeSnapshot()
 	start := time.Now()
 	runErr := drv.Run(ctx, start, rec)
 	elapsed := time.Since(start)
@@ -248,6 +256,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		before:   before,
 		after:    after,
 		sent:     drv.Progress().Sent,
+		wakes:    clock.WakeSnapshot().Sub(wakes),
 	}
 	validity := judge(sc, m)
 	info := report.RunInfo{
@@ -485,13 +494,14 @@ var (
 
 // startPair starts the time-scaled fake backend and the limiting proxy in
 // front of it, over transport: Memory (the default when empty) or TCP,
-// where each takes 127.0.0.1 at a random port.
-func startPair(sc *scenarios.Scenario, scale float64, transport string) (*pair, error) {
+// where each takes 127.0.0.1 at a random port. Precise says to time their
+// waits with package clock's high-resolution timer.
+func startPair(sc *scenarios.Scenario, scale float64, transport string, precise bool) (*pair, error) {
 	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
 	for i, r := range sc.Backend.Routes {
 		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
 	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: true})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -572,7 +582,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string) (*pair, 
 		}
 		tr.DialContext = dialUp
 	}
-	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: true}, opts)
+	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})

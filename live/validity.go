@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"stampede/clock"
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
@@ -23,6 +24,8 @@ import (
 //   - its send lateness at p99 is above D;
 //   - or its longest stall (a window in which sends were due and none went
 //     out, see loadgen.Stalls) is longer than D;
+//   - or the process's precise timers (the generator's, the proxy's and
+//     the backend's, see clock.Wakes) woke later than D at p99;
 //   - or the tare it took off drifted during the run (its highest estimate
 //     less its lowest) by more than D.
 //
@@ -141,6 +144,12 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 	_, v.StallsOverBudget = s.Over(time.Duration(float64(budget) * scale))
 	breaks(s.Longest, "the generator stalled %d times for longer than the delay budget of %s, the longest %s of model time (%.3f ms wall): sends were due and none went out",
 		v.StallsOverBudget, fmtDur(budget), fmtDur(model(s.Longest)), float64(s.Longest)/1e6)
+	if m.wakes.Count() > 0 {
+		tl := m.wakes.Quantile(0.99)
+		v.TimersP99MS = ms(model(tl))
+		breaks(tl, "the process's timers (generator, proxy and backend) woke %s of model time late at p99 (%.3f ms wall), above the delay budget of %s: the CPU was not there when they fired",
+			fmtDur(model(tl)), float64(tl)/1e6, fmtDur(budget))
+	}
 	if m.tare {
 		drift := max(m.tareMax-m.tareMin, 0)
 		v.TareDriftMS = ms(model(drift))
@@ -183,7 +192,7 @@ const amplification = 10
 
 // worstDelay returns W of the rule, in model time.
 func worstDelay(m measured) time.Duration {
-	w := max(m.lateness.P99, m.stalls.Longest)
+	w := max(m.lateness.P99, m.stalls.Longest, m.wakes.Quantile(0.99))
 	if m.tare {
 		w = max(w, m.tareMax-m.tareMin)
 	}

@@ -177,8 +177,10 @@ type Validity struct {
 	LatenessP99MS  float64 `json:"lateness_p99_ms,omitempty"`  // send lateness at p99
 	LongestStallMS float64 `json:"longest_stall_ms,omitempty"` // the longest stall of the generator
 	// StallsOverBudget is how many stalls were longer than BudgetMS.
-	StallsOverBudget int     `json:"stalls_over_budget,omitempty"`
-	TareDriftMS      float64 `json:"tare_drift_ms,omitempty"` // the tare's highest less its lowest during the run
+	StallsOverBudget int `json:"stalls_over_budget,omitempty"`
+	// TimersP99MS is how late the process's precise timers woke at p99.
+	TimersP99MS float64 `json:"timers_late_p99_ms,omitempty"`
+	TareDriftMS float64 `json:"tare_drift_ms,omitempty"` // the tare's highest less its lowest during the run
 	// CPUSteal is the share of the machine's CPU time a hypervisor gave
 	// to others during the run (/proc/stat); CgroupThrottled is how many
 	// times the cgroup's CPU quota stopped the process, for

@@ -39,14 +39,14 @@ type Scenario struct {
 	// the machine; TimeScale is then 1 for everything else (a --target run,
 	// the backend command, nginx-config). The sim ignores both.
 	TimeScaleAuto bool
-	Seed        uint64
-	Backend     Backend
-	Proxy       Proxy
-	Tenants     []TenantGroup
-	SLO         []SLO
-	Sweep       []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
-	Settings    map[string]string // the --set overrides that made this scenario, PATH → VALUE
-	File        string            // the file it was read from
+	Seed          uint64
+	Backend       Backend
+	Proxy         Proxy
+	Tenants       []TenantGroup
+	SLO           []SLO
+	Sweep         []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
+	Settings      map[string]string // the --set overrides that made this scenario, PATH → VALUE
+	File          string            // the file it was read from
 
 	src  []byte   // the file's contents, for With
 	sets []string // the overrides applied, in order, for With
