@@ -102,6 +102,7 @@ type measured struct {
 	before   osSample
 	after    osSample
 	sent     uint64
+	wakes    clock.Wakes // the process's precise timers during the run
 }
 
 // niceScales are the time scales judge suggests, each a round number.
