@@ -189,7 +189,7 @@ type Driver struct {
 	maxFlight  int64
 	urls       []*url.URL
 	tenants    []*tenant
-	transports []*http.Transport
+	transports []idleCloser
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
@@ -237,7 +237,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		d.urls = append(d.urls, &u)
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
-	byAddr := map[string]*http.Transport{}
+	byAddr := map[string]http.RoundTripper{}
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -272,7 +272,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 			}
 			byAddr[addr] = tr
-			d.transports = append(d.transports, tr)
+			d.transports = append(d.transports, tr.(idleCloser))
 		}
 		t.rt = tr
 		d.tenants = append(d.tenants, t)
@@ -287,9 +287,13 @@ func isLoopbackV4(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
+// idleCloser is what Run needs of a transport when it ends.
+type idleCloser interface{ CloseIdleConnections() }
+
 // transport returns a keep-alive HTTP/1.1 transport whose connections come
-// from the source address addr ("" for the system's choice).
-func (d *Driver) transport(addr string) (*http.Transport, error) {
+// from the source address addr ("" for the system's choice): with
+// DriverOptions.Dial a leanClient over it, else an http.Transport over TCP.
+func (d *Driver) transport(addr string) (http.RoundTripper, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	var from netip.Addr
 	if addr != "" {
@@ -304,12 +308,11 @@ func (d *Driver) transport(addr string) (*http.Transport, error) {
 		from = ip
 		dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
 	}
-	dial := dialer.DialContext
 	if d.opts.Dial != nil {
-		dial = func(ctx context.Context, _, _ string) (net.Conn, error) { return d.opts.Dial(ctx, from) }
+		return newLeanClient(from, d.opts.Dial, int(d.maxFlight)), nil
 	}
 	return &http.Transport{
-		DialContext:         dial,
+		DialContext:         dialer.DialContext,
 		MaxIdleConns:        0, // no overall bound; per host below
 		MaxIdleConnsPerHost: int(d.maxFlight),
 		IdleConnTimeout:     90 * time.Second,
