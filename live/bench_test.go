@@ -34,12 +34,12 @@ func trioScenario(rate float64, d time.Duration) *scenarios.Scenario {
 
 // BenchmarkTrio measures the CPU time one request costs the whole built-in
 // path, generator, limiting proxy and fake backend together, over loopback
-// TCP and in memory: each op is one request of an open load of 2,000
+// TCP and in memory: each op is one request of an open load of 500
 // requests per second.
 func BenchmarkTrio(b *testing.B) {
 	for _, tr := range []string{TCP, Memory} {
 		b.Run(tr, func(b *testing.B) {
-			const rate = 2000.0
+			const rate = 500.0
 			sc := trioScenario(rate, time.Duration(float64(b.N)/rate*float64(time.Second)))
 			before := cpuTime()
 			res, err := Run(context.Background(), sc, Options{Transport: tr})
