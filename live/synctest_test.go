@@ -88,4 +88,3 @@ func TestSynctestAgreeStockBalance(t *testing.T) {
 		t.Logf("group %s: p50 live %.2f sim %.2f ms, p99 live %.2f sim %.2f ms", name, l.Latency.P50, s.Latency.P50, l.Latency.P99, s.Latency.P99)
 	}
 }
-
