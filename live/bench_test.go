@@ -54,3 +54,31 @@ func BenchmarkTrio(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMaxRate finds the highest wall request rate the live engine
+// holds over the in-memory transport with its send lateness at p99 under
+// 1 ms: open loads of doubling rates, a second each, through the built-in
+// trio on a route that does no work. Run it with -benchtime 1x.
+func BenchmarkMaxRate(b *testing.B) {
+	for _, tr := range []string{Memory, TCP} {
+		b.Run(tr, func(b *testing.B) {
+			best := 0.0
+			for range b.N {
+				for rate := 500.0; rate <= 64000; rate *= 2 {
+					res, err := Run(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
+					if err != nil {
+						b.Fatal(err)
+					}
+					p99 := res.SendLateness.P99
+					b.Logf("%s: %.0f requests/s: send lateness p99 %.3f ms, %d sent", tr, rate, p99, res.Totals.Requests)
+					if p99 >= 1 {
+						break
+					}
+					best = max(best, rate)
+				}
+			}
+			b.ReportMetric(best, "max-req/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
