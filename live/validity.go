@@ -22,8 +22,13 @@ import (
 // by the time scale, could explain a latency of that size:
 //
 //   - its send lateness at p99 is above D;
-//   - or its longest stall (a window in which sends were due and none went
-//     out, see loadgen.Stalls) is longer than D;
+//   - or its stalls longer than D (windows in which sends were due and none
+//     went out, see loadgen.Stalls) cover more than half the tail share of
+//     the run's model time: τ/2, τ being 1 − q of the tightest latency
+//     SLO's percentile (1% for a p99, 0.1% for a p999, none for max) and
+//     1% without one. A stall delays the requests due during it; fewer
+//     than a pQ leaves out cannot move it, and the half leaves room for
+//     those in flight and the burst that follows.
 //   - or the process's precise timers (the generator's, the proxy's and
 //     the backend's, see clock.Wakes) woke later than D at p99;
 //   - or the tare it took off drifted during the run (its highest estimate
@@ -142,9 +147,15 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 		fmtDur(model(l.P99)), float64(l.P99)/1e6, scale, fmtDur(budget))
 	s := m.stalls
 	v.LongestStallMS = ms(model(s.Longest))
-	_, v.StallsOverBudget = s.Over(time.Duration(float64(budget) * scale))
-	breaks(s.Longest, "the generator stalled %d times for longer than the delay budget of %s, the longest %s of model time (%.3f ms wall): sends were due and none went out",
-		v.StallsOverBudget, fmtDur(budget), fmtDur(model(s.Longest)), float64(s.Longest)/1e6)
+	var stalled time.Duration
+	stalled, v.StallsOverBudget = s.Over(time.Duration(float64(budget) * scale))
+	tail := tailShare(sc)
+	if share := float64(stalled) / float64(time.Duration(float64(sc.Duration)*scale)); v.StallsOverBudget > 0 && share > tail/2 {
+		v.Conclusive = false
+		v.Reasons = append(v.Reasons, fmt.Sprintf("the generator stalled %d times for longer than the delay budget of %s, %s of model time in all (%.2f%% of the run, above half the %.2g%% of requests the tightest latency SLO leaves out), the longest %s (%.3f ms wall): sends were due and none went out",
+			v.StallsOverBudget, fmtDur(budget), fmtDur(model(stalled)), 100*share, 100*tail, fmtDur(model(s.Longest)), float64(s.Longest)/1e6))
+		worst = max(worst, s.Longest)
+	}
 	if m.wakes.Count() > 0 {
 		tl := m.wakes.Quantile(0.99)
 		v.TimersP99MS = ms(model(tl))
@@ -246,6 +257,36 @@ func timeoutsOf(sc *scenarios.Scenario) []time.Duration {
 		}
 	}
 	return ds
+}
+
+// tailShare returns τ of the rule: 1 − q of sc's tightest latency SLO's
+// percentile, 1% without one.
+func tailShare(sc *scenarios.Scenario) float64 {
+	tail, any := 1.0, false
+	for _, s := range sc.SLO {
+		var t float64
+		switch s.Metric {
+		case "p50":
+			t = 0.5
+		case "p90":
+			t = 0.1
+		case "p95":
+			t = 0.05
+		case "p99", "mean":
+			t = 0.01
+		case "p999":
+			t = 0.001
+		case "max":
+			t = 0
+		default:
+			continue
+		}
+		tail, any = min(tail, t), true
+	}
+	if !any {
+		return 0.01
+	}
+	return tail
 }
 
 // fmtDur formats a model-time duration for a reason: 3 significant digits
