@@ -92,3 +92,16 @@ func (r *stallRecorder) summary() Stalls {
 	slices.SortFunc(s.lengths, func(a, b time.Duration) int { return int(b - a) })
 	return s
 }
+
+// StallsOf returns the summary of stalls of the given lengths, as a run
+// that measured them would give it.
+func StallsOf(lengths ...time.Duration) Stalls {
+	var r stallRecorder
+	for _, l := range lengths {
+		r.count++
+		r.total += l
+		r.longest = max(r.longest, l)
+		r.lengths = append(r.lengths, l)
+	}
+	return r.summary()
+}
