@@ -16,9 +16,9 @@ import (
 // calibrationStep of wall time at rising rates, that is at ever faster time
 // scales from calibrationFrom down, until a step breaks the comfort of the
 // delay budget: the generator's lateness at p99 or its longest stall, in
-// model time, above half of DelayBudget. The run then takes the fastest
-// scale that held, one step slower again when only one step held, for a
-// step is short and a run long. Closed-model groups are left out: their
+// model time, above half of DelayBudget. The run then takes the scale one
+// step slower than the fastest that held, for a step is short and a run
+// long. Closed-model groups are left out: their
 // requests may take minutes, and their rate is small beside the open
 // load's.
 const (
@@ -129,7 +129,8 @@ func Calibrate(ctx context.Context, sc *scenarios.Scenario, transport string) (C
 		return cal, err
 	}
 	if !ok {
-		// Slower until one holds, up to real time.
+		// Slower until one holds, up to real time, and that one: it was
+		// measured against a machine that failed the step before.
 		cal.Scale = 1
 		for i := from - 1; i >= 0 && ctx.Err() == nil; i-- {
 			if ok, err := try(scales[i]); err != nil {
@@ -152,11 +153,10 @@ func Calibrate(ctx context.Context, sc *scenarios.Scenario, transport string) (C
 		}
 		held = append(held, scales[i])
 	}
-	cal.Scale = held[len(held)-1]
-	if len(held) == 1 {
-		// Only the first step held: no margin was measured; keep one
-		// step slower than it.
-		cal.Scale = scales[max(from-1, 0)]
-	}
+	// A step is a quarter of a second and a run minutes, on a machine
+	// whose neighbours come and go: the run takes one step slower than the
+	// fastest that held.
+	fastest := slices.Index(scales, held[len(held)-1])
+	cal.Scale = scales[max(fastest-1, 0)]
 	return cal, nil
 }
