@@ -154,7 +154,9 @@ func TestBackendBacklogFull(t *testing.T) {
 func TestBackendBacklogDrop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: Constant{2500 * time.Millisecond}}}})
-		a, c, d := serve(t, b, "/a"), serve(t, b, "/c"), serve(t, b, "/d")
+		a, c := serve(t, b, "/a"), serve(t, b, "/c")
+		time.Sleep(time.Millisecond) // d's SYNs go a model 2ms after c's
+		d := serve(t, b, "/d")
 		// Model time: a runs 0–2.5s. c and d are dropped at 0 and sent
 		// again at 1s (dropped again) and at 3s: c fits and runs 3–5.5s, d
 		// is dropped a third time, and at 7s fits and runs 7–9.5s.
