@@ -299,8 +299,8 @@ type Stats struct {
 	Served    uint64        `json:"served"`
 	Killed    uint64        `json:"killed"`
 	Refused   uint64        `json:"refused"`
-	SYNDrops  uint64        `json:"syn_drops"`   // SYNs dropped on a full backlog
-	GaveUp    uint64        `json:"gave_up"`     // connection attempts abandoned while Dropped
+	SYNDrops  uint64        `json:"syn_drops"` // SYNs dropped on a full backlog
+	GaveUp    uint64        `json:"gave_up"`   // connection attempts abandoned while Dropped
 	Recycled  uint64        `json:"recycled"`  // workers recycled by max_requests
 	Cancelled uint64        `json:"cancelled"`
 	Abandoned uint64        `json:"abandoned"`
