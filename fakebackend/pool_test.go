@@ -138,7 +138,7 @@ func TestPoolFIFO(t *testing.T) {
 
 // tickAfter returns the first arbiter tick of p strictly after x.
 func tickAfter(p *Pool, x time.Duration) time.Duration {
-	k, _ := p.killTick(x - p.cfg.Timeout)
+	k, _ := p.KillTick(x - p.cfg.Timeout)
 	return k
 }
 
