@@ -113,7 +113,7 @@ func TestBackendQueue(t *testing.T) {
 			}
 		}
 		s := b.Snapshot()
-		want := Stats{Workers: 8, Threads: 1, Backlog: DefaultBacklog + 1, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
+		want := Stats{Workers: 8, Threads: 1, Backlog: DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
 		if s.Stats != want {
 			t.Errorf("Stats = %+v, want %+v", s.Stats, want)
 		}
@@ -371,7 +371,7 @@ func TestBackendStatsEndpoint(t *testing.T) {
 		if err := json.Unmarshal(st.rec.Body.Bytes(), &got); err != nil {
 			t.Fatalf("stats body %q: %v", st.rec.Body, err)
 		}
-		for k, want := range map[string]any{"workers": 2.0, "backlog": 5.0, "busy": 2.0, "queued": 2.0, "busy_max": 2.0,
+		for k, want := range map[string]any{"workers": 2.0, "backlog": 4.0, "busy": 2.0, "queued": 2.0, "busy_max": 2.0,
 			"queue_max": 2.0, "arrived": 4.0, "served": 0.0, "killed": 0.0, "refused": 0.0, "busy_time_ns": 60e9,
 			"elapsed_ns": 30e9, "utilization": 1.0} {
 			if got[k] != want {

@@ -117,16 +117,7 @@ func (b *Backend) ConnContext(ctx context.Context, c net.Conn) context.Context {
 // Backlog returns the listen(2) backlog b's configuration asks for: the
 // pool's Backlog, DefaultBacklog for zero and 0 for a negative one (with
 // which Linux still queues one connection).
-func (b *Backend) Backlog() int {
-	switch n := b.pool.cfg.Backlog; {
-	case n == 0:
-		return DefaultBacklog
-	case n < 0:
-		return 0
-	default:
-		return n
-	}
-}
+func (b *Backend) Backlog() int { return b.pool.cfg.listenBacklog() }
 
 // SetBacklog sets the listen(2) backlog of a TCP listener to n, listening
 // again on its socket, which Linux allows and takes as a new backlog (Go

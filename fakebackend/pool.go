@@ -158,6 +158,18 @@ func (c Config) workers() int {
 
 func (c Config) threads() int { return max(c.Threads, 1) }
 
+// listenBacklog returns the listen(2) backlog: Backlog, DefaultBacklog for
+// zero, and 0 for a negative one.
+func (c Config) listenBacklog() int {
+	switch {
+	case c.Backlog == 0:
+		return DefaultBacklog
+	case c.Backlog < 0:
+		return 0
+	}
+	return c.Backlog
+}
+
 // queue returns how many connections may wait: the kernel's accept queue,
 // and for gthread workers the connections they accept beyond their threads.
 func (c Config) queue() int {
@@ -290,7 +302,7 @@ type Pool struct {
 type Stats struct {
 	Workers   int           `json:"workers"`
 	Threads   int           `json:"threads"`
-	Backlog   int           `json:"backlog"` // how many may wait
+	Backlog   int           `json:"backlog"` // the listen(2) backlog: Backlog+1 may wait in the kernel
 	Busy      int           `json:"busy"`
 	Queued    int           `json:"queued"`
 	Booting   int           `json:"booting"`
@@ -330,7 +342,7 @@ func NewPool(cfg Config) *Pool {
 	}
 	p.stats.Workers = len(p.workers)
 	p.stats.Threads = p.threads
-	p.stats.Backlog = p.queue
+	p.stats.Backlog = cfg.listenBacklog()
 	return p
 }
 

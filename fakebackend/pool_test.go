@@ -130,7 +130,7 @@ func TestPoolFIFO(t *testing.T) {
 		}
 	}
 	s := p.Stats(10 * m)
-	want := Stats{Workers: 1, Threads: 1, Backlog: 3, BusyMax: 1, QueueMax: 3, Arrived: 5, Served: 4, Refused: 1, BusyTime: 6 * m}
+	want := Stats{Workers: 1, Threads: 1, Backlog: 2, BusyMax: 1, QueueMax: 3, Arrived: 5, Served: 4, Refused: 1, BusyTime: 6 * m}
 	if s != want {
 		t.Errorf("Stats = %+v, want %+v", s, want)
 	}
@@ -263,7 +263,7 @@ func TestPoolAbandonCancel(t *testing.T) {
 		{at: 5 * m, op: abandon, job: 4, want: Done, next: -1, busy: 0, queued: 0},
 	})
 	s := p.Stats(5 * m)
-	want := Stats{Workers: 1, Threads: 1, Backlog: 6, BusyMax: 1, QueueMax: 3, Arrived: 6, Served: 2, Cancelled: 4, Abandoned: 4,
+	want := Stats{Workers: 1, Threads: 1, Backlog: 5, BusyMax: 1, QueueMax: 3, Arrived: 6, Served: 2, Cancelled: 4, Abandoned: 4,
 		// 0–30s job 0, 30s–2m30s job 1, 2m30s–3m job 3, 3m–4m job 4.
 		BusyTime: 4 * m}
 	if s != want {
@@ -314,8 +314,8 @@ func TestPoolConfigDefaults(t *testing.T) {
 		cfg              Config
 		workers, backlog int
 	}{
-		{Config{Overflow: Reset}, 1, DefaultBacklog + 1},
-		{Config{Workers: 8, Backlog: 10, Overflow: Reset}, 8, 11},
+		{Config{Overflow: Reset}, 1, DefaultBacklog},
+		{Config{Workers: 8, Backlog: 10, Overflow: Reset}, 8, 10},
 		{Config{Workers: -3, Backlog: -1, Overflow: Reset}, 1, 0},
 	}
 	for n, c := range cases {
@@ -327,8 +327,13 @@ func TestPoolConfigDefaults(t *testing.T) {
 		if p.Config() != c.cfg {
 			t.Errorf("step %d: Config() = %+v, want %+v", n, p.Config(), c.cfg)
 		}
-		// Fill the workers and the backlog, then one more is refused.
-		for i := range c.workers + c.backlog {
+		// Fill the workers and the accept queue (Linux's holds one more
+		// than the backlog), then one more is refused.
+		q := c.backlog + 1
+		if c.cfg.Backlog < 0 {
+			q = 0
+		}
+		for i := range c.workers + q {
 			if st := p.Arrive(0, &Job{}); st == Refused {
 				t.Fatalf("step %d: arrival %d refused, want room for %d workers + %d backlog", n, i, c.workers, c.backlog)
 			}
