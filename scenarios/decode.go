@@ -577,7 +577,9 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 		return
 	}
 	f.duration("read_timeout", "120s", &p.ReadTimeout)
-	f.duration("connect_timeout", "60s", &p.ConnectTimeout)
+	if f.duration("connect_timeout", "60s", &p.ConnectTimeout) && p.ConnectTimeout <= 0 {
+		d.fail(f.at("connect_timeout"), join(path, "connect_timeout"), nil, "%v: nginx cannot turn proxy_connect_timeout off (want e.g. 60s, its default)", p.ConnectTimeout)
+	}
 	for _, en := range d.list(f.get("limit_conn"), join(path, "limit_conn"), "{key: $host, per_key: 4}") {
 		if c, ok := d.connSpec(en.node, en.path); ok {
 			p.Limits.Conn = append(p.Limits.Conn, c)

@@ -13,7 +13,7 @@
 // backlog 2048, timeout none, on_client_abort continue, threads 1 (sync
 // workers), boot 260ms (gunicorn 20.1 measured), max_requests 0 (never),
 // max_requests_jitter 0, backlog_overflow drop (Linux's default); proxy
-// read_timeout 60s and connect_timeout 60s (nginx's defaults; 0s for none),
+// read_timeout 60s (0s for none) and connect_timeout 60s (nginx's defaults),
 // limit key $host, zone 10m, status 503;
 // tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
 // closed model's on_timeout retry; a load's routes default to the backend's
@@ -82,7 +82,7 @@ type Route struct {
 // Proxy is the limiting proxy in front of the backend.
 type Proxy struct {
 	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
-	ConnectTimeout time.Duration // nginx proxy_connect_timeout; 0 = none
+	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
 	Limits         limiterproxy.Config
 }
 
