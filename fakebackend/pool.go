@@ -285,6 +285,9 @@ type Pool struct {
 	started bool          // last is set
 	phase   time.Duration // the arbiter ticks at phase + k·ArbiterTick
 	rng     *rand.Rand
+	instant time.Duration // the time of the last Arrive
+	room    bool          // the backlog had room at the first Arrive at instant
+	arrived bool          // instant is set
 
 	// OnStart, when not nil, is called with every job a worker takes, at
 	// the end of the method during which it took it (Arrive, Finish,
@@ -464,12 +467,22 @@ func (p *Pool) Arrive(now time.Duration, j *Job) State {
 	}
 	j.syns++
 	j.synAt = now
+	if !p.arrived || now != p.instant {
+		p.instant, p.room, p.arrived = now, p.queued < p.queue, true
+	}
 	if p.free > 0 {
 		j.arrivedAt = now
 		p.start(now, j, -1)
 		return Running
 	}
-	if p.queued >= p.queue {
+	// Retransmitted SYNs that were dropped together are sent again
+	// together, and Linux answers every one of the burst that finds the
+	// accept queue with room, before the handshakes' last ACKs fill it:
+	// their clients are connected, and the kernel moves them into the
+	// queue as it frees (measured: after 30 connections at once into 2
+	// workers and --backlog 8, 12 of the 19 dropped connect on their
+	// first retransmission, 7 on their second, none later).
+	if p.queued >= p.queue && (j.syns == 1 || !p.room) {
 		if p.cfg.Overflow == Reset {
 			j.state = Refused
 			p.stats.Refused++
