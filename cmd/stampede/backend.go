@@ -256,6 +256,11 @@ func runBackend(cmd *cobra.Command, f *backendFlags) error {
 		return listenErr(f.listen, err)
 	}
 	defer ln.Close()
+	// Serve sets it too; before "listening" is said, so that no
+	// connection finds the system's larger default.
+	if err := fakebackend.SetBacklog(ln, b.Backlog()); err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
 	s := b.Stats()
 	timeout := "no timeout"
