@@ -386,3 +386,78 @@ func BenchmarkPool(b *testing.B) {
 		head = (head + 1) % len(jobs)
 	}
 }
+
+// TestPoolSYNDrop plays Linux's default on a full backlog: the SYN is
+// dropped and sent again on SYNRetry's schedule until it fits.
+func TestPoolSYNDrop(t *testing.T) {
+	const s = time.Second
+	p, jobs := play(t, Config{Workers: 1, Backlog: -1}, []step{
+		{at: 0, op: arrive, job: 0, service: 5 * s, want: Running, busy: 1},
+		{at: 0, op: arrive, job: 1, service: s, want: Dropped, busy: 1},
+		{at: 1 * s, op: retry, job: 1, want: Dropped, busy: 1},
+		{at: 3 * s, op: retry, job: 1, want: Dropped, busy: 1},
+		{at: 5 * s, op: finish, job: 0, want: Done, next: -1, busy: 0},
+		{at: 7 * s, op: retry, job: 1, want: Running, busy: 1},
+	})
+	if n := jobs[1].SYNs(); n != 4 {
+		t.Errorf("SYNs = %d, want 4 (0, 1, 3, 7 s)", n)
+	}
+	if st := p.Stats(7 * s); st.SYNDrops != 3 || st.Arrived != 2 {
+		t.Errorf("Stats %+v: want 3 SYNs dropped, 2 arrived", st)
+	}
+	// The schedule: 1 s doubling, six retransmissions, ETIMEDOUT at 127 s.
+	var at time.Duration
+	for n := 1; ; n++ {
+		wait, again := SYNRetry(n)
+		at += wait
+		if !again {
+			if n != SYNRetries+1 || at != 127*s {
+				t.Errorf("the kernel gives up after transmission %d at %v, want %d and 127s", n, at, SYNRetries+1)
+			}
+			break
+		}
+		if want := time.Duration(1<<n-1) * s; at != want {
+			t.Errorf("transmission %d at %v, want %v", n+1, at, want)
+		}
+	}
+}
+
+// TestPoolBootAndRecycle plays a kill and a max_requests recycle: each
+// worker is out for Boot, and the backlog waits for it.
+func TestPoolBootAndRecycle(t *testing.T) {
+	const s = time.Second
+	cfg := Config{Workers: 1, Timeout: 2 * s, Boot: s, MaxRequests: 2, Seed: 3}
+	kill := tickAfter(NewPool(cfg), 2*s)
+	p, _ := play(t, cfg, []step{
+		{at: 0, op: arrive, job: 0, service: 10 * s, want: Running, busy: 1},
+		{at: 0, op: arrive, job: 1, service: s, want: Queued, busy: 1, queued: 1},
+		// Killed on the tick; the replacement boots for a second.
+		{at: kill, op: finish, job: 0, want: Killed, next: -1, busy: 0, queued: 1},
+		{at: kill + s, op: wake, job: 1, want: Running, next: 1, busy: 1},
+		{at: kill + 2*s, op: finish, job: 1, want: Done, next: -1, busy: 0},
+		{at: kill + 2*s, op: arrive, job: 2, service: s, want: Running, busy: 1},
+		{at: kill + 2*s, op: arrive, job: 3, service: s, want: Queued, busy: 1, queued: 1},
+		// Its second request: recycled, out for a second more.
+		{at: kill + 3*s, op: finish, job: 2, want: Done, next: -1, busy: 0, queued: 1},
+		{at: kill + 4*s, op: wake, job: 3, want: Running, next: 3, busy: 1},
+	})
+	if at, ok := p.NextWake(); ok {
+		t.Errorf("NextWake = %v, want none", at)
+	}
+	if st := p.Stats(kill + 5*s); st.Killed != 1 || st.Recycled != 1 || st.Booting != 0 {
+		t.Errorf("Stats %+v: want 1 killed, 1 recycled, none booting", st)
+	}
+}
+
+// TestPoolThreads plays a gthread worker: Threads requests at once.
+func TestPoolThreads(t *testing.T) {
+	const s = time.Second
+	play(t, Config{Workers: 2, Threads: 2, Backlog: 1}, []step{
+		{at: 0, op: arrive, job: 0, service: s, want: Running, busy: 1},
+		{at: 0, op: arrive, job: 1, service: s, want: Running, busy: 2},
+		{at: 0, op: arrive, job: 2, service: s, want: Running, busy: 3},
+		{at: 0, op: arrive, job: 3, service: s, want: Running, busy: 4},
+		{at: 0, op: arrive, job: 4, service: s, want: Queued, busy: 4, queued: 1},
+		{at: s, op: finish, job: 0, want: Done, next: 4, busy: 4},
+	})
+}
