@@ -109,6 +109,10 @@ type Backend struct {
 	claims  int         // connections a gate accepted for a worker that has not had their request yet
 	wake    *time.Timer // readies booting workers: see armWake
 	wakeAt  time.Duration
+	// kernelQueue, set by Serve on a gated TCP listener, reads the
+	// kernel's accept queue, which then holds the backlog.
+	kernelQueue func() (int, bool)
+	kernelMax   int
 }
 
 type route struct {
@@ -505,13 +509,28 @@ func (b *Backend) freedWorker() {
 	}
 }
 
-// Stats returns the pool's counters now, in model time.
+// Stats returns the pool's counters now, in model time. When Serve leaves
+// the backlog to the kernel, Queued is the kernel's accept queue and
+// QueueMax the longest Stats and Snapshot have seen it.
 func (b *Backend) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.retire(now)
-	return b.pool.Stats(now)
+	return b.withKernel(b.pool.Stats(now))
+}
+
+// withKernel adds the kernel's accept queue to s; b.mu is held.
+func (b *Backend) withKernel(s Stats) Stats {
+	if b.kernelQueue == nil {
+		return s
+	}
+	if n, ok := b.kernelQueue(); ok {
+		b.kernelMax = max(b.kernelMax, n)
+		s.Queued += n
+	}
+	s.QueueMax = max(s.QueueMax, b.kernelMax)
+	return s
 }
 
 // Snapshot returns the pool's and every route's counters now, routes in the
@@ -520,7 +539,7 @@ func (b *Backend) Snapshot() Snapshot {
 	b.mu.Lock()
 	now := b.now()
 	b.retire(now)
-	s := Snapshot{Stats: b.pool.Stats(now), Elapsed: now}
+	s := Snapshot{Stats: b.withKernel(b.pool.Stats(now)), Elapsed: now}
 	s.Routes = make([]RouteStats, len(b.routes))
 	for i := range b.routes {
 		s.Routes[i] = b.routes[i].stats
@@ -609,6 +628,10 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 		if err := SetBacklog(ln, b.Backlog()); err != nil {
 			return fmt.Errorf("fake backend: %w", err)
 		}
+		q := acceptQueue(ln)
+		b.mu.Lock()
+		b.kernelQueue = q
+		b.mu.Unlock()
 		ln = b.Gate(ln)
 		srv.ConnContext = b.ConnContext
 		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection

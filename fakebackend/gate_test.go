@@ -133,6 +133,17 @@ func TestServeBacklogOverflowTCP(t *testing.T) {
 		}
 	}()
 	url := "http://" + ln.Addr().String() + "/"
+	queued := make(chan int, 1)
+	go func() {
+		// While the worker is busy, the kernel holds one connection.
+		top := 0
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) && top == 0 {
+			top = max(top, b.Stats().Queued)
+			time.Sleep(5 * time.Millisecond)
+		}
+		queued <- top
+	}()
 	type result struct {
 		status int
 		took   time.Duration
@@ -172,6 +183,9 @@ func TestServeBacklogOverflowTCP(t *testing.T) {
 	}
 	if s := b.Stats(); s.Served != 4 || s.Refused != 0 {
 		t.Errorf("stats %+v: want 4 served, none refused", s)
+	}
+	if q := <-queued; q != 1 {
+		t.Errorf("the kernel's accept queue seen at %d, want 1 (listen backlog 0 holds one)", q)
 	}
 }
 
