@@ -133,7 +133,10 @@ var gCases = []gCase{
 		want:  map[int]int{502: 1, 200: 1},
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
 			within(t, who+": the killed request's 502", got[0].end, time.Second, time.Second+fakebackend.ArbiterTick+slack)
-			within(t, who+": the queued request after the kill (the boot)", got[1].end-got[0].end, 0, 600*time.Millisecond)
+			// Boot: 0.10–0.44 s measured on gunicorn; under load a worker
+			// slow to exit on the arbiter's SIGABRT is SIGKILLed on its
+			// next tick, and only then replaced.
+			within(t, who+": the queued request after the kill (the boot)", got[1].end-got[0].end, 0, fakebackend.ArbiterTick+slack)
 		},
 	},
 	{
