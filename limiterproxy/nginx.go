@@ -208,6 +208,9 @@ func nginxConf(cfg Config, opts NginxOptions) (string, error) {
 	} else {
 		p(3, "proxy_read_timeout %s;", nginxDuration(time.Duration(float64(rt)*ts)))
 	}
+	if ct := opts.ConnectTimeout; ct > 0 {
+		p(3, "proxy_connect_timeout %s;", nginxDuration(time.Duration(float64(ct)*ts)))
+	}
 	writeNginxTimeout(p, 3, "proxy_send_timeout", opts.SendTimeout, ts)
 	writeNginxTimeout(p, 3, "client_body_timeout", opts.ClientBodyTimeout, ts)
 	p(2, "}")

@@ -431,6 +431,10 @@ type ProxyOptions struct {
 	// ReadTimeout is nginx's proxy_read_timeout: no response headers from
 	// upstream within it answers 504. Zero means none.
 	ReadTimeout time.Duration
+	// ConnectTimeout is nginx's proxy_connect_timeout: a connection to
+	// upstream not made within it (its SYNs dropped by a full backlog)
+	// answers 504. Zero means DefaultConnectTimeout, nginx's default.
+	ConnectTimeout time.Duration
 	// SendTimeout is nginx's proxy_send_timeout: a write of the request
 	// to the upstream that makes no progress within it answers 504. Zero
 	// means none.
@@ -447,6 +451,9 @@ type NginxOptions struct {
 	Listen      string // e.g. "127.0.0.1:8080"
 	Upstream    string // e.g. "127.0.0.1:9000"
 	ReadTimeout time.Duration
+	// ConnectTimeout is written as proxy_connect_timeout; zero writes
+	// nothing, leaving nginx's default of 60 s.
+	ConnectTimeout time.Duration
 	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are written
 	// as proxy_send_timeout, client_body_timeout and client_header_timeout;
 	// zero leaves nginx's default (60s).

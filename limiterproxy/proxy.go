@@ -28,8 +28,9 @@ const DefaultConnectTimeout = 60 * time.Second
 //     gunicorn's sync workers close every connection anyway); with or
 //     without it, a request is never silently sent twice;
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
-//     forever), however they trickle in; a refused, reset or closed
-//     upstream connection answers 502;
+//     forever), however they trickle in, nor a connection within
+//     opts.ConnectTimeout; a refused, reset or closed upstream connection
+//     answers 502;
 //   - opts.ReadTimeout also bounds each wait for the next bytes of the
 //     response body and, without KeepAlive, of an upgraded connection;
 //     without KeepAlive, opts.SendTimeout bounds each write to the
@@ -44,7 +45,11 @@ const DefaultConnectTimeout = 60 * time.Second
 // Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
-	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
+	connectTimeout := opts.ConnectTimeout
+	if connectTimeout <= 0 {
+		connectTimeout = DefaultConnectTimeout
+	}
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
 	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout, opts.SendTimeout)
 	if opts.KeepAlive {
 		transport = &http.Transport{

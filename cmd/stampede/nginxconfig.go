@@ -40,11 +40,12 @@ the configuration to deploy.`,
 				return asUsage(err)
 			}
 			err = limiterproxy.WriteNginx(c.OutOrStdout(), sc.Proxy.Limits, limiterproxy.NginxOptions{
-				Listen:      listen,
-				Upstream:    upstream,
-				ReadTimeout: sc.Proxy.ReadTimeout,
-				TimeScale:   timeScale,
-				SendTimeout: sc.Proxy.SendTimeout, ClientBodyTimeout: sc.Proxy.ClientBodyTimeout,
+				Listen:         listen,
+				Upstream:       upstream,
+				ReadTimeout:    sc.Proxy.ReadTimeout,
+				TimeScale:      timeScale,
+				ConnectTimeout: sc.Proxy.ConnectTimeout,
+				SendTimeout:    sc.Proxy.SendTimeout, ClientBodyTimeout: sc.Proxy.ClientBodyTimeout,
 				ClientHeaderTimeout: sc.Proxy.ClientHeaderTimeout,
 			})
 			return asUsage(err)

@@ -28,6 +28,7 @@ type proxyFlags struct {
 	status      int
 	dryRun      bool
 	readTimeout time.Duration
+	connTimeout time.Duration
 	// nginx's proxy_send_timeout, client_body_timeout, client_header_timeout
 	sendTimeout, bodyTimeout, headerTimeout time.Duration
 	metrics                                 string
@@ -62,6 +63,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
+	fl.DurationVar(&f.connTimeout, "connect-timeout", limiterproxy.DefaultConnectTimeout, "nginx's proxy_connect_timeout: no connection to the upstream within it answers 504")
 	fl.DurationVar(&f.sendTimeout, "send-timeout", 60*time.Second, "nginx's proxy_send_timeout: a write of the request upstream stalled this long answers 504")
 	fl.DurationVar(&f.bodyTimeout, "client-body-timeout", 60*time.Second, "nginx's client_body_timeout: a client silent this long while sending its body is cut off")
 	fl.DurationVar(&f.headerTimeout, "client-header-timeout", 60*time.Second, "nginx's client_header_timeout: a client that sends no complete headers within it is cut off")
@@ -98,6 +100,9 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		cfg.Req = append(cfg.Req, spec)
+	}
+	if f.connTimeout <= 0 {
+		return cfg, nil, usagef("--connect-timeout %v: want a duration > 0, e.g. 60s (nginx cannot turn it off)", f.connTimeout)
 	}
 	if f.readTimeout < 0 {
 		return cfg, nil, usagef("--read-timeout %v: want a duration ≥ 0 (e.g. 120s; 0 means none)", f.readTimeout)
@@ -147,7 +152,8 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	if f.printNginx {
 		return asUsage(limiterproxy.WriteNginx(cmd.OutOrStdout(), cfg, limiterproxy.NginxOptions{
 			Listen: f.listen, Upstream: upstream.Host, ReadTimeout: f.readTimeout,
-			SendTimeout: f.sendTimeout, ClientBodyTimeout: f.bodyTimeout, ClientHeaderTimeout: f.headerTimeout,
+			ConnectTimeout: f.connTimeout,
+			SendTimeout:    f.sendTimeout, ClientBodyTimeout: f.bodyTimeout, ClientHeaderTimeout: f.headerTimeout,
 		}))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -156,7 +162,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	metrics := limiterproxy.NewMetrics(policy)
 	h := &limiterproxy.Handler{
 		Policy:  policy,
-		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout, SendTimeout: f.sendTimeout}),
+		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout, ConnectTimeout: f.connTimeout, SendTimeout: f.sendTimeout}),
 		Metrics: metrics,
 	}
 	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns, ReadHeaderTimeout: f.headerTimeout, ClientBodyTimeout: f.bodyTimeout}
