@@ -145,6 +145,7 @@ func parseTrace(r io.Reader, s *Scenario) (*Trace, error) {
 	curN := 0
 	last := map[int32]time.Duration{} // per route, the current tenant's last arrival
 	total := 0
+	seen := map[string]bool{}
 	flush := func() {
 		if curGroup != nil {
 			slices.SortStableFunc(cur, func(a, b TraceArrival) int { return int(min(max(a.At-b.At, -1), 1)) })
@@ -183,9 +184,11 @@ func parseTrace(r io.Reader, s *Scenario) (*Trace, error) {
 			if t.Groups[g.Group] == nil {
 				t.Groups[g.Group] = make([][]TraceArrival, max(g.Count, 1))
 			}
-			if t.Groups[g.Group][n-1] != nil {
+			key := g.Group + " " + fields[1]
+			if seen[key] {
 				return nil, bad("tenant %d of group %s appears twice", n, g.Group)
 			}
+			seen[key] = true
 			curGroup, curN = g, n
 			clear(last)
 		case "r":
