@@ -65,20 +65,18 @@ func (t *Trace) Count() int {
 // indexes its arrivals hold. Groups go in name order, tenants in number
 // order.
 func WriteTrace(w io.Writer, t *Trace, routes []string) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString("# stampede trace v1: per tenant, per route, microseconds between arrivals (the first from the start of the run)\n")
+	tw := NewTraceWriter(w)
 	names := make([]string, 0, len(t.Groups))
 	for g := range t.Groups {
 		names = append(names, g)
 	}
 	slices.Sort(names)
-	var buf []byte
 	for _, g := range names {
 		for i, arr := range t.Groups[g] {
 			if len(arr) == 0 {
 				continue
 			}
-			fmt.Fprintf(bw, "t %s %d\n", g, i+1)
+			tw.Tenant(g, i+1)
 			byRoute := map[int32][]time.Duration{}
 			var order []int32
 			for _, a := range arr {
@@ -91,26 +89,64 @@ func WriteTrace(w io.Writer, t *Trace, routes []string) error {
 				byRoute[a.Route] = append(byRoute[a.Route], a.At)
 			}
 			for _, r := range order {
-				ats := byRoute[r]
-				prev := time.Duration(0)
-				for j := 0; j < len(ats); j += 1000 {
-					buf = append(buf[:0], "r "...)
-					buf = append(buf, routes[r]...)
-					for _, at := range ats[j:min(j+1000, len(ats))] {
-						us := at/time.Microsecond - prev/time.Microsecond
-						prev = at
-						buf = append(buf, ' ')
-						buf = strconv.AppendInt(buf, int64(us), 10)
-					}
-					buf = append(buf, '\n')
-					if _, err := bw.Write(buf); err != nil {
-						return err
-					}
-				}
+				tw.Route(routes[r], byRoute[r])
 			}
 		}
 	}
-	return bw.Flush()
+	return tw.Close()
+}
+
+// TraceWriter writes a trace file a tenant at a time, in bounded memory.
+// Write errors are kept and returned by Close.
+type TraceWriter struct {
+	bw  *bufio.Writer
+	buf []byte
+	err error
+}
+
+// NewTraceWriter returns a TraceWriter writing to w, its header written.
+func NewTraceWriter(w io.Writer) *TraceWriter {
+	tw := &TraceWriter{bw: bufio.NewWriterSize(w, 64<<10)}
+	tw.write([]byte("# stampede trace v1: per tenant, per route, microseconds between arrivals (the first from the start of the run)\n"))
+	return tw
+}
+
+func (tw *TraceWriter) write(b []byte) {
+	if tw.err == nil {
+		_, tw.err = tw.bw.Write(b)
+	}
+}
+
+// Tenant starts tenant n (from 1) of group.
+func (tw *TraceWriter) Tenant(group string, n int) {
+	tw.buf = fmt.Appendf(tw.buf[:0], "t %s %d\n", group, n)
+	tw.write(tw.buf)
+}
+
+// Route writes the current tenant's arrivals to route, at model times ats
+// in order (rounded down to the microsecond). Route may be called once per
+// route and tenant.
+func (tw *TraceWriter) Route(route string, ats []time.Duration) {
+	prev := time.Duration(0)
+	for j := 0; j < len(ats); j += 1000 {
+		tw.buf = append(tw.buf[:0], "r "...)
+		tw.buf = append(tw.buf, route...)
+		for _, at := range ats[j:min(j+1000, len(ats))] {
+			tw.buf = append(tw.buf, ' ')
+			tw.buf = strconv.AppendInt(tw.buf, int64(at/time.Microsecond-prev/time.Microsecond), 10)
+			prev = at
+		}
+		tw.buf = append(tw.buf, '\n')
+		tw.write(tw.buf)
+	}
+}
+
+// Close flushes what is buffered and returns the first write error.
+func (tw *TraceWriter) Close() error {
+	if tw.err != nil {
+		return tw.err
+	}
+	return tw.bw.Flush()
 }
 
 // readTrace reads the companion file at path for s, whose groups and

@@ -1,0 +1,70 @@
+package accesslog
+
+import (
+	"bytes"
+)
+
+// NormalPath appends to dst the route path stands for: numbers, UUIDs and
+// hashes (and segments of mixed letters and many digits, like document
+// names SINV-2026-00012) become {id}, while Frappe's /api/method/NAME
+// keeps its NAME, which names the code that runs. A trailing slash is
+// dropped, and an empty path is "/".
+func NormalPath(dst, path []byte) []byte {
+	start := len(dst)
+	if bytes.HasPrefix(path, []byte("/api/method/")) {
+		name := path[len("/api/method/"):]
+		if i := bytes.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
+		}
+		dst = append(dst, "/api/method/"...)
+		return append(dst, name...)
+	}
+	for len(path) > 0 {
+		if path[0] == '/' {
+			path = path[1:]
+			continue
+		}
+		i := bytes.IndexByte(path, '/')
+		if i < 0 {
+			i = len(path)
+		}
+		seg := path[:i]
+		path = path[i:]
+		dst = append(dst, '/')
+		if isID(seg) {
+			dst = append(dst, "{id}"...)
+		} else {
+			dst = append(dst, seg...)
+		}
+	}
+	if len(dst) == start {
+		dst = append(dst, '/')
+	}
+	return dst
+}
+
+// isID reports whether a path segment names one thing among many: a
+// number, a UUID, a hex hash, or a name with five digits or more.
+func isID(seg []byte) bool {
+	digits, hex, other := 0, 0, 0
+	for _, c := range seg {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
+			hex++
+		case c == '-' || c == '_' || c == '.':
+		default:
+			other++
+		}
+	}
+	switch {
+	case digits == 0:
+		return false
+	case digits == len(seg):
+		return true
+	case other == 0 && digits+hex >= 16:
+		return true // a UUID or a hash
+	}
+	return digits >= 5
+}
