@@ -28,6 +28,7 @@ type backendFlags struct {
 	routes        []string
 	timeScale     float64
 	seed          uint64
+	accessLog     string
 }
 
 func newBackendCmd() *cobra.Command {
@@ -72,6 +73,7 @@ length and the counters as JSON.`,
 	fl.StringArrayVar(&f.routes, "route", nil, "PATH=DIST: the service time of paths starting with PATH, e.g. '/slow=uniform:2m..4m' (repeatable)")
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "multiply every duration by this (0.01 = 100× faster)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws")
+	fl.StringVar(&f.accessLog, "access-log", "", "append gunicorn-format access-log lines with the worker time (%(D)s) to this file, for stampede import --gunicorn-log")
 	return cmd
 }
 
@@ -184,6 +186,13 @@ func runBackend(cmd *cobra.Command, f *backendFlags) error {
 	opts, err := backendOptions(f, cmd.Flags().Changed)
 	if err != nil {
 		return err
+	}
+	if f.accessLog != "" {
+		done, err := openAccessLog(f.accessLog, &opts)
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	b, err := fakebackend.New(opts)
 	if err != nil {
