@@ -24,8 +24,8 @@ import (
 // safe for concurrent use; lines are written within about a second, and
 // Flush writes what is buffered.
 type AccessLog struct {
-	mu  sync.Mutex
-	w   *bufio.Writer
+	mu   sync.Mutex
+	w    *bufio.Writer
 	buf  []byte
 	err  error
 	last time.Time // of the last flush

@@ -80,9 +80,9 @@ type Proxy struct {
 type TenantGroup struct {
 	Group string
 	Count int
-	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
+	Host  string   // template: {i} is the tenant's number from 1, {i:03} zero-padded
 	Hosts []string // when set, tenant i's host is Hosts[i-1] and Host is unused
-	Addr  string // client address template, on loopback; "" means 127.0.0.1
+	Addr  string   // client address template, on loopback; "" means 127.0.0.1
 	Load  Load
 }
 
