@@ -33,16 +33,23 @@ func CompileGunicorn(src string) (*Format, error) {
 		body = GunicornDefault
 	}
 	f := &Format{source: src, esc: escNone}
+	var lit []byte
 	for i := 0; i < len(body); {
-		j := strings.Index(body[i:], "%(")
-		if j < 0 {
-			f.segs = append(f.segs, segment{lit: []byte(unpercent(body[i:]))})
-			break
+		switch {
+		case strings.HasPrefix(body[i:], "%%"):
+			lit = append(lit, '%')
+			i += 2
+			continue
+		case !strings.HasPrefix(body[i:], "%("):
+			lit = append(lit, body[i])
+			i++
+			continue
 		}
-		if j > 0 {
-			f.segs = append(f.segs, segment{lit: []byte(unpercent(body[i : i+j]))})
+		if len(lit) > 0 {
+			f.segs = append(f.segs, segment{lit: lit})
+			lit = nil
 		}
-		i += j + 2
+		i += 2
 		end := strings.Index(body[i:], ")s")
 		if end < 0 {
 			return nil, fmt.Errorf("gunicorn log format %q: %%( at byte %d is not closed by )s", src, i-2)
@@ -55,14 +62,14 @@ func CompileGunicorn(src string) (*Format, error) {
 		}
 		f.segs = append(f.segs, segment{name: "%(" + atom + ")s", kind: k})
 	}
+	if len(lit) > 0 {
+		f.segs = append(f.segs, segment{lit: lit})
+	}
 	if err := f.finish(); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
-
-// unpercent undoes Python's %% in the literal text.
-func unpercent(s string) string { return strings.ReplaceAll(s, "%%", "%") }
 
 func gunicornAtom(atom string) (kind, error) {
 	if k, ok := gunicornAtoms[atom]; ok {
