@@ -1,6 +1,7 @@
 package accesslog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -146,6 +147,10 @@ type importer struct {
 }
 
 const noSample = math.MaxUint32
+
+// stampedePaths prefix the paths a live run of stampede sends to measure
+// itself (fakebackend.StatsPath, WaitPath), which are not the incident.
+var stampedePaths = []byte("/_stampede/")
 
 // Import reads the logs of an incident and writes a scenario that replays
 // it to scenario, and its trace (unless Fit) to trace. It reads each file
@@ -356,6 +361,10 @@ func (im *importer) nginxEntry(e *Entry) error {
 		im.sum.Skipped["no request line"]++
 		return nil
 	}
+	if bytes.HasPrefix(e.Path, stampedePaths) {
+		im.sum.Skipped["stampede's own probes ("+string(stampedePaths)+"...)"]++
+		return nil
+	}
 	rt := max(e.RequestTime, 0)
 	arrival := e.End - int64(rt)
 	if !im.inWindow(arrival) {
@@ -447,7 +456,7 @@ func (im *importer) occupy(end, d int64) {
 
 // gunicornEntry takes one request of a gunicorn log: its worker time.
 func (im *importer) gunicornEntry(e *Entry) error {
-	if e.Path == nil || e.RequestTime < 0 {
+	if e.Path == nil || e.RequestTime < 0 || bytes.HasPrefix(e.Path, stampedePaths) {
 		return nil
 	}
 	if e.End != 0 && !im.inWindow(e.End-int64(e.RequestTime)) {
