@@ -255,7 +255,8 @@ func routeName(path string) string {
 	}
 	s := b.String()
 	if len(s) > 60 {
-		s = s[:60]
+		// The end of a path is what tells it apart.
+		s = strings.TrimLeft(s[len(s)-60:], "-_")
 	}
 	if s == "" {
 		return "root"

@@ -131,6 +131,10 @@ type Format struct {
 	esc     escaping
 	has     map[kind]bool
 	scratch []byte
+	// The last $time_local read and its value: a log's lines share their
+	// second by the hundreds.
+	lastTime    [timeLocalLen]byte
+	lastTimeVal int64
 }
 
 // Source returns the format as it was given.
@@ -238,7 +242,11 @@ func (f *Format) Parse(line []byte, e *Entry) error {
 	for i := range f.segs {
 		s := &f.segs[i]
 		if s.name == "" {
-			if !bytes.HasPrefix(line[pos:], s.lit) {
+			if len(s.lit) == 1 {
+				if pos >= len(line) || line[pos] != s.lit[0] {
+					return lineErr(line, pos, "%q", s.lit)
+				}
+			} else if !bytes.HasPrefix(line[pos:], s.lit) {
 				return lineErr(line, pos, "%q", s.lit)
 			}
 			pos += len(s.lit)
@@ -300,7 +308,7 @@ func escaped(b []byte, i int) bool {
 func (f *Format) value(b, next []byte, k kind, e *Entry) (int, bool) {
 	switch k {
 	case kTimeLocal:
-		t, ok := parseTimeLocal(b)
+		t, ok := f.timeLocal(b)
 		if !ok {
 			return 0, false
 		}
@@ -310,7 +318,7 @@ func (f *Format) value(b, next []byte, k kind, e *Entry) (int, bool) {
 		if len(b) < timeLocalLen+2 || b[0] != '[' || b[timeLocalLen+1] != ']' {
 			return 0, false
 		}
-		t, ok := parseTimeLocal(b[1:])
+		t, ok := f.timeLocal(b[1:])
 		if !ok {
 			return 0, false
 		}
@@ -647,6 +655,19 @@ const (
 )
 
 var months = [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+// timeLocal is parseTimeLocal through a cache of the last value.
+func (f *Format) timeLocal(b []byte) (int64, bool) {
+	if len(b) >= timeLocalLen && f.lastTimeVal != 0 && string(b[:timeLocalLen]) == string(f.lastTime[:]) {
+		return f.lastTimeVal, true
+	}
+	t, ok := parseTimeLocal(b)
+	if ok {
+		copy(f.lastTime[:], b)
+		f.lastTimeVal = t
+	}
+	return t, ok
+}
 
 // parseTimeLocal reads nginx's $time_local, 01/Dec/2026:23:04:38 +0000,
 // as Unix nanoseconds.

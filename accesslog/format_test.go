@@ -190,6 +190,11 @@ func TestNormalPath(t *testing.T) {
 		{"/app/item/", "/app/item"},
 		{"//double//slash", "/double/slash"},
 		{"/v2/app", "/v2/app"},
+		{"/api/method/frappe.client.get_list%20x", "/api/method/frappe.client.get_list"},
+		{"/assets/js/desk.bundle.0a1b2c3d.js", "/assets/js/{id}"},
+		{"/assets/js/desk.bundle.js", "/assets/js/desk.bundle.js"},
+		{"/app/face-book", "/app/face-book"},
+		{"/files/report-2026.pdf", "/files/report-2026.pdf"},
 	} {
 		if got := string(NormalPath(nil, []byte(tc.in))); got != tc.want {
 			t.Errorf("NormalPath(%q) = %q, want %q", tc.in, got, tc.want)

@@ -125,25 +125,26 @@ const (
 
 // importer is one Import's state.
 type importer struct {
-	opts      ImportOptions
-	scale     float64
-	base      int64 // Unix ms of tick 0
-	baseSet   bool
-	ticks     []uint64 // per request: tick (ms of log time since base) << 32 | tenant << routeBits | route
-	ups       []uint32 // per request: its upstream (or request) time in µs, noSample when it is none
-	tenantIDs map[string]uint32
-	tenants   []string
-	routeIDs  map[string]uint32
-	routes    []string
-	inflight  []float32 // per second since base: requests at the backend, on average
-	work      []float64 // per tenant: worker time (µs), from gunicorn when it names hosts
-	workExact bool
-	svc       []*hist // per route: service times (µs, log time)
-	sum       Summary
-	scratch   []byte
-	readBytes int64
-	total     int64
-	lastProg  int64
+	opts       ImportOptions
+	scale      float64
+	base       int64 // Unix ms of tick 0
+	baseSet    bool
+	ticks      []uint64 // per request: tick (ms of log time since base) << 32 | tenant << routeBits | route
+	ups        []uint32 // per request: its upstream (or request) time in µs, noSample when it is none
+	tenantIDs  map[string]uint32
+	tenants    []string
+	routeIDs   map[string]uint32
+	routes     []string
+	inflight   []float32 // per second since base: requests at the backend, on average
+	work       []float64 // per tenant: worker time (µs), from gunicorn when it names hosts
+	workExact  bool
+	routesFull bool    // the route table overflowed
+	svc        []*hist // per route: service times (µs, log time)
+	sum        Summary
+	scratch    []byte
+	readBytes  int64
+	total      int64
+	lastProg   int64
 }
 
 const noSample = math.MaxUint32
@@ -290,9 +291,16 @@ func (im *importer) readFile(ctx context.Context, name string, f *Format, use fu
 	if err != nil {
 		return badInput("%v", err)
 	}
+	var size int64
+	if fi, err := os.Stat(name); err == nil && !rd.Compressed() {
+		size = fi.Size()
+	}
 	var e Entry
 	n := 0
 	for rd.Next(&e) {
+		if n == 4096 && size > 0 && f == im.opts.Format {
+			im.reserve(size, counted.n, rd.Line())
+		}
 		if err := use(&e); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, rd.Line(), err)
 		}
@@ -321,6 +329,18 @@ func (im *importer) readFile(ctx context.Context, name string, f *Format, use fu
 		return badInput("%s", b.String())
 	}
 	return nil
+}
+
+// reserve grows the per-request arrays once for a file of size bytes, of
+// which read held lines: appending a few hundred MB a doubling at a time
+// would hold the old array and the new at once, and their garbage.
+func (im *importer) reserve(size, read, lines int64) {
+	if read <= 0 || lines <= 0 {
+		return
+	}
+	more := int(float64(size) / (float64(read) / float64(lines)) * 1.02)
+	im.ticks = slices.Grow(im.ticks, more)
+	im.ups = slices.Grow(im.ups, more)
 }
 
 func (im *importer) progress(n int64) {
@@ -423,6 +443,10 @@ func (im *importer) route(path []byte) uint32 {
 	rid, ok := im.routeIDs[string(im.scratch)]
 	if !ok {
 		if len(im.routes) >= maxRoutes {
+			if !im.routesFull {
+				im.routesFull = true
+				im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("more than %d distinct paths after normalisation: the later new ones are folded into the route \"other\" as they come", maxRoutes))
+			}
 			return maxRoutes
 		}
 		rid = uint32(len(im.routes))
@@ -489,46 +513,48 @@ func (im *importer) sample(rid uint32, us uint64) {
 // would include.
 func (im *importer) nginxService() {
 	workers := float32(im.workers())
-	all := make([]*hist, len(im.routes)+1)
 	var kept, total int64
 	for i, tk := range im.ticks {
 		up := im.ups[i]
 		if up == noSample {
 			continue
 		}
-		rid := uint32(tk & (1<<routeBits - 1))
-		if all[rid] == nil {
-			all[rid] = &hist{}
-		}
-		all[rid].add(uint64(up))
 		total++
-		startMs := int64(tk >> 32)
-		endMs := startMs + int64(up)/1000
-		calm := true
-		for s := startMs / 1000; s <= endMs/1000 && s < int64(len(im.inflight)); s++ {
-			if im.inflight[s] >= workers {
-				calm = false
-				break
-			}
-		}
-		if calm {
-			im.sample(rid, uint64(up))
+		if im.calm(tk, up, workers) {
+			im.sample(uint32(tk&(1<<routeBits-1)), uint64(up))
 			kept++
 		}
 	}
-	for rid, h := range all {
-		if h == nil {
+	// A route that only ran while the pool was saturated gets all its
+	// samples, and a note.
+	seen := make([]bool, len(im.routes)+1)
+	for i, tk := range im.ticks {
+		rid := uint32(tk & (1<<routeBits - 1))
+		if im.ups[i] == noSample || int(rid) < len(im.svc) && im.svc[rid] != nil && !seen[rid] {
 			continue
 		}
-		for rid >= len(im.svc) {
-			im.svc = append(im.svc, nil)
-		}
-		if im.svc[rid] == nil || im.svc[rid].n == 0 {
-			im.svc[rid] = h
+		seen[rid] = true
+		im.sample(rid, uint64(im.ups[i]))
+	}
+	for rid, s := range seen {
+		if s {
 			im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("route %s ran only while the pool was saturated: its service times include backlog waits", im.routeName(uint32(rid))))
 		}
 	}
 	im.sum.ServiceFrom = fmt.Sprintf("nginx's upstream times while the pool was not saturated (%d of %d requests; pass --gunicorn-log for the workers' own times)", kept, total)
+}
+
+// calm reports whether a request (its key and upstream µs) was at the
+// backend only in seconds when fewer requests than workers were.
+func (im *importer) calm(tk uint64, up uint32, workers float32) bool {
+	startMs := int64(tk >> 32)
+	endMs := startMs + int64(up)/1000
+	for s := startMs / 1000; s <= endMs/1000 && s < int64(len(im.inflight)); s++ {
+		if im.inflight[s] >= workers {
+			return false
+		}
+	}
+	return true
 }
 
 func (im *importer) routeName(rid uint32) string {

@@ -117,6 +117,9 @@ func (r *Reader) setErr(err error) {
 	r.err = fmt.Errorf("reading %s: %w", r.name, err)
 }
 
+// Compressed reports whether the Reader reads through gzip.
+func (r *Reader) Compressed() bool { return r.gz != nil }
+
 // Line returns the number of the line Next last read.
 func (r *Reader) Line() int64 { return r.line }
 

@@ -13,8 +13,12 @@ func NormalPath(dst, path []byte) []byte {
 	start := len(dst)
 	if bytes.HasPrefix(path, []byte("/api/method/")) {
 		name := path[len("/api/method/"):]
-		if i := bytes.IndexByte(name, '/'); i >= 0 {
-			name = name[:i]
+		// A method is a dotted Python name; what follows is not part of it.
+		for i, c := range name {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+				name = name[:i]
+				break
+			}
 		}
 		dst = append(dst, "/api/method/"...)
 		return append(dst, name...)
@@ -44,16 +48,29 @@ func NormalPath(dst, path []byte) []byte {
 }
 
 // isID reports whether a path segment names one thing among many: a
-// number, a UUID, a hex hash, or a name with five digits or more.
+// number, a UUID, a hex hash (alone or as a part of a file name, like
+// desk.bundle.3f2a9c1b.js), or a name with five digits or more.
 func isID(seg []byte) bool {
 	digits, hex, other := 0, 0, 0
-	for _, c := range seg {
+	partHex, partDigits := 0, 0 // the current part between . - _
+	hashPart := false
+	for i := 0; i <= len(seg); i++ {
+		if i == len(seg) || seg[i] == '-' || seg[i] == '_' || seg[i] == '.' {
+			if partHex >= 6 && partDigits > 0 && partHex == partLen(seg, i) {
+				hashPart = true
+			}
+			partHex, partDigits = 0, 0
+			continue
+		}
+		c := seg[i]
 		switch {
 		case c >= '0' && c <= '9':
 			digits++
+			partDigits++
+			partHex++
 		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
 			hex++
-		case c == '-' || c == '_' || c == '.':
+			partHex++
 		default:
 			other++
 		}
@@ -65,6 +82,17 @@ func isID(seg []byte) bool {
 		return true
 	case other == 0 && digits+hex >= 16:
 		return true // a UUID or a hash
+	case hashPart:
+		return true
 	}
 	return digits >= 5
+}
+
+// partLen returns the length of the part of seg that ends at end.
+func partLen(seg []byte, end int) int {
+	n := 0
+	for j := end - 1; j >= 0 && seg[j] != '-' && seg[j] != '_' && seg[j] != '.'; j-- {
+		n++
+	}
+	return n
 }
