@@ -299,7 +299,7 @@ func (im *importer) readFile(ctx context.Context, name string, f *Format, use fu
 	n := 0
 	for rd.Next(&e) {
 		if n == 4096 && size > 0 && f == im.opts.Format {
-			im.reserve(size, counted.n, rd.Line())
+			im.reserve(size, rd.Stats().Bytes, rd.Line())
 		}
 		if err := use(&e); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, rd.Line(), err)
