@@ -54,8 +54,8 @@ tenants:
     host: light{i}.example.com
     load: {model: open, rate: 0.2/s, routes: {page: 1}}
 slo:
-  regular: ["p99 < 250ms"]
-  light: ["p99 < 250ms"]
+  regular: ["p99 < 1s"]
+  light: ["p99 < 1s"]
 `
 
 const roundTripLogFormat = `log_format rt '$host $remote_addr [$time_local] "$request" $status $body_bytes_sent $msec $request_time $upstream_response_time $upstream_status "$http_user_agent"';`
@@ -133,7 +133,7 @@ func TestImportRoundTrip(t *testing.T) {
 	if res.SendLateness != nil {
 		lateMs = max(res.SendLateness.P99, 0)
 	}
-	t.Logf("live: %d requests, tare %.3f ms wall, send lateness p99 %.3f ms wall", res.Totals.Requests, res.TareMS, lateMs)
+	t.Logf("live: %d requests, tare %.3f ms wall, send lateness p99 %.3f ms wall (%+v)", res.Totals.Requests, res.TareMS, lateMs, res.SendLateness)
 
 	// Import both logs.
 	impPath := filepath.Join(dir, "imported.yaml")
@@ -198,10 +198,11 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Errorf("%d tenants replayed, want the live run's %d", len(simReq), len(res.Tenants))
 	}
 	lateModel := lateMs / sc.TimeScale
-	// The heavy tenant's reports arrive a third of a second apart and free
-	// their slots midway between arrivals: sends later than a fraction of
-	// that margin change which of them nginx rejected, and the trace then
-	// records the lateness itself. Such a run is no measure of the replay.
+	// The trace records when requests reached nginx, so the live run's late
+	// sends are in it too, and the replay's latencies count from there
+	// while the live run's count from the intended times: the tolerances
+	// widen by its measured send lateness. A run so late that nginx and the
+	// backend were starved too is no measure of the replay.
 	if lateModel > roundTripMaxLate && os.Getenv("CI") != "true" {
 		t.Skipf("the live run sent up to %.0f ms (model) late at p99, beyond the %.0f ms its timing comparisons allow: the machine is too busy (CI=true runs them anyway)", lateModel, roundTripMaxLate)
 	}
@@ -252,14 +253,15 @@ func TestImportRoundTrip(t *testing.T) {
 		return strings.Join(c.Recommendation.Value, ",")
 	}
 	want := rec(origPath)
-	if got := rec(impPath, "--set", `slo={others: ["p99 < 250ms"]}`); got != want {
+	if got := rec(impPath, "--set", `slo={others: ["p99 < 1s"]}`); got != want {
 		t.Errorf("compare on the imported file recommends per_key=%s, on the original %s", got, want)
 	}
 }
 
 // roundTripMaxLate bounds, in model ms, the live run's send lateness p99
-// under which TestImportRoundTrip compares timings.
-const roundTripMaxLate = 50.0
+// under which TestImportRoundTrip compares timings: a fifth of the heavy
+// tenant's constant report time.
+const roundTripMaxLate = 500.0
 
 // simCollector keeps every result.
 type simCollector struct{ results []loadgen.Result }
