@@ -17,7 +17,7 @@ import (
 // Shares that decide what the scenario singles out.
 const (
 	// heavyShare: a tenant with this share of all worker time or more (and
-	// three times its fair share) is a group of its own.
+	// twice its fair share, or half of all) is a group of its own.
 	heavyShare = 0.10
 	maxHeavy   = 5
 	// A route is kept with this share of the requests or of the worker
@@ -174,7 +174,7 @@ func (im *importer) build() (*built, error) {
 	groupNames := map[string]bool{"all": true, "others": true}
 	for _, tid := range byWork {
 		share := im.work[tid] / max(workSum, 1e-9)
-		if len(b.groups) >= maxHeavy || share < heavyShare || share < 3/float64(len(im.tenants)) || len(im.tenants) == 1 {
+		if len(b.groups) >= maxHeavy || share < max(heavyShare, min(2/float64(len(im.tenants)), 0.5)) || len(im.tenants) == 1 {
 			break
 		}
 		name := uniqueName(groupName(im.tenants[tid]), groupNames)

@@ -127,6 +127,7 @@ type segment struct {
 // (it reuses a scratch buffer); Clone gives another goroutine its own.
 type Format struct {
 	source  string // the format as given, for messages
+	label   string // "log format" or "gunicorn log format", for messages
 	segs    []segment
 	esc     escaping
 	has     map[kind]bool
@@ -198,11 +199,11 @@ func (f *Format) finish() error {
 		}
 		f.has[s.kind] = true
 		if i+1 < len(segs) && segs[i+1].name != "" && !fixedWidth(s.kind) {
-			return fmt.Errorf("log format %q: %s and %s follow each other with nothing between them, so a line cannot say where one ends (put a space or a quote between them)", f.source, s.name, segs[i+1].name)
+			return fmt.Errorf("%s %q: %s and %s follow each other with nothing between them, so a line cannot say where one ends (put a space or a quote between them)", f.label, f.source, s.name, segs[i+1].name)
 		}
 	}
 	if len(f.has) == 0 {
-		return fmt.Errorf("log format %q: no variables", f.source)
+		return fmt.Errorf("%s %q: no variables", f.label, f.source)
 	}
 	return nil
 }

@@ -246,3 +246,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func FuzzCompileGunicorn(f *testing.F) {
+	for _, s := range []string{GunicornDefault, GunicornWorkerTime, `%(D`, `%%(D)s %(D)s`, `%({host}i)s %(L)s`, `%({x}z)s`} {
+		f.Add(s, `127.0.0.1 - - [01/Dec/2026:23:04:38 +0000] "GET / HTTP/1.0" 200 33 "-" "Go" 123456 "site2"`)
+	}
+	f.Fuzz(func(t *testing.T, format, line string) {
+		c, err := CompileGunicorn(format)
+		if err != nil {
+			if !strings.Contains(err.Error(), "gunicorn log format") {
+				t.Fatalf("CompileGunicorn(%q): error %q does not name the format", format, err)
+			}
+			return
+		}
+		var e Entry
+		_ = c.Parse([]byte(line), &e)
+	})
+}

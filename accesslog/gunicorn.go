@@ -32,7 +32,7 @@ func CompileGunicorn(src string) (*Format, error) {
 	if body == "" {
 		body = GunicornDefault
 	}
-	f := &Format{source: src, esc: escNone}
+	f := &Format{source: src, label: "gunicorn log format", esc: escNone}
 	var lit []byte
 	for i := 0; i < len(body); {
 		switch {

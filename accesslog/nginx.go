@@ -77,7 +77,7 @@ func CompileNginx(src string, opts NginxOptions) (*Format, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Format{source: src, esc: esc}
+	f := &Format{source: src, label: "log format", esc: esc}
 	for i := 0; i < len(body); {
 		j := strings.IndexByte(body[i:], '$')
 		if j < 0 {

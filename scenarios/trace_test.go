@@ -144,3 +144,35 @@ func TestTraceBad(t *testing.T) {
 		t.Errorf("trace with a rate: LoadFile = %v, want an error saying so", err)
 	}
 }
+
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{"t heavy 1\nr report 1000000 1000000\nr page 500000\n", "t rest 2\nr page 10 20\n", "# c\n\nt rest 1\nr page 1\nr page 1\n", "r x", "t heavy 0"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	path := filepath.Join(dir, "replay.yaml")
+	os.WriteFile(path, []byte(traceScenario), 0o644)
+	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
+	sc, err := LoadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tr, err := parseTrace(strings.NewReader(s), sc)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") {
+				t.Fatalf("parseTrace(%q): error %q names no line", s, err)
+			}
+			return
+		}
+		for g, tenants := range tr.Groups {
+			for i, arr := range tenants {
+				for j, a := range arr {
+					if a.At < 0 || a.At >= sc.Duration || j > 0 && a.At < arr[j-1].At {
+						t.Fatalf("parseTrace(%q): group %s tenant %d arrival %d at %v: out of order or range", s, g, i+1, j, a.At)
+					}
+				}
+			}
+		}
+	})
+}

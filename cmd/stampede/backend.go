@@ -50,6 +50,7 @@ longest prefix wins; repeatable). DIST is one of
     exp:1s                             exponential with that mean
     uniform:2m..4m                     uniform between the two
     lognormal:median=30ms,p99=200ms    log-normal with that median and p99
+    empirical:p0=1ms,p50=30ms,p100=4m  a quantile table, uniform between its points
 Without --route every path is served at once; with routes, a path none matches
 is answered 404 without a worker (add a "/" route to catch all).
 --time-scale multiplies every duration: 0.01 plays 2 minutes in 1.2 seconds.
