@@ -52,16 +52,17 @@ func NormalPath(dst, path []byte) []byte {
 // desk.bundle.3f2a9c1b.js), or a name with five digits or more.
 func isID(seg []byte) bool {
 	digits, hex, other := 0, 0, 0
-	partHex, partDigits := 0, 0 // the current part between . - _
+	partLen, partHex, partDigits := 0, 0, 0 // the current part between . - _
 	hashPart := false
 	for i := 0; i <= len(seg); i++ {
 		if i == len(seg) || seg[i] == '-' || seg[i] == '_' || seg[i] == '.' {
-			if partHex >= 6 && partDigits > 0 && partHex == partLen(seg, i) {
+			if partHex >= 6 && partDigits > 0 && partHex == partLen {
 				hashPart = true
 			}
-			partHex, partDigits = 0, 0
+			partLen, partHex, partDigits = 0, 0, 0
 			continue
 		}
+		partLen++
 		c := seg[i]
 		switch {
 		case c >= '0' && c <= '9':
@@ -86,13 +87,4 @@ func isID(seg []byte) bool {
 		return true
 	}
 	return digits >= 5
-}
-
-// partLen returns the length of the part of seg that ends at end.
-func partLen(seg []byte, end int) int {
-	n := 0
-	for j := end - 1; j >= 0 && seg[j] != '-' && seg[j] != '_' && seg[j] != '.'; j-- {
-		n++
-	}
-	return n
 }
