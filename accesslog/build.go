@@ -476,14 +476,6 @@ func joinQuoted(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
-// fmtDur prints d the short way: 2m rather than 2m0s.
-func fmtDur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+// fmtDur prints d as scenario files write durations (2m rather than 2m0s):
+// as a constant service time writes itself.
+func fmtDur(d time.Duration) string { return fakebackend.Constant{D: d}.String() }
