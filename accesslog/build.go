@@ -218,13 +218,17 @@ func (im *importer) build() (*built, error) {
 		// Re-key for the sort: group, tenant, route, then time.
 		im.ticks[i] = uint64(g)<<groupShift | uint64(n)<<tenantShift | uint64(r)<<32 | tick
 	}
+	// Model time 0 is --from when it is near the first arrival (so that
+	// the replay's clock reads as the incident's), else the first arrival;
+	// the end is --to on the same terms, else just past the last arrival.
+	const near = 3_600_000 // ms
 	b.start = int64(first)
-	if !im.opts.From.IsZero() {
-		b.start = im.opts.From.UnixMilli() - im.base
+	if from := im.opts.From.UnixMilli() - im.base; !im.opts.From.IsZero() && from <= b.start && b.start-from <= near {
+		b.start = from
 	}
 	end := int64(last) + 1
-	if !im.opts.To.IsZero() {
-		end = max(end, im.opts.To.UnixMilli()-im.base)
+	if to := im.opts.To.UnixMilli() - im.base; !im.opts.To.IsZero() && to > end && to-end <= near {
+		end = to
 	}
 	b.dur = time.Duration(math.Ceil(float64(end-b.start)/1000/im.scale)) * time.Second
 	im.sum.Start = time.UnixMilli(im.base + b.start).UTC()

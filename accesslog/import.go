@@ -541,7 +541,11 @@ func (im *importer) nginxService() {
 			im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("route %s ran only while the pool was saturated: its service times include backlog waits", im.routeName(uint32(rid))))
 		}
 	}
-	im.sum.ServiceFrom = fmt.Sprintf("nginx's upstream times while the pool was not saturated (%d of %d requests; pass --gunicorn-log for the workers' own times)", kept, total)
+	what := "nginx's upstream times"
+	if !im.opts.Format.Has("upstream_time") {
+		what = "nginx's $request_time (the format has no $upstream_response_time, so the clients' own time is in it)"
+	}
+	im.sum.ServiceFrom = fmt.Sprintf("%s while the pool was not saturated (%d of %d requests; pass --gunicorn-log for the workers' own times)", what, kept, total)
 }
 
 // calm reports whether a request (its key and upstream µs) was at the
