@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"stampede/report"
 	"stampede/scenarios"
 )
 
@@ -75,8 +77,29 @@ func TestImportCLI(t *testing.T) {
 		if n != 600 {
 			t.Errorf("the trace holds %d arrivals, want 600", n)
 		}
-		if code, so, se := runCLI(t, ctx, "run", out, "--engine", "sim", "--no-progress", "-o", filepath.Join(dir, "run")); code != 0 {
-			t.Errorf("run --engine sim on the imported file: exit %d\n%s%s", code, so, se)
+		// Both engines play the trace: every arrival, once.
+		for _, engine := range []string{"sim", "live"} {
+			runDir := filepath.Join(dir, "run-"+engine)
+			if code, so, se := runCLI(t, ctx, "run", out, "--engine", engine, "--set", "time_scale=0.05", "--no-progress", "-o", runDir); code != 0 {
+				t.Fatalf("run --engine %s on the imported file: exit %d\n%s%s", engine, code, so, se)
+			}
+			data, err := os.ReadFile(filepath.Join(runDir, "results.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res report.Results
+			if err := json.Unmarshal(data, &res); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]uint64{}
+			for _, tn := range sc.Expand() {
+				want[tn.Host] = uint64(len(tn.Trace))
+			}
+			for _, tr := range res.Tenants {
+				if tr.Requests != want[tr.Host] {
+					t.Errorf("%s: tenant %s sent %d requests, want its trace's %d", engine, tr.Host, tr.Requests, want[tr.Host])
+				}
+			}
 		}
 	})
 	t.Run("fit and remote_addr", func(t *testing.T) {
