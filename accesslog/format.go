@@ -580,8 +580,10 @@ func seconds(v []byte) (time.Duration, bool) {
 	return time.Duration(ns), ok
 }
 
-// parseDecimal reads "123.456" as an integer scaled by 10^scale, without
-// floating point.
+// parseDecimal reads "123.456" as an integer scaled by 10^scale (at most
+// 9), without floating point. The integer part may have ten digits and be
+// at most 9e9, which keeps every result within int64 and takes in Unix
+// seconds until the year 2255.
 func parseDecimal(v []byte, scale int) (int64, bool) {
 	if len(v) == 0 || len(v) > 30 {
 		return 0, false
@@ -590,14 +592,15 @@ func parseDecimal(v []byte, scale int) (int64, bool) {
 	i := 0
 	for ; i < len(v) && v[i] != '.'; i++ {
 		c := v[i] - '0'
-		if c > 9 || x > (1<<62)/10 {
+		if c > 9 || i == 10 {
 			return 0, false
 		}
 		x = x*10 + int64(c)
 	}
-	if i == 0 {
+	if i == 0 || x > 9_000_000_000 {
 		return 0, false
 	}
+	var frac int64
 	digits := 0
 	if i < len(v) {
 		i++ // the point
@@ -610,22 +613,15 @@ func parseDecimal(v []byte, scale int) (int64, bool) {
 				return 0, false
 			}
 			if digits < scale {
-				if x > (1<<62)/10 {
-					return 0, false
-				}
-				x = x*10 + int64(c)
+				frac = frac*10 + int64(c)
 				digits++
 			}
 		}
 	}
-	for ; digits < scale; digits++ {
-		if x > (1<<62)/10 {
-			return 0, false
-		}
-		x *= 10
-	}
-	return x, true
+	return x*pow10[scale] + frac*pow10[scale-digits], true
 }
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
 
 func parseUint(v []byte) (uint64, bool) {
 	if len(v) == 0 || len(v) > 18 {
