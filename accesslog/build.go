@@ -365,7 +365,7 @@ func (b *built) writeScenario(w io.Writer) error {
 	o.WriteString("# The proxy has no limits: this is the incident as it was. Next, play it, then sweep a limit:\n")
 	fmt.Fprintf(&o, "#   stampede run %s.yaml --engine sim\n", im.opts.Name)
 	fmt.Fprintf(&o, "#   stampede compare %s.yaml --engine sim --sweep proxy.limit_conn.per_key=off,2,4,8\n", im.opts.Name)
-	fmt.Fprintf(&o, "name: %s\n", im.opts.Name)
+	fmt.Fprintf(&o, "name: %s\n", quote(im.opts.Name))
 	fmt.Fprintf(&o, "description: %s\n", quote(fmt.Sprintf("Replay of %d requests of %d tenants from %s", s.Used, s.Tenants, strings.Join(im.opts.Logs, ", "))))
 	fmt.Fprintf(&o, "duration: %s\n", fmtDur(b.dur))
 	o.WriteString("time_scale: 1\nseed: 1\nbackend:\n")
@@ -419,8 +419,8 @@ func (b *built) writeScenario(w io.Writer) error {
 				if rest := b.dur - time.Duration(m)*time.Minute; rest < d {
 					d = rest
 				}
-				rate := float64(n) / float64(len(g.keys)) / d.Seconds()
-				fmt.Fprintf(&o, "        - {duration: %s, rate: %s/s}\n", fmtDur(d), strconv.FormatFloat(rate, 'g', 6, 64))
+				rate := float64(n) / float64(len(g.keys)) / d.Minutes()
+				fmt.Fprintf(&o, "        - {duration: %s, rate: %s/m}\n", fmtDur(d), strconv.FormatFloat(rate, 'g', 6, 64))
 			}
 		} else {
 			fmt.Fprintf(&o, "    load: {model: trace, routes: {%s}}\n", strings.Join(mix, ", "))
