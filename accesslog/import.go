@@ -138,8 +138,9 @@ type importer struct {
 	inflight   []float32 // per second since base: requests at the backend, on average
 	work       []float64 // per tenant: worker time (µs), from gunicorn when it names hosts
 	workExact  bool
-	routesFull bool    // the route table overflowed
-	svc        []*hist // per route: service times (µs, log time)
+	routesFull bool          // the route table overflowed
+	local      map[int]int64 // per status, requests nginx answered without the upstream
+	svc        []*hist       // per route: service times (µs, log time)
 	sum        Summary
 	scratch    []byte
 	readBytes  int64
@@ -197,6 +198,7 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 	if err := im.checkRead(); err != nil {
 		return nil, err
 	}
+	im.noteLocal()
 	if len(opts.GunicornLogs) > 0 {
 		im.svc = nil
 		for _, name := range opts.GunicornLogs {
@@ -434,7 +436,32 @@ func (im *importer) nginxEntry(e *Entry) error {
 	}
 	im.ups = append(im.ups, up)
 	im.sum.Used++
+	if e.Upstream == Unknown && im.opts.Format.Has("upstream_time") {
+		if im.local == nil {
+			im.local = map[int]int64{}
+		}
+		im.local[e.Status]++
+	}
 	return nil
+}
+
+// noteLocal says how many requests nginx answered itself.
+func (im *importer) noteLocal() {
+	if len(im.local) == 0 {
+		return
+	}
+	var n int64
+	statuses := make([]int, 0, len(im.local))
+	for st, c := range im.local {
+		n += c
+		statuses = append(statuses, st)
+	}
+	slices.Sort(statuses)
+	var parts []string
+	for _, st := range statuses {
+		parts = append(parts, fmt.Sprintf("%d ×%d", st, im.local[st]))
+	}
+	im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("%d requests never reached the backend (nginx answered them itself: %s); the replay, without limits, sends them all to it", n, strings.Join(parts, ", ")))
 }
 
 // route interns a path's route.
