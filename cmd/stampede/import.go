@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -135,8 +136,11 @@ func runImport(c *cobra.Command, logs []string, f *importFlags) error {
 	}
 	sum, err := accesslog.Import(c.Context(), opts, scTmp, trace)
 	if err != nil {
-		if errors.Is(err, accesslog.ErrBadInput) {
+		switch {
+		case errors.Is(err, accesslog.ErrBadInput):
 			return asUsage(err)
+		case errors.Is(err, context.Canceled):
+			return exitCodeError{exitInterrupted, "import interrupted: nothing written, earlier files left as they were"}
 		}
 		return err
 	}
