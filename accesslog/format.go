@@ -123,8 +123,10 @@ type segment struct {
 	kind kind
 }
 
-// Format is a compiled log format. Parse is not safe for concurrent use
-// (it reuses a scratch buffer); Clone gives another goroutine its own.
+// Format is a compiled log format, made by CompileNginx or
+// CompileGunicorn; the zero Format is not usable. Parse is not safe for
+// concurrent use (it reuses a scratch buffer and a cache); Clone gives
+// another goroutine its own.
 type Format struct {
 	source  string // the format as given, for messages
 	label   string // "log format" or "gunicorn log format", for messages

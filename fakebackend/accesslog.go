@@ -22,7 +22,9 @@ import (
 // --log-time-scale undoes it). As gunicorn, it writes no line for a request
 // whose worker was killed or whose connection the backlog refused. It is
 // safe for concurrent use; lines are written within about a second, and
-// Flush writes what is buffered.
+// Flush writes what is buffered. NewAccessLog makes one; the zero AccessLog
+// is not usable, and a nil *AccessLog (Options.AccessLog unset) writes
+// nothing.
 type AccessLog struct {
 	mu   sync.Mutex
 	w    *bufio.Writer

@@ -96,8 +96,9 @@ func WriteTrace(w io.Writer, t *Trace, routes []string) error {
 	return tw.Close()
 }
 
-// TraceWriter writes a trace file a tenant at a time, in bounded memory.
-// Write errors are kept and returned by Close.
+// TraceWriter writes a trace file a tenant at a time, in bounded memory;
+// NewTraceWriter makes one (the zero TraceWriter is not usable). Write
+// errors are kept and returned by Close. It is not safe for concurrent use.
 type TraceWriter struct {
 	bw  *bufio.Writer
 	buf []byte
