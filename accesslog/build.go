@@ -404,6 +404,8 @@ func (b *built) writeScenario(w io.Writer) error {
 				fmt.Fprintf(&o, "    addr: 127.0.1.%d\n", gi+1)
 			case len(hosts) <= 250:
 				fmt.Fprintf(&o, "    addr: 127.0.2.{i}\n")
+			default:
+				im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("group %s has %d client addresses, more than the 250 loopback addresses it gets: they share 127.0.0.1, so a limit on $binary_remote_addr sees them as one", g.name, len(hosts)))
 			}
 		}
 		var mix []string
