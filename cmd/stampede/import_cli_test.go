@@ -126,6 +126,16 @@ func TestImportCLI(t *testing.T) {
 			t.Error("--fit wrote a trace")
 		}
 	})
+	t.Run("own variable named", func(t *testing.T) {
+		dir := t.TempDir()
+		log := importLog(t, dir, 30, 0, false)
+		data, _ := os.ReadFile(log)
+		os.WriteFile(log, bytes.ReplaceAll(data, []byte("\n"), []byte(" acme\n")), 0o644)
+		code, stdout, stderr := runCLI(t, ctx, "import", log, "--log-format", importFormat+" $tenant", "--log-var", "tenant", "-o", filepath.Join(dir, "x.yaml"))
+		if code != 0 {
+			t.Errorf("--log-var tenant: exit %d, want 0\n%s%s", code, stdout, stderr)
+		}
+	})
 	t.Run("lenient", func(t *testing.T) {
 		dir := t.TempDir()
 		log := importLog(t, dir, 600, 50, false)
@@ -149,6 +159,9 @@ func TestImportCLI(t *testing.T) {
 		{"no time in format", []string{"--log-format", `$host "$request" $status`}, 0, "has no time"},
 		{"bad tenant key", []string{"--tenant-key", "$cookie_x"}, 0, "want $host or $remote_addr"},
 		{"missing file", []string{"/nonexistent/access.log"}, 0, "/nonexistent/access.log"},
+		{"own variable", []string{"--log-format", importFormat + " $tenant"}, 0, "name it with --log-var tenant"},
+		{"gunicorn format without worker time", []string{"--gunicorn-log", "/dev/null", "--gunicorn-format", `%(h)s "%(r)s"`}, 0, "has no worker time"},
+		{"adjacent variables", []string{"--log-format", "$host$request_uri $msec"}, 0, "follow each other with nothing between them"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
