@@ -81,3 +81,14 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 	b.ReportMetric(cpuSince(cpu).Seconds()*1e9/float64(n*b.N), "cpu-ns/line")
 }
+
+func BenchmarkNormalPath(b *testing.B) {
+	paths := [][]byte{[]byte("/app/sales-invoice/SINV-2026-00012"), []byte("/api/method/frappe.desk.form.load.getdoc"), []byte("/assets/frappe/dist/js/desk.bundle.0a1b2c3d.js"), []byte("/api/resource/Item/12345")}
+	b.ReportAllocs()
+	var dst []byte
+	i := 0
+	for b.Loop() {
+		dst = NormalPath(dst[:0], paths[i%len(paths)])
+		i++
+	}
+}

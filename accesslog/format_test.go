@@ -263,3 +263,18 @@ func FuzzCompileGunicorn(f *testing.F) {
 		_ = c.Parse([]byte(line), &e)
 	})
 }
+
+func FuzzNormalPath(f *testing.F) {
+	for _, s := range []string{"/", "/app/item/12", "/api/method/frappe.x?y", "//a//b/", "/assets/x.0a1b2c3d.js", "/files/3f2504e0-4f89-11d3-9a0c-0305e82c3301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		once := NormalPath(nil, []byte(p))
+		if len(once) == 0 || once[0] != '/' {
+			t.Fatalf("NormalPath(%q) = %q, want a path from /", p, once)
+		}
+		if twice := NormalPath(nil, once); string(twice) != string(once) {
+			t.Fatalf("NormalPath(%q) = %q, but NormalPath of that is %q", p, once, twice)
+		}
+	})
+}

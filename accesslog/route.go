@@ -54,27 +54,29 @@ func isID(seg []byte) bool {
 	digits, hex, other := 0, 0, 0
 	partLen, partHex, partDigits := 0, 0, 0 // the current part between . - _
 	hashPart := false
-	for i := 0; i <= len(seg); i++ {
-		if i == len(seg) || seg[i] == '-' || seg[i] == '_' || seg[i] == '.' {
+	for _, c := range seg {
+		switch charClass[c] {
+		case cDigit:
+			digits++
+			partDigits++
+			partHex++
+			partLen++
+		case cHex:
+			hex++
+			partHex++
+			partLen++
+		case cSep:
 			if partHex >= 6 && partDigits > 0 && partHex == partLen {
 				hashPart = true
 			}
 			partLen, partHex, partDigits = 0, 0, 0
-			continue
-		}
-		partLen++
-		c := seg[i]
-		switch {
-		case c >= '0' && c <= '9':
-			digits++
-			partDigits++
-			partHex++
-		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
-			hex++
-			partHex++
 		default:
 			other++
+			partLen++
 		}
+	}
+	if partHex >= 6 && partDigits > 0 && partHex == partLen {
+		hashPart = true
 	}
 	switch {
 	case digits == 0:
@@ -88,3 +90,24 @@ func isID(seg []byte) bool {
 	}
 	return digits >= 5
 }
+
+// Character classes of isID.
+const (
+	cOther uint8 = iota
+	cDigit
+	cHex // a-f, A-F
+	cSep // - _ .
+)
+
+var charClass = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = cDigit
+	}
+	for _, c := range "abcdefABCDEF" {
+		t[c] = cHex
+	}
+	for _, c := range "-_." {
+		t[c] = cSep
+	}
+	return t
+}()
