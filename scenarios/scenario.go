@@ -50,6 +50,8 @@ type Scenario struct {
 	Sweep         []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
 	Settings      map[string]string // the --set overrides that made this scenario, PATH → VALUE
 	File          string            // the file it was read from
+	TraceFile     string            // the trace: companion file as written, relative to File's directory; "" none
+	trace         *Trace            // read from TraceFile
 
 	src  []byte   // the file's contents, for With
 	sets []string // the overrides applied, in order, for With
@@ -95,8 +97,9 @@ type Proxy struct {
 type TenantGroup struct {
 	Group string
 	Count int
-	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
-	Addr  string // client address template, on loopback; "" means 127.0.0.1
+	Host  string   // template: {i} is the tenant's number from 1, {i:03} zero-padded
+	Hosts []string // when set, tenant i's host is Hosts[i-1] and Host is unused
+	Addr  string   // client address template, on loopback; "" means 127.0.0.1
 	Load  Load
 }
 
@@ -183,6 +186,7 @@ type Tenant struct {
 	Host  string
 	Addr  string // client address, e.g. 127.0.0.1
 	Load  *Load
+	Trace []TraceArrival // model trace: this tenant's arrivals, in time order
 }
 
 // Expand returns every tenant, group by group in file order, numbered from
@@ -202,6 +206,12 @@ func (s *Scenario) Expand() []Tenant {
 		count := max(g.Count, 1)
 		for i := 1; i <= count; i++ {
 			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
+			if len(g.Hosts) >= i {
+				t.Host = g.Hosts[i-1]
+			}
+			if g.Load.Model == Traced {
+				t.Trace = s.TraceOf(g.Group, i)
+			}
 			if count > 1 {
 				t.Name = g.Group + "-" + strconv.Itoa(i)
 			}
@@ -264,6 +274,9 @@ func (l *Load) End(duration time.Duration) time.Duration {
 
 // String returns the model as the file writes it.
 func (m Model) String() string {
+	if m == Traced {
+		return "trace"
+	}
 	if m == Closed {
 		return "closed"
 	}

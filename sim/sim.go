@@ -111,6 +111,7 @@ type tenant struct {
 	rng      *rand.Rand
 	mix      loadgen.Mix
 	arrivals loadgen.Arrivals
+	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
 	timeout  time.Duration         // client timeout; 0 none
@@ -293,6 +294,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		t.load = st.Load
 		t.rng = loadgen.TenantRand(sc.Seed, st.Index)
 		t.mix = loadgen.NewMix(st.Load.Routes)
+		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
 		t.cap = st.Load.MaxInFlight
@@ -408,6 +410,9 @@ func (e *engine) run(ctx context.Context) error {
 			continue
 		}
 		t.arrivals.Reset(t.load, t.stop, t.rng)
+		if t.load.Model == scenarios.Traced {
+			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
+		}
 		if next, ok := t.arrivals.Next(); ok {
 			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
 		}
@@ -539,7 +544,7 @@ func (e *engine) request(id int32) *request {
 
 // arrive handles an open-model arrival at now.
 func (e *engine) arrive(t *tenant, now time.Duration) {
-	route := t.mix.Pick(t.rng)
+	route := t.route()
 	service := e.dists[route].Sample(t.rng)
 	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
 		e.res = loadgen.Result{Tenant: t.index, Route: int16(route), Outcome: loadgen.Dropped, Intended: now}
