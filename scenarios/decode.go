@@ -1105,6 +1105,10 @@ func (d *decoder) sweep(n *yaml.Node) []Axis {
 					continue
 				}
 				if v, ok := d.scalar(r, index(join(ep, "values"), j), "4"); ok {
+					if slices.Contains(a.Values, v) {
+						d.fail(r, index(join(ep, "values"), j), nil, "%s is already a value of this axis: each point is played once", v)
+						continue
+					}
 					a.Values = append(a.Values, v)
 					nodes = append(nodes, r)
 				}

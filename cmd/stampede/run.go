@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +53,7 @@ func (f *runFlags) progressMode(c *cobra.Command) string {
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
+	var sf shardFlags
 	c := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Play a scenario and write results.json, histograms.hlog and report.html",
@@ -64,9 +66,16 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return asUsage(err)
 			}
+			sc, sh, runID, err := runShard(&f, &sf, sc)
+			if err != nil {
+				return err
+			}
 			dir := f.out
 			if dir == "" {
 				dir = filepath.Join("stampede-out", sc.Name)
+			}
+			if err := sh.waitStart(c.Context(), c.ErrOrStderr(), time.Now); err != nil {
+				return err
 			}
 			res, err := play(c.Context(), sc, playOptions{
 				engine:      f.engine,
@@ -79,6 +88,7 @@ func newRunCmd() *cobra.Command {
 			if res == nil {
 				return err
 			}
+			sh.stamp(res, runID)
 			if werr := writeRun(dir, res); werr != nil {
 				return werr
 			}
@@ -87,12 +97,13 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return verdict(res)
+			return sh.verdict(res)
 		},
 	}
 	f.register(c)
 	c.Flags().StringVar(&f.target, "target", "", "drive this URL (e.g. nginx in front of `stampede backend`) instead of the built-in proxy and backend")
 	c.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --target outside loopback")
+	sf.register(c, true)
 	return c
 }
 
