@@ -150,9 +150,9 @@ type Results struct {
 	Shard *ShardInfo `json:"shard,omitempty"`
 	// StartAt is the wall time the run was told to start (--start-at),
 	// RFC 3339; empty when it started when it was launched.
-	StartAt string `json:"start_at,omitempty"`
-	Series       *Series       `json:"series,omitempty"`
-	Histograms   *Snapshots    `json:"histograms,omitempty"`
+	StartAt    string     `json:"start_at,omitempty"`
+	Series     *Series    `json:"series,omitempty"`
+	Histograms *Snapshots `json:"histograms,omitempty"`
 }
 
 // SendLateness is loadgen.Lateness in results.json: when the live

@@ -68,7 +68,7 @@ func TestReportCommandMergesShards(t *testing.T) {
 	sc := shardScenario("mini")
 	a := writeShard(t, sc, 30, 4, 4) // user-x 4/8: passes
 	sc2 := shardScenario("mini")
-	sc2.Seed = 2 // another copy of the run, not the same requests again
+	sc2.Seed = 2                      // another copy of the run, not the same requests again
 	b := writeShard(t, sc2, 20, 0, 8) // user-x 0/8: fails alone
 	cases := []struct {
 		name     string
