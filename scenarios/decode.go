@@ -440,6 +440,9 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	if n := top.get("sweep"); n != nil {
 		s.Sweep = d.sweep(n)
 	}
+	if len(d.errs) == 0 {
+		d.bounds(root, s)
+	}
 	return s
 }
 
