@@ -162,13 +162,12 @@ noisiest tenant best.`,
 }
 
 func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
-		return err
-	}
-	return report.RenderComparison(dir, cmp, results)
+	return writeSet(dir, func(dir string) error {
+		if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
+			return err
+		}
+		return report.RenderComparison(dir, cmp, results)
+	})
 }
 
 // distinctAxes refuses a path swept twice: its points would be played

@@ -113,6 +113,12 @@ func TestReportCommandBadInput(t *testing.T) {
 	os.WriteFile(notResults, []byte(`{"schema": "stampede.comparison/v1"}`), 0o644)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte(`not json`), 0o644)
+	nullGroups := filepath.Join(dir, "null-groups.json")
+	if b, err := os.ReadFile(good); err == nil {
+		os.WriteFile(nullGroups, []byte(strings.Replace(string(b), `"groups": [`, `"groups": null, "x": [`, 1)), 0o644)
+	}
+	negative := filepath.Join(dir, "negative.json")
+	os.WriteFile(negative, []byte(`{"schema": "stampede.results/v1", "scenario": "s", "totals": {"requests": -3}}`), 0o644)
 	out := filepath.Join(dir, "out")
 	cases := []struct {
 		name string
@@ -124,6 +130,8 @@ func TestReportCommandBadInput(t *testing.T) {
 		{"missing file", []string{filepath.Join(dir, "nope.json"), "-o", out}, "nope.json"},
 		{"not results", []string{notResults, "-o", out}, `schema is "stampede.comparison/v1"`},
 		{"not json", []string{garbage, "-o", out}, "garbage.json"},
+		{"null groups", []string{nullGroups, "-o", out}, `null-groups.json: invalid results: "groups" is null`},
+		{"negative count", []string{negative, "-o", out}, "totals.requests"},
 		{"different scenarios", []string{good, other, "-o", out}, `is scenario "other", `},
 	}
 	for i, c := range cases {
