@@ -148,4 +148,3 @@ func mapValue(n *yaml.Node, key string, depth int) *yaml.Node {
 	}
 	return nil
 }
-
