@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -90,4 +91,26 @@ func copyDir(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// expandGlobs expands the arguments that name no file but are patterns
+// (shard-*/results.json), in order, for callers without a shell (a
+// distroless container); a pattern that matches nothing is bad usage.
+func expandGlobs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if _, err := os.Stat(a); err == nil || !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, usagef("%q: %v", a, err)
+		}
+		if len(m) == 0 {
+			return nil, usagef("%q matches no file", a)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
 }

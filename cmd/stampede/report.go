@@ -43,6 +43,10 @@ shards of one run, 3 when an SLO of the (merged) results fails.`,
 			if out == "" {
 				return usagef("report: -o DIR is required")
 			}
+			args, err := expandGlobs(args)
+			if err != nil {
+				return err
+			}
 			if comparison {
 				return joinComparison(c, args, out)
 			}
