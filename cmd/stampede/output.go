@@ -25,13 +25,24 @@ const manifestHeader = "# the files of one complete stampede output; written aft
 // not exist, that directory is renamed into place. Otherwise dir's manifest
 // is removed, each new file renamed over its old one, the files of the old
 // set the new one lacks removed, and the new manifest written. Other files
-// and subdirectories of dir (a sweep's points) are left alone.
+// and subdirectories of dir (a sweep's points) are left alone. When dir
+// holds its previous set alone, the two directories are swapped instead:
+// a kill leaves dir the old set, the new one, or absent, never mixed.
 func writeSet(dir string, write func(tmp string) error) error {
 	parent := filepath.Dir(filepath.Clean(dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".partial-")
+	prefix := "." + filepath.Base(filepath.Clean(dir)) + ".partial-"
+	// What a killed writer left: a set never renamed into place, or an
+	// old one already replaced.
+	for _, pat := range []string{prefix + "*", "." + filepath.Base(filepath.Clean(dir)) + ".old-*"} {
+		stale, _ := filepath.Glob(filepath.Join(parent, pat))
+		for _, p := range stale {
+			os.RemoveAll(p)
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
@@ -61,10 +72,22 @@ func writeSet(dir string, write func(tmp string) error) error {
 			return nil
 		}
 	}
+	old := readManifest(filepath.Join(dir, setManifest))
+	if onlySet(dir, old) {
+		// dir holds the old set alone: swap the directories, so that
+		// dir is at every moment the old set, the new one, or absent.
+		prev := filepath.Join(parent, "."+filepath.Base(filepath.Clean(dir))+".old-"+filepath.Base(tmp)[len(prefix):])
+		if err := os.Rename(dir, prev); err == nil {
+			if err := os.Rename(tmp, dir); err != nil {
+				os.Rename(prev, dir)
+				return fmt.Errorf("writing %s: %w", dir, err)
+			}
+			return os.RemoveAll(prev)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	old := readManifest(filepath.Join(dir, setManifest))
 	if err := os.Remove(filepath.Join(dir, setManifest)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
@@ -79,6 +102,24 @@ func writeSet(dir string, write func(tmp string) error) error {
 		}
 	}
 	return os.Rename(filepath.Join(tmp, setManifest), filepath.Join(dir, setManifest))
+}
+
+// onlySet reports whether dir holds nothing but the files of its manifest,
+// which lists old, and the manifest itself.
+func onlySet(dir string, old []string) bool {
+	if old == nil {
+		return false
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() != setManifest && (!e.Type().IsRegular() || !slices.Contains(old, e.Name())) {
+			return false
+		}
+	}
+	return true
 }
 
 // readManifest returns the files a manifest lists; none when it is absent.
