@@ -78,7 +78,7 @@ noisiest tenant best.`,
 			}
 			dir := f.out
 			if dir == "" {
-				dir = filepath.Join("stampede-out", base.Name+"-compare")
+				dir = sh.defaultDir(filepath.Join("stampede-out", base.Name+"-compare"))
 			}
 			if f.engine == "live" && len(points) > 3 {
 				fmt.Fprintf(c.ErrOrStderr(), "%d points played live; --engine sim plays the same sweep in virtual time in seconds\n", len(points))

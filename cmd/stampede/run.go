@@ -72,7 +72,7 @@ func newRunCmd() *cobra.Command {
 			}
 			dir := f.out
 			if dir == "" {
-				dir = filepath.Join("stampede-out", sc.Name)
+				dir = sh.defaultDir(filepath.Join("stampede-out", sc.Name))
 			}
 			if err := sh.waitStart(c.Context(), c.ErrOrStderr(), time.Now); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -240,4 +241,14 @@ func (s shardSpec) verdict(res *report.Results) error {
 		return nil
 	}
 	return verdict(res)
+}
+
+// defaultDir is where a run writes without -o: dir, or for a shard its
+// shard-I folder inside, so that shards played on one machine do not
+// overwrite each other.
+func (s shardSpec) defaultDir(dir string) string {
+	if s.Count == 0 {
+		return dir
+	}
+	return filepath.Join(dir, "shard-"+strconv.Itoa(s.Index))
 }
