@@ -52,7 +52,7 @@ func TestShardsThroughNginx(t *testing.T) {
 	defer cancel()
 
 	// stampede backend --scenario, on a port of its choosing.
-	var backendErr syncWriter
+	var backendErr proxyOutput
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"backend", "--scenario", sc, "--listen", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &backendErr)
@@ -160,22 +160,4 @@ func TestShardsThroughNginx(t *testing.T) {
 	if x := whole.Group("noisy"); x == nil || x.Rejected != 4 {
 		t.Errorf("whole run: noisy %+v; want 4 of its 8 tabs rejected by limit_conn 4", x)
 	}
-}
-
-// syncWriter is a buffer a command's goroutine writes while the test reads.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

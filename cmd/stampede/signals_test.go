@@ -11,7 +11,7 @@ import (
 // TestSecondSignal: a SIGHUP interrupts like Ctrl-C, and a second signal
 // does not kill the process while it writes the partial results.
 func TestSecondSignal(t *testing.T) {
-	var w syncWriter
+	var w proxyOutput
 	ctx, stop := notifyContext(&w)
 	defer stop()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
