@@ -17,8 +17,9 @@ import (
 	"stampede/report"
 )
 
-// shardNginxScenario has a tenant heavy enough to be cut in two (busy: 4
-// users of 15 requests each, never over the limit), one that the limit
+// shardNginxScenario has a tenant heavy enough to be cut in two (busy: 3
+// users of 15 requests each, a slot short of the limit, so that a slot
+// nginx frees late on a loaded machine rejects none), one that the limit
 // splits 4/4 however its users are placed (noisy: 8 tabs of a long report
 // at once against limit_conn 4), and light open-model tenants whose
 // arrivals each shard draws from the tenant's own stream, so that the
@@ -36,7 +37,7 @@ proxy:
   limit_conn: {key: $host, per_key: 4}
 tenants:
   - {group: quiet, count: 6, host: "q{i}.example.com", load: {rate: 0.5/s, routes: {page: 1}}}
-  - {group: busy, host: busy.example.com, load: {model: closed, users: 4, think: 100ms, iterations: 15, routes: {page: 1}}}
+  - {group: busy, host: busy.example.com, load: {model: closed, users: 3, think: 300ms, iterations: 15, routes: {page: 1}}}
   - {group: noisy, host: x.example.com, load: {model: closed, users: 8, start: 1s, iterations: 1, routes: {report: 1}}}
 `
 
