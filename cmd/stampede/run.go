@@ -66,7 +66,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return asUsage(err)
 			}
-			sc, sh, runID, err := runShard(&f, &sf, sc)
+			sc, sh, runID, err := runShard(c.ErrOrStderr(), &f, &sf, sc)
 			if err != nil {
 				return err
 			}

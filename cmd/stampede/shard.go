@@ -201,7 +201,7 @@ func (s shardSpec) shardPoints(n int) []int {
 // runShard makes sc the shard of the run that sf names, checks that the
 // run may be split, and returns the shard's spec and the run's id (empty
 // for a whole run without --run-id).
-func runShard(f *runFlags, sf *shardFlags, sc *scenarios.Scenario) (*scenarios.Scenario, shardSpec, string, error) {
+func runShard(w io.Writer, f *runFlags, sf *shardFlags, sc *scenarios.Scenario) (*scenarios.Scenario, shardSpec, string, error) {
 	sh, err := sf.resolve(getenv)
 	if err != nil {
 		return nil, sh, "", err
@@ -227,6 +227,9 @@ func runShard(f *runFlags, sf *shardFlags, sc *scenarios.Scenario) (*scenarios.S
 			return nil, sh, "", err
 		}
 	}
+	if sh.Count > 0 {
+		fmt.Fprintf(w, "shard %s of run %s plays %s\n", sh.ShardInfo, id, describeShard(sc))
+	}
 	return sc, sh, id, nil
 }
 
@@ -251,4 +254,28 @@ func (s shardSpec) defaultDir(dir string) string {
 		return dir
 	}
 	return filepath.Join(dir, "shard-"+strconv.Itoa(s.Index))
+}
+
+// describeShard lists the tenants a shard plays, the first few by name,
+// with the users of a closed-model tenant cut into pieces.
+func describeShard(sc *scenarios.Scenario) string {
+	ts := sc.Expand()
+	if len(ts) == 0 {
+		return "no tenant (more shards than the load can be cut into)"
+	}
+	var names []string
+	for i, t := range ts {
+		if i == 8 {
+			names = append(names, fmt.Sprintf("and %d more", len(ts)-i))
+			break
+		}
+		n := t.Name
+		if g := sc.Group(t.Group); g != nil && g.Load.Model == scenarios.Closed && t.Load.Users != g.Load.Users {
+			n += fmt.Sprintf(" (%d of its %d users)", t.Load.Users, g.Load.Users)
+		} else if g != nil && g.Load.Model == scenarios.Open && t.Load.Rate != g.Load.Rate {
+			n += fmt.Sprintf(" (%.3g of its %.3g requests/s)", t.Load.Rate, g.Load.Rate)
+		}
+		names = append(names, n)
+	}
+	return fmt.Sprintf("%d tenants: %s", len(ts), strings.Join(names, ", "))
 }
