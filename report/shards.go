@@ -24,15 +24,16 @@ var ErrNotOneRun = errors.New("not shards of one run")
 // merged into the results of one run, before MergeResults merges them.
 //
 // Shards (results with a Shard) must all be shards of one run: the same
-// RunID and shard count, every index from 0 to count-1 exactly once; the
-// error names the run or shard that differs, the shard given twice (and
-// both files), or the shards missing. Results without a Shard are copies of
+// RunID and shard count, every index from 0 to count-1 exactly once (force
+// lets shards be missing, never doubled or of another run); the error names
+// the run or shard that differs, the shard given twice (and both files), or
+// the shards missing. Results without a Shard are copies of
 // one run played on several machines; they must have the same engine and
 // different seeds (copies with one seed send the same requests, so merging
 // them counts each twice) unless force. Shards and copies do not mix. One
-// result passes, unless it is one shard of several.
+// result passes, unless it is one shard of several and not force.
 func CheckShards(rs []*Results, names []string, force bool) error {
-	if len(rs) == 0 || len(rs) == 1 && (rs[0].Shard == nil || rs[0].Shard.Count == 1) {
+	if len(rs) == 0 || len(rs) == 1 && (rs[0].Shard == nil || rs[0].Shard.Count == 1 || force) {
 		return nil
 	}
 	name := func(i int) string {
@@ -100,8 +101,8 @@ func CheckShards(rs []*Results, names []string, force bool) error {
 			missing = append(missing, ShardInfo{k, count}.String())
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("merging results: run %s lacks shard %s of %d (give every shard's results.json)", first.RunID, strings.Join(missing, ", "), count)
+	if len(missing) > 0 && !force {
+		return fmt.Errorf("merging results: run %s lacks shard %s of %d (give every shard's results.json, or merge what there is with --force)", first.RunID, strings.Join(missing, ", "), count)
 	}
 	return nil
 }

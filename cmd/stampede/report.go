@@ -62,6 +62,9 @@ shards of one run, 3 when an SLO of the (merged) results fails.`,
 				return asUsage(err)
 			}
 			res, err := report.MergeResults(rs...)
+			if sh := rs[0].Shard; err == nil && sh != nil && res.Shards < sh.Count {
+				fmt.Fprintf(c.ErrOrStderr(), "stampede: merged %d of the %d shards of run %s (--force): the other shards' tenants are missing\n", max(res.Shards, 1), sh.Count, rs[0].RunID)
+			}
 			if err != nil {
 				return asUsage(err)
 			}
@@ -86,7 +89,7 @@ shards of one run, 3 when an SLO of the (merged) results fails.`,
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "output directory (required)")
-	c.Flags().BoolVar(&force, "force", false, "merge results that are not shards of one run: other engines, the same seed")
+	c.Flags().BoolVar(&force, "force", false, "merge results that are not shards of one run (other engines, the same seed), or the shards there are of a run that lacks some")
 	c.Flags().BoolVar(&comparison, "comparison", false, "join the directories of the shards of one sweep (compare --shard) into one comparison")
 	return c
 }
