@@ -103,7 +103,7 @@ func expandGlobs(args []string) ([]string, error) {
 			out = append(out, a)
 			continue
 		}
-		m, err := filepath.Glob(a)
+		m, err := filepath.Glob(strings.TrimRight(a, "/")) // shard-*/ names folders
 		if err != nil {
 			return nil, usagef("%q: %v", a, err)
 		}
