@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"stampede/scenarios"
@@ -31,7 +32,8 @@ const (
 // its limit.
 type guard struct {
 	stall  uint64 // events allowed at one instant
-	max    uint64 // 0: none
+	max    uint64 // the event that is one too many; MaxUint64 for no limit
+	n      uint64 // events seen
 	at     time.Duration
 	sameAt uint64
 }
@@ -43,20 +45,30 @@ func newGuard(sc *scenarios.Scenario, tenants int, maxEvents uint64) guard {
 			actors += uint64(max(g.Count, 1)) * uint64(max(g.Load.Users, 0))
 		}
 	}
+	if maxEvents == 0 {
+		maxEvents = math.MaxUint64
+	}
 	return guard{stall: stallBase + stallPerActor*actors, max: maxEvents, at: -1}
 }
 
-// check counts the event number n at model time at.
-func (g *guard) check(at time.Duration, n uint64) error {
+// ok counts an event at model time at and reports whether the run may go
+// on; err says why not. It is small enough to be inlined into the event
+// loop.
+func (g *guard) ok(at time.Duration) bool {
+	g.n++
 	if at != g.at {
 		g.at, g.sameAt = at, 0
-	} else if g.sameAt++; g.sameAt > g.stall {
-		return fmt.Errorf("%w: %d events at model time %v without time moving on (a livelock: a loop of requests that take no time)", ErrStalled, g.sameAt, at)
+	} else {
+		g.sameAt++
 	}
-	if g.max > 0 && n >= g.max {
-		return fmt.Errorf("%w: %d events by model time %v", ErrEventLimit, n, at)
+	return g.sameAt <= g.stall && g.n < g.max
+}
+
+func (g *guard) err() error {
+	if g.sameAt > g.stall {
+		return fmt.Errorf("%w: %d events at model time %v without time moving on (a livelock: a loop of requests that take no time)", ErrStalled, g.sameAt, g.at)
 	}
-	return nil
+	return fmt.Errorf("%w: %d events by model time %v", ErrEventLimit, g.n, g.at)
 }
 
 // fail ends the run with err, keeping the counts so far.

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -93,22 +94,20 @@ tenants:
 }
 
 func TestGuard(t *testing.T) {
-	g := guard{stall: 3, at: -1}
+	g := guard{stall: 3, max: math.MaxUint64, at: -1}
 	steps := []struct {
 		at   time.Duration
 		fail bool
 	}{{0, false}, {0, false}, {0, false}, {0, false}, {time.Millisecond, false}, {time.Millisecond, false}, {time.Millisecond, false}, {time.Millisecond, false}, {time.Millisecond, true}}
 	for i, s := range steps {
-		err := g.check(s.at, uint64(i+1))
-		if (err != nil) != s.fail || err != nil && !errors.Is(err, ErrStalled) {
-			t.Errorf("step %d: check(%v) = %v, want failure %v", i, s.at, err, s.fail)
+		if ok := g.ok(s.at); ok == s.fail || !ok && !errors.Is(g.err(), ErrStalled) {
+			t.Errorf("step %d: ok(%v) = %v (%v), want failure %v", i, s.at, ok, g.err(), s.fail)
 		}
 	}
 	g = guard{stall: 100, max: 5, at: -1}
 	for i := range 5 {
-		err := g.check(time.Duration(i), uint64(i+1))
-		if want := i == 4; (err != nil) != want || err != nil && !errors.Is(err, ErrEventLimit) {
-			t.Errorf("event %d of at most 5: check = %v, want failure %v", i+1, err, want)
+		if ok, want := g.ok(time.Duration(i)), i == 4; ok == want || !ok && !errors.Is(g.err(), ErrEventLimit) {
+			t.Errorf("event %d of at most 5: ok = %v (%v), want failure %v", i+1, ok, g.err(), want)
 		}
 	}
 	// Run reports the limit as an error naming the scenario.

@@ -419,8 +419,8 @@ func (e *engine) run(ctx context.Context) error {
 				}
 				e.stats.Events++
 				e.stats.End = a.at
-				if err := e.guard.check(a.at, e.stats.Events); err != nil {
-					return e.fail(err)
+				if !e.guard.ok(a.at) {
+					return e.fail(e.guard.err())
 				}
 				// The arrival stays on top while it is handled (what it
 				// schedules goes to the other heap) and is then replaced
@@ -441,8 +441,8 @@ func (e *engine) run(ctx context.Context) error {
 		ev := e.heap.pop()
 		e.stats.Events++
 		e.stats.End = ev.at
-		if err := e.guard.check(ev.at, e.stats.Events); err != nil {
-			return e.fail(err)
+		if !e.guard.ok(ev.at) {
+			return e.fail(e.guard.err())
 		}
 		switch ev.kind {
 		case evSend:
