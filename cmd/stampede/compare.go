@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -62,6 +63,7 @@ noisiest tenant best.`,
 			if err != nil {
 				return err
 			}
+			sh.start = time.Time{} // each point starts when it is its turn
 			mine := sh.shardPoints(len(points))
 			runID := ""
 			if sh.Count > 0 || sh.runID != "" {

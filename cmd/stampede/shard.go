@@ -229,6 +229,9 @@ func runShard(w io.Writer, f *runFlags, sf *shardFlags, sc *scenarios.Scenario) 
 	}
 	if sh.Count > 0 {
 		fmt.Fprintf(w, "shard %s of run %s plays %s\n", sh.ShardInfo, id, describeShard(sc))
+		if sh.start.IsZero() {
+			fmt.Fprintf(w, "no --start-at: this shard begins now, whenever the others do\n")
+		}
 	}
 	return sc, sh, id, nil
 }
