@@ -597,7 +597,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		}
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next = max(d.model(time.Since(start)), r.Intended+r.Latency) + t.load.Think
+		next = NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
 	}
 }
 

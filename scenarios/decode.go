@@ -447,6 +447,9 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		s.Sweep = d.sweep(n)
 	}
 	top.str("trace", "incident.trace", &s.TraceFile)
+	if len(d.errs) == 0 {
+		d.bounds(root, s)
+	}
 	return s
 }
 
@@ -1144,6 +1147,10 @@ func (d *decoder) sweep(n *yaml.Node) []Axis {
 					continue
 				}
 				if v, ok := d.scalar(r, index(join(ep, "values"), j), "4"); ok {
+					if slices.Contains(a.Values, v) {
+						d.fail(r, index(join(ep, "values"), j), nil, "%s is already a value of this axis: each point is played once", v)
+						continue
+					}
 					a.Values = append(a.Values, v)
 					nodes = append(nodes, r)
 				}

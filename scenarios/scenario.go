@@ -21,6 +21,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,6 +56,9 @@ type Scenario struct {
 
 	src  []byte   // the file's contents, for With
 	sets []string // the overrides applied, in order, for With
+
+	part  []Tenant // a shard's tenants (Shard); nil for a whole run
+	shard ShardOf
 }
 
 // Backend is the fake gunicorn backend.
@@ -192,8 +196,12 @@ type Tenant struct {
 // Expand returns every tenant, group by group in file order, numbered from
 // 1 within a group: a group of one is named for the group, a larger group's
 // tenants group-1, group-2, …, with {i} in Host and Addr filled in. Each
-// Tenant's Load points into s.Tenants.
+// Tenant's Load points into s.Tenants. A shard (Scenario.Shard) expands to
+// its own tenants only, with the Index each has in the whole run.
 func (s *Scenario) Expand() []Tenant {
+	if s.part != nil {
+		return slices.Clone(s.part)
+	}
 	n := 0
 	for _, g := range s.Tenants {
 		n += max(g.Count, 1)
@@ -236,6 +244,9 @@ func mustTemplate(s string) template {
 
 // TenantCount returns the number of tenants Expand returns.
 func (s *Scenario) TenantCount() int {
+	if s.part != nil {
+		return len(s.part)
+	}
 	n := 0
 	for _, g := range s.Tenants {
 		n += max(g.Count, 1)
