@@ -73,6 +73,6 @@ func (g *guard) err() error {
 
 // fail ends the run with err, keeping the counts so far.
 func (e *engine) fail(err error) error {
-	e.stats.Backend = e.pool.StatsAt(e.stats.End)
+	e.stats.Backend = e.pool.Stats(e.stats.End)
 	return fmt.Errorf("sim: scenario %s: %w", e.sc.Name, err)
 }
