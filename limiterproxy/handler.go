@@ -1,10 +1,13 @@
 package limiterproxy
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"stampede/clock"
@@ -79,7 +82,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	slots, cd := p.ConnStage(connKeys)
-	defer slots.Release()
+	if cd.Verdict == Rejected && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
+		// A holder's client had hung up before this request came: nginx
+		// would have freed its slot first.
+		slots, cd = p.ConnStage(connKeys)
+	}
+	if slots.Len() > 0 {
+		hd := &holder{slots: slots}
+		if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok {
+			hd.rc, hd.keys = rc, slices.Clone(connKeys)
+			h.holders.add(hd)
+			defer h.holders.remove(hd)
+		}
+		// A client that goes away ends its request there, as nginx
+		// finalizes it on seeing the close: its slots are free before
+		// Next has unwound.
+		stop := context.AfterFunc(r.Context(), hd.free)
+		defer func() {
+			stop()
+			hd.free()
+		}()
+	}
 	switch cd.Verdict {
 	case Rejected:
 		h.Metrics.connVerdict(cd.Rule, Rejected)

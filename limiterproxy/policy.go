@@ -421,6 +421,10 @@ type Handler struct {
 	// the runtime timer's millisecond (see package clock); a time-scaled
 	// run wants it. False uses the runtime's timers alone.
 	PreciseTimers bool
+
+	// holders are the requests holding slots whose client can be asked
+	// whether it hung up (see gone.go).
+	holders holders
 }
 
 // Metrics are the proxy's Prometheus metrics, on a registry of their own.
