@@ -112,8 +112,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add(DryRunHeader, LimitName("limit_conn", cd.Rule)+" "+p.Conn[cd.Rule].Key.String())
 	}
 	if m := h.Metrics; m != nil && len(connKeys) > 0 {
-		m.connAdmitted(connKeys, cd, 1)
-		defer m.connAdmitted(connKeys, cd, -1)
+		m.connAdmitted(p, connKeys, cd, 1)
+		defer m.connAdmitted(p, connKeys, cd, -1)
 	}
 	h.Next.ServeHTTP(w, r)
 }
@@ -221,17 +221,18 @@ func (m *Metrics) countReq(keys []string, d ReqDecision) {
 // connAdmitted counts an admitted request (delta 1) and its end (delta -1)
 // for every limit_conn that counted it: the in-flight gauge of each rule
 // holding a slot, and on admission passed or rejected_dry_run.
-func (m *Metrics) connAdmitted(keys []string, d ConnDecision, delta float64) {
-	if d.Verdict == RejectedDryRun {
-		// The pass stopped at the dry-run rule and released what it had
-		// taken: the request holds no slot, and later rules never saw it.
-		if delta > 0 {
-			m.connVerdict(d.Rule, RejectedDryRun)
-		}
-		return
+func (m *Metrics) connAdmitted(p *Policy, keys []string, d ConnDecision, delta float64) {
+	if d.Verdict == RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, RejectedDryRun)
 	}
 	for i, k := range keys {
 		if k == "" {
+			continue
+		}
+		if d.Verdict == RejectedDryRun && p.Conn[i].Spec.DryRun {
+			// The dry-run pass stopped at its rejecting rule and released
+			// what it had taken: no dry-run rule holds a slot, and later
+			// ones never saw the request. Enforced rules beside them do.
 			continue
 		}
 		if delta > 0 {

@@ -295,8 +295,9 @@ func sameLocationSettings(rules []nginxRule) error {
 				f.name(), f.status, r.name(), r.status, f.kind, f.kind)
 		}
 		if r.dryRun != f.dryRun {
-			return fmt.Errorf("nginx config: %s has dry_run=%t but %s has dry_run=%t; nginx's %s_dry_run applies to every %s of a location, so set it on all or none",
-				f.name(), f.dryRun, r.name(), r.dryRun, f.kind, f.kind)
+			return fmt.Errorf("nginx config: %s has dry_run=%t but %s has dry_run=%t; nginx's %s_dry_run covers every %s of a location, so one location cannot hold both: "+
+				"stampede runs the dry-run ones as a pass of their own over the requests the enforced ones admit, which nginx does only in a second proxy behind this one (a location with %s_dry_run on); set dry_run on all of them or none",
+				f.name(), f.dryRun, r.name(), r.dryRun, f.kind, f.kind, f.kind)
 		}
 	}
 	return nil
