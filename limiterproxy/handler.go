@@ -61,6 +61,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Next.ServeHTTP(w, r)
 		return
 	}
+	m := h.Metrics
+	if len(p.Locations) > 0 && r.URL != nil {
+		if loc := p.For(r.URL.Path); loc != p {
+			// The metrics are the server's limits'; a location's own are
+			// not among them.
+			p, m = loc, nil
+		}
+	}
 	ks := keyScratchPool.Get().(*keyScratch)
 	defer putKeyScratch(ks)
 	reqKeys, connKeys := ks.eval(p, r)
@@ -68,13 +76,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(p.Req) > 0 {
 		start := time.Now()
 		rd := p.ReqStage(h.modelTime(start), reqKeys)
-		h.Metrics.countReq(reqKeys, rd)
+		m.countReq(reqKeys, rd)
 		switch rd.Verdict {
 		case Rejected:
-			reject(w, LimitName("limit_req", rd.Rule), p.Req[rd.Rule].Key.String(), rd.Status)
+			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
 			return
 		case RejectedDryRun:
-			w.Header().Add(DryRunHeader, LimitName("limit_req", rd.Rule)+" "+p.Req[rd.Rule].Key.String())
+			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
 		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
 			return
@@ -105,13 +113,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch cd.Verdict {
 	case Rejected:
-		h.Metrics.connVerdict(cd.Rule, Rejected)
-		reject(w, LimitName("limit_conn", cd.Rule), p.Conn[cd.Rule].Key.String(), cd.Status)
+		m.connVerdict(cd.Rule, Rejected)
+		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
 		return
 	case RejectedDryRun:
-		w.Header().Add(DryRunHeader, LimitName("limit_conn", cd.Rule)+" "+p.Conn[cd.Rule].Key.String())
+		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
-	if m := h.Metrics; m != nil && len(connKeys) > 0 {
+	if m != nil && len(connKeys) > 0 {
 		m.connAdmitted(p, connKeys, cd, 1)
 		defer m.connAdmitted(p, connKeys, cd, -1)
 	}

@@ -37,11 +37,13 @@ type ReqSpec struct {
 	DryRun  bool   // as in ConnSpec
 }
 
-// Config is a location's limits, in the order nginx applies them: every
-// limit_req, then every limit_conn.
+// Config is the server's limits, in the order nginx applies them: every
+// limit_req, then every limit_conn; and the locations with limits of their
+// own. The zero Config limits nothing.
 type Config struct {
-	Conn []ConnSpec
-	Req  []ReqSpec
+	Conn      []ConnSpec
+	Req       []ReqSpec
+	Locations []Location // longest prefix wins; none matching: Conn and Req
 }
 
 // Policy is a compiled Config: the limiters with their zones. Both stages are
@@ -57,6 +59,10 @@ type Config struct {
 type Policy struct {
 	Conn []ConnRule
 	Req  []ReqRule
+
+	// Locations are the locations with their compiled limits; a request
+	// that matches none gets Conn and Req. See For.
+	Locations []LocationPolicy
 
 	// The rules of each kind in passes: enforced first, then dry-run;
 	// one pass when the kind does not mix them.
@@ -87,6 +93,7 @@ func passes(n int, dry func(int) bool) [][]int {
 
 // ConnRule is one compiled limit_conn.
 type ConnRule struct {
+	Name    string // "limit_conn[0]", or "locations[1].limit_conn[0]" for a location's own
 	Spec    ConnSpec
 	Key     Key
 	Limiter *ConnLimiter
@@ -94,6 +101,7 @@ type ConnRule struct {
 
 // ReqRule is one compiled limit_req.
 type ReqRule struct {
+	Name    string // "limit_req[0]", or "locations[1].limit_req[0]" for a location's own
 	Spec    ReqSpec
 	Key     Key
 	Limiter *ReqLimiter
@@ -104,9 +112,22 @@ type ReqRule struct {
 // rules' Specs have the defaults filled in (Status 503, Zone 10m) and Key
 // written as nginx writes it ("host" becomes "$host").
 func NewPolicy(cfg Config) (*Policy, error) {
+	p, err := newRules(cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	p.split()
+	if err := p.compileLocations(cfg); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newRules compiles cfg's own limits, naming them after prefix.
+func newRules(cfg Config, prefix string) (*Policy, error) {
 	p := &Policy{}
 	for i, spec := range cfg.Conn {
-		name := fmt.Sprintf("limit_conn[%d]", i)
+		name := prefix + LimitName("limit_conn", i)
 		key, err := ParseKey(spec.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%s.key: %w", name, err)
@@ -119,10 +140,10 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		spec.Key = key.String()
-		p.Conn = append(p.Conn, ConnRule{Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
+		p.Conn = append(p.Conn, ConnRule{Name: name, Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
 	}
 	for i, spec := range cfg.Req {
-		name := fmt.Sprintf("limit_req[%d]", i)
+		name := prefix + LimitName("limit_req", i)
 		key, err := ParseKey(spec.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%s.key: %w", name, err)
@@ -142,11 +163,15 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		spec.Key = key.String()
-		p.Req = append(p.Req, ReqRule{Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
+		p.Req = append(p.Req, ReqRule{Name: name, Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
 	}
+	return p, nil
+}
+
+// split sorts p's rules into their passes.
+func (p *Policy) split() {
 	p.reqPasses = passes(len(p.Req), func(i int) bool { return p.Req[i].Spec.DryRun })
 	p.connPasses = passes(len(p.Conn), func(i int) bool { return p.Conn[i].Spec.DryRun })
-	return p, nil
 }
 
 // common checks the zone and status every limit has, fills in their
@@ -503,6 +528,9 @@ type NginxOptions struct {
 	// TimeScale writes the config for a scenario played TimeScale times
 	// real time: rates divided by it, timeouts multiplied. Zero means 1.
 	TimeScale float64
+	// NoHeaders leaves out the X-Stampede-Limit and X-Stampede-Dry-Run
+	// headers (and their maps). False writes them.
+	NoHeaders bool
 }
 
 // heldEntry is a limit_req entry held between lookup and account.
