@@ -41,7 +41,7 @@ func (p *Policy) compileLocations(cfg Config) error {
 			return fmt.Errorf("%s.path: no path (want e.g. /api/method/stock_balance)", name)
 		}
 		for j, path := range loc.Paths {
-			if err := checkLocationPath(path); err != nil {
+			if err := CheckLocationPath(path); err != nil {
 				return fmt.Errorf("%s.path[%d]: %w", name, j, err)
 			}
 			if k, dup := seen[path]; dup {
@@ -66,9 +66,10 @@ func (p *Policy) compileLocations(cfg Config) error {
 	return nil
 }
 
-// checkLocationPath says whether nginx reads path as a prefix location
-// the way stampede matches it.
-func checkLocationPath(path string) error {
+// CheckLocationPath says whether nginx reads path as a prefix location
+// the way stampede matches it: it starts with "/" and holds no space,
+// control byte or character nginx's configuration syntax gives a meaning.
+func CheckLocationPath(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("%q does not start with \"/\" (want a URI prefix, e.g. /api/method/stock_balance)", path)
 	}

@@ -210,7 +210,7 @@ func buildNginx(cfg Config, opts NginxOptions) (*nginxParts, error) {
 			return nil, fmt.Errorf("nginx config: locations[%d]: no path", i)
 		}
 		for _, path := range loc.Paths {
-			if err := checkLocationPath(path); err != nil {
+			if err := CheckLocationPath(path); err != nil {
 				return nil, fmt.Errorf("nginx config: locations[%d]: %v", i, err)
 			}
 			hasRoot = hasRoot || path == "/"
