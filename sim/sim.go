@@ -114,11 +114,11 @@ type tenant struct {
 	// routeKeys are the keys per route when the proxy has locations: each
 	// route's path picks its location's limits.
 	routeKeys []routeKeys
-	timeout  time.Duration         // client timeout; 0 none
-	cap      int                   // open model: in-flight cap
-	inFlight int                   // open model: requests without a result
-	stop     time.Duration
-	closed   bool
+	timeout   time.Duration // client timeout; 0 none
+	cap       int           // open model: in-flight cap
+	inFlight  int           // open model: requests without a result
+	stop      time.Duration
+	closed    bool
 }
 
 // routeKeys are a tenant's keys for the limits of one route's location.
