@@ -173,3 +173,36 @@ func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
 		b.WriteString(",dry_run")
 	}
 }
+
+// SplitLocationFlag splits the location prefix off a --limit-conn or
+// --limit-req value: "/api/method/stock_balance:$host=4" is the limit
+// "$host=4" of the location /api/method/stock_balance. A value that does
+// not start with "/" has no location (path ""): a limit of the server. The
+// path ends at the first ":", so a path holding one cannot be given this
+// way (use a scenario file).
+func SplitLocationFlag(s string) (path, limit string, err error) {
+	if !strings.HasPrefix(s, "/") {
+		return "", s, nil
+	}
+	path, limit, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
+	}
+	if err := CheckLocationPath(path); err != nil {
+		return "", "", fmt.Errorf("%q: %v", s, err)
+	}
+	return path, limit, nil
+}
+
+// AddLocationLimits adds conn and req to the location of cfg whose only
+// path is path, creating it at the end of cfg.Locations if there is none.
+func AddLocationLimits(cfg *Config, path string, conn []ConnSpec, req []ReqSpec) {
+	for i := range cfg.Locations {
+		if l := &cfg.Locations[i]; len(l.Paths) == 1 && l.Paths[0] == path {
+			l.Conn = append(l.Conn, conn...)
+			l.Req = append(l.Req, req...)
+			return
+		}
+	}
+	cfg.Locations = append(cfg.Locations, Location{Paths: []string{path}, Conn: conn, Req: req})
+}
