@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -145,6 +146,73 @@ var confCases = []confCase{
 		waves: [][]confReq{reqs(2, confReq{host: "site1", path: "/kill"})},
 		want:  []map[int]int{{502: 2}},
 	},
+	// nginx-tests limit_conn.t: a location without limit_conn of its own
+	// counts in the server's zone; one with its own counts in its own,
+	// with its own status.
+	{
+		name: "limit_conn.t: locations and inheritance",
+		cfg: Config{
+			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
+			Locations: []Location{
+				{Paths: []string{"/zone"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}},
+				{Paths: []string{"/unlim"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 5}}},
+				{Paths: []string{"/custom"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 501}}},
+			},
+		},
+		waves: [][]confReq{
+			{{host: "site1", path: "/w/hold"}},
+			{{host: "site1", path: "/1"}, {host: "site1", path: "/zone"}, {host: "site1", path: "/unlim"}},
+			{{host: "site1", path: "/custom/hold"}},
+			{{host: "site1", path: "/custom"}, {host: "site1", path: "/unlim/hold"}},
+		},
+		want: []map[int]int{{200: 1}, {200: 2, 503: 1}, {200: 1}, {200: 1, 501: 1}},
+	},
+	// The longest prefix wins; each kind is inherited on its own.
+	{
+		name: "locations: longest prefix, inheritance per kind",
+		cfg: Config{
+			Conn: []ConnSpec{{Key: "$host", PerKey: 1}},
+			Locations: []Location{
+				{Paths: []string{"/report"}, Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
+				{Paths: []string{"/report/x"}, Conn: []ConnSpec{{Key: "$host", PerKey: 3}}},
+				{Paths: []string{"/login", "/signin"}, Req: []ReqSpec{{Key: "$host", Rate: "1r/m", NoDelay: true, Status: 429}}},
+			},
+		},
+		waves: [][]confReq{
+			concat(reqs(3, confReq{host: "site1", path: "/report/hold"}), reqs(4, confReq{host: "site4", path: "/report/x/hold"})),
+			reqs(2, confReq{host: "site1", path: "/hold"}),
+			{{host: "site2", path: "/login/hold"}},
+			{{host: "site2", path: "/signin"}},
+			{{host: "site3", path: "/login"}},
+			{{host: "site3", path: "/signin"}},
+		},
+		want: []map[int]int{{200: 5, 503: 2}, {200: 1, 503: 1}, {200: 1}, {429: 1}, {200: 1}, {429: 1}},
+	},
+	// nginx-tests limit_conn_complex.t: $arg_ in a key, and nginx's
+	// $arg_: the first argument of the name with "=", any case, raw.
+	{
+		name: "limit_conn_complex.t: $arg_ keys",
+		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr$arg_c", PerKey: 1}}},
+		waves: [][]confReq{
+			{{host: "site1", path: "/w/hold"}},
+			{{host: "site1", path: "/"}, {host: "site1", path: "/?c=2"}},
+			{{host: "site1", path: "/w/hold?C=x%20y&c=z"}},
+			{{host: "site1", path: "/?c=x%20y"}, {host: "site1", path: "/?c=x+y"}, {host: "site1", path: "/?a=1&c=x%20y"}, {host: "site1", path: "/?c&c=z"}, {host: "site1", path: "/?cc=x%20y"}},
+		},
+		want: []map[int]int{{200: 1}, {200: 1, 503: 1}, {200: 1}, {200: 2, 503: 3}},
+	},
+	// nginx-tests limit_req2.t: two limits on $arg_ keys; no key, no limit.
+	{
+		name: "limit_req2.t: $arg_ keys, two limits",
+		cfg:  Config{Req: []ReqSpec{{Key: "$arg_b", Rate: "1000r/s", NoDelay: true}, {Key: "$arg_a", Rate: "1r/m", NoDelay: true}}},
+		waves: [][]confReq{
+			{{host: "site1", path: "/t1?a=1"}}, {{host: "site1", path: "/t1?a=1"}},
+			{{host: "site1", path: "/t1?a=2&b=2"}}, {{host: "site1", path: "/t1?a=2&b=9"}},
+			{{host: "site1", path: "/t1"}}, {{host: "site1", path: "/t1"}},
+			{{host: "site1", path: "/t1?b=3"}},
+		},
+		want: []map[int]int{{200: 1}, {503: 1}, {200: 1}, {503: 1}, {200: 1}, {200: 1}, {200: 1}},
+	},
 	{
 		name:        "504 on read timeout",
 		cfg:         Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
@@ -170,8 +238,8 @@ func (u *confUpstream) reset() {
 }
 
 func (u *confUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/hold":
+	switch path.Base(r.URL.Path) {
+	case "hold":
 		u.mu.Lock()
 		rel := u.release
 		u.held[r.Header.Get("X-Req-Id")] = true
@@ -185,12 +253,12 @@ func (u *confUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
-	case "/kill":
+	case "kill":
 		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			c.Close()
 		}
 		return
-	case "/hang":
+	case "hang":
 		<-r.Context().Done()
 		return
 	}
