@@ -483,3 +483,155 @@ func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Dura
 		return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: upstream, ReadTimeout: readTimeout})
 	})
 }
+
+// TestConformanceMixedDryRun holds a dry-run limit beside an enforced one
+// of the same kind to what nginx does with them: nginx's dry_run covers a
+// whole location, so nginx holds both only as two proxies, the enforced
+// limits in front and the dry-run ones behind. The enforced limit must
+// decide as if the dry-run one were not there.
+func TestConformanceMixedDryRun(t *testing.T) {
+	nginxtest.Require(t)
+	up := &confUpstream{changed: make(chan struct{}, 1)}
+	up.reset()
+	upstream := httptest.NewUnstartedServer(up)
+	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
+	upstream.Start()
+	defer upstream.Close()
+	cl := &clients{m: map[string]*http.Client{}}
+	for _, tc := range []struct {
+		name                 string
+		cfg                  Config
+		zones, front, behind string
+		wave                 []confReq
+		want                 map[int]int
+	}{
+		{
+			name:   "limit_conn: dry run first, enforced second",
+			cfg:    Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 2}}},
+			zones:  "limit_conn_zone $host zone=e:1m; limit_conn_zone $http_x_tenant zone=d:1m;",
+			front:  "limit_conn e 2;",
+			behind: "limit_conn d 1; limit_conn_dry_run on;",
+			wave:   reqs(6, confReq{host: "site1", tenant: "acme", path: "/hold"}),
+			want:   map[int]int{200: 2, 503: 4},
+		},
+		{
+			name:   "limit_req: enforced after a dry run",
+			cfg:    Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s"}}},
+			zones:  "limit_req_zone $host zone=d:1m rate=1r/s; limit_req_zone $host zone=e:1m rate=1r/s;",
+			front:  "limit_req zone=e;",
+			behind: "limit_req zone=d; limit_req_dry_run on;",
+			wave:   reqs(5, confReq{host: "site1", path: "/"}),
+			want:   map[int]int{200: 1, 503: 4},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			goGot, _ := play(t, up, cl, startGoProxy(t, tc.cfg, upstream.URL, 0), [][]confReq{tc.wave})
+			ngBase := nginxtest.Start(t, func(w io.Writer, listen string) error {
+				return writeLayers(w, listen, upstream.Listener.Addr().String(), tc.zones, tc.front, tc.behind)
+			})
+			ngGot, _ := play(t, up, cl, ngBase, [][]confReq{tc.wave})
+			for g, want := range ngGot[0] {
+				if !slices.Equal(goGot[0][g], want) {
+					t.Errorf("%s: stampede %v, nginx %v", g, goGot[0][g], want)
+				}
+				total := map[int]int{}
+				for _, code := range want {
+					total[code]++
+				}
+				if fmt.Sprint(total) != fmt.Sprint(tc.want) {
+					t.Errorf("nginx gave %v, the case expects %v", total, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// writeLayers writes an nginx.conf of two proxies: one on listen with the
+// directives front, passing to one on a free port with behind, passing to
+// upstream.
+func writeLayers(w io.Writer, listen, upstream, zones, front, behind string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	inner := ln.Addr().String()
+	ln.Close()
+	_, err = fmt.Fprintf(w, `pid nginx.pid;
+events { }
+http {
+    access_log off;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    %s
+    server { listen %s; location / { %s proxy_pass http://%s; proxy_set_header Host $host; } }
+    server { listen %s; location / { %s proxy_pass http://%s; proxy_set_header Host $host; } }
+}
+`, zones, listen, front, inner, inner, behind, upstream)
+	return err
+}
+
+// TestConformanceDisconnect plays nginx-tests limit_conn.t's "passed"
+// after the holder hung up, many times, at nginx (one worker process) and
+// at stampede: a request sent right after the only holder of its key
+// closed its connection is never rejected.
+func TestConformanceDisconnect(t *testing.T) {
+	nginxtest.Require(t)
+	up := &confUpstream{changed: make(chan struct{}, 1)}
+	up.reset()
+	upstream := httptest.NewUnstartedServer(up)
+	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
+	upstream.Start()
+	defer upstream.Close()
+	cfg := Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	defer cl.CloseIdleConnections()
+	const steps = 20
+	for _, target := range []struct{ name, base string }{
+		{"stampede", startGoProxy(t, cfg, upstream.URL, 0)},
+		// One worker: with several, the holder's close and the next
+		// request may be seen by two processes in either order.
+		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
+			var b strings.Builder
+			if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: upstream.Listener.Addr().String()}); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, strings.Replace(b.String(), "worker_processes auto;", "worker_processes 1;", 1))
+			return err
+		})},
+	} {
+		rejected := 0
+		for i := range steps {
+			id := fmt.Sprintf("%s.%d", target.name, i)
+			c, err := net.Dial("tcp", strings.TrimPrefix(target.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET /hold HTTP/1.1\r\nHost: site1\r\nX-Req-Id: %s\r\n\r\n", id)
+			deadline := time.After(10 * time.Second)
+			for !up.isHeld(id) {
+				select {
+				case <-up.changed:
+				case <-deadline:
+					t.Fatalf("%s step %d: the holder never reached the upstream", target.name, i)
+				}
+			}
+			c.Close()
+			resp, err := cl.Get(target.base + "/")
+			if err != nil {
+				t.Fatalf("%s step %d: %v", target.name, i, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				rejected++
+			}
+		}
+		t.Logf("%s: %d of %d requests right after the holder hung up rejected", target.name, rejected, steps)
+		if rejected != 0 {
+			t.Errorf("%s: %d of %d requests sent right after the holder hung up were rejected, want 0", target.name, rejected, steps)
+		}
+	}
+}
