@@ -1,6 +1,7 @@
 package limiterproxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -68,4 +69,34 @@ func TestSlotFreeAfterDisconnect(t *testing.T) {
 	if rejected != 0 {
 		t.Errorf("%d of %d requests sent right after the holder hung up were rejected, want 0", rejected, steps)
 	}
+}
+
+// BenchmarkHandlerHolders is BenchmarkHandler for requests served by
+// NewServer, whose client connection the Handler registers while they
+// hold slots.
+func BenchmarkHandlerHolders(b *testing.B) {
+	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 65535}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := withClientConn(context.Background(), c)
+	h := &Handler{Policy: p, Next: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := httptest.NewRequest("GET", "http://site1/", nil).WithContext(ctx)
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			h.ServeHTTP(w, r)
+		}
+	})
 }

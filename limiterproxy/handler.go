@@ -1,10 +1,8 @@
 package limiterproxy
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -95,21 +93,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would have freed its slot first.
 		slots, cd = p.ConnStage(connKeys)
 	}
-	if slots.Len() > 0 {
-		hd := &holder{slots: slots}
-		if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok {
-			hd.rc, hd.keys = rc, slices.Clone(connKeys)
-			h.holders.add(hd)
-			defer h.holders.remove(hd)
-		}
-		// A client that goes away ends its request there, as nginx
-		// finalizes it on seeing the close: its slots are free before
-		// Next has unwound.
-		stop := context.AfterFunc(r.Context(), hd.free)
-		defer func() {
-			stop()
-			hd.free()
-		}()
+	if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok && slots.Len() > 0 {
+		defer h.holders.release(h.holders.hold(slots, connKeys, rc))
+	} else {
+		defer slots.Release()
 	}
 	switch cd.Verdict {
 	case Rejected:
