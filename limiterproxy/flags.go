@@ -2,6 +2,7 @@ package limiterproxy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -174,35 +175,39 @@ func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
 	}
 }
 
-// SplitLocationFlag splits the location prefix off a --limit-conn or
-// --limit-req value: "/api/method/stock_balance:$host=4" is the limit
-// "$host=4" of the location /api/method/stock_balance. A value that does
-// not start with "/" has no location (path ""): a limit of the server. The
-// path ends at the first ":", so a path holding one cannot be given this
+// SplitLocationFlag splits the location off a --limit-conn or --limit-req
+// value: "/api/method/stock_balance:$host=4" is the limit "$host=4" of the
+// location /api/method/stock_balance, and "/a,/b:$host=4" that of one
+// location with the two prefixes /a and /b. A value that does not start
+// with "/" has no location (paths nil): a limit of the server. The paths
+// end at the first ":", so a path holding ":" or "," cannot be given this
 // way (use a scenario file).
-func SplitLocationFlag(s string) (path, limit string, err error) {
+func SplitLocationFlag(s string) (paths []string, limit string, err error) {
 	if !strings.HasPrefix(s, "/") {
-		return "", s, nil
+		return nil, s, nil
 	}
-	path, limit, ok := strings.Cut(s, ":")
+	list, limit, ok := strings.Cut(s, ":")
 	if !ok {
-		return "", "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
+		return nil, "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
 	}
-	if err := CheckLocationPath(path); err != nil {
-		return "", "", fmt.Errorf("%q: %v", s, err)
+	for _, p := range strings.Split(list, ",") {
+		if err := CheckLocationPath(p); err != nil {
+			return nil, "", fmt.Errorf("%q: %v", s, err)
+		}
+		paths = append(paths, p)
 	}
-	return path, limit, nil
+	return paths, limit, nil
 }
 
-// AddLocationLimits adds conn and req to the location of cfg whose only
-// path is path, creating it at the end of cfg.Locations if there is none.
-func AddLocationLimits(cfg *Config, path string, conn []ConnSpec, req []ReqSpec) {
+// AddLocationLimits adds conn and req to the location of cfg whose paths
+// are paths, creating it at the end of cfg.Locations if there is none.
+func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSpec) {
 	for i := range cfg.Locations {
-		if l := &cfg.Locations[i]; len(l.Paths) == 1 && l.Paths[0] == path {
+		if l := &cfg.Locations[i]; slices.Equal(l.Paths, paths) {
 			l.Conn = append(l.Conn, conn...)
 			l.Req = append(l.Req, req...)
 			return
 		}
 	}
-	cfg.Locations = append(cfg.Locations, Location{Paths: []string{path}, Conn: conn, Req: req})
+	cfg.Locations = append(cfg.Locations, Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
 }

@@ -59,12 +59,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Next.ServeHTTP(w, r)
 		return
 	}
-	m := h.Metrics
+	reqM, connM := h.Metrics, h.Metrics
 	if len(p.Locations) > 0 && r.URL != nil {
 		if loc := p.For(r.URL.Path); loc != p {
 			// The metrics are the server's limits'; a location's own are
-			// not among them.
-			p, m = loc, nil
+			// not among them, the server's it inherits are.
+			if !sameRules(loc.Req, p.Req) {
+				reqM = nil
+			}
+			if !sameRules(loc.Conn, p.Conn) {
+				connM = nil
+			}
+			p = loc
 		}
 	}
 	ks := keyScratchPool.Get().(*keyScratch)
@@ -74,7 +80,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(p.Req) > 0 {
 		start := time.Now()
 		rd := p.ReqStage(h.modelTime(start), reqKeys)
-		m.countReq(reqKeys, rd)
+		reqM.countReq(reqKeys, rd)
 		switch rd.Verdict {
 		case Rejected:
 			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
@@ -100,17 +106,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch cd.Verdict {
 	case Rejected:
-		m.connVerdict(cd.Rule, Rejected)
+		connM.connVerdict(cd.Rule, Rejected)
 		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
 		return
 	case RejectedDryRun:
 		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
-	if m != nil && len(connKeys) > 0 {
-		m.connAdmitted(p, connKeys, cd, 1)
-		defer m.connAdmitted(p, connKeys, cd, -1)
+	if connM != nil && len(connKeys) > 0 {
+		connM.connAdmitted(p, connKeys, cd, 1)
+		defer connM.connAdmitted(p, connKeys, cd, -1)
 	}
 	h.Next.ServeHTTP(w, r)
+}
+
+// sameRules reports whether a and b are the same rules, not copies: a
+// location's inherited ones.
+func sameRules[R any](a, b []R) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // eval evaluates every rule's key for r into one shared string, limit_req

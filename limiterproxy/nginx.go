@@ -558,15 +558,14 @@ func proxyCommandLine(listen, upstream string, cfg Config, readTimeout time.Dura
 		b.WriteString(" --limit-conn '" + FormatConnFlag(s) + "'")
 	}
 	for _, l := range cfg.Locations {
-		for _, path := range l.Paths {
-			for _, s := range l.Req {
-				s.Key = normalKey(s.Key)
-				b.WriteString(" --limit-req '" + path + ":" + FormatReqFlag(s) + "'")
-			}
-			for _, s := range l.Conn {
-				s.Key = normalKey(s.Key)
-				b.WriteString(" --limit-conn '" + path + ":" + FormatConnFlag(s) + "'")
-			}
+		paths := strings.Join(l.Paths, ",")
+		for _, s := range l.Req {
+			s.Key = normalKey(s.Key)
+			b.WriteString(" --limit-req '" + paths + ":" + FormatReqFlag(s) + "'")
+		}
+		for _, s := range l.Conn {
+			s.Key = normalKey(s.Key)
+			b.WriteString(" --limit-conn '" + paths + ":" + FormatConnFlag(s) + "'")
 		}
 	}
 	if readTimeout > 0 {

@@ -51,10 +51,12 @@ limit_conn.
 
 A limit of a location is written PATH:SPEC, e.g.
 --limit-conn '/api/method/stock_balance:$host=4': the location is a URI
-prefix (the longest matching one wins, as nginx picks a prefix location);
+prefix (the longest matching one wins, as nginx picks a prefix location),
+or several, '/a,/b:$host=4', for one location with them all;
 a request matching no location gets the limits given without PATH. As in
 nginx, a location with no --limit-conn of its own inherits the server's,
-and likewise for --limit-req. The limits of one PATH form one location.
+and likewise for --limit-req. The limits given with the same PATH form one
+location.
 A rejected request is answered --status with a header X-Stampede-Limit naming
 the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 		Args: cobra.NoArgs,
@@ -81,7 +83,7 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
 	}
 	for _, s := range f.conns {
-		path, s, err := limiterproxy.SplitLocationFlag(s)
+		paths, s, err := limiterproxy.SplitLocationFlag(s)
 		if err != nil {
 			return cfg, nil, usagef("--limit-conn %v", err)
 		}
@@ -93,14 +95,14 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 			spec.Status = f.status
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
-		if path != "" {
-			limiterproxy.AddLocationLimits(&cfg, path, []limiterproxy.ConnSpec{spec}, nil)
+		if paths != nil {
+			limiterproxy.AddLocationLimits(&cfg, paths, []limiterproxy.ConnSpec{spec}, nil)
 			continue
 		}
 		cfg.Conn = append(cfg.Conn, spec)
 	}
 	for _, s := range f.reqs {
-		path, s, err := limiterproxy.SplitLocationFlag(s)
+		paths, s, err := limiterproxy.SplitLocationFlag(s)
 		if err != nil {
 			return cfg, nil, usagef("--limit-req %v", err)
 		}
@@ -112,8 +114,8 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 			spec.Status = f.status
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
-		if path != "" {
-			limiterproxy.AddLocationLimits(&cfg, path, nil, []limiterproxy.ReqSpec{spec})
+		if paths != nil {
+			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limiterproxy.ReqSpec{spec})
 			continue
 		}
 		cfg.Req = append(cfg.Req, spec)
