@@ -576,7 +576,7 @@ http {
 // TestConformanceDisconnect plays nginx-tests limit_conn.t's "passed"
 // after the holder hung up, many times, at nginx (one worker process) and
 // at stampede: a request sent right after the only holder of its key
-// closed its connection is never rejected.
+// closed its connection is not rejected.
 func TestConformanceDisconnect(t *testing.T) {
 	nginxtest.Require(t)
 	up := &confUpstream{changed: make(chan struct{}, 1)}
@@ -630,7 +630,11 @@ func TestConformanceDisconnect(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d of %d requests right after the holder hung up rejected", target.name, rejected, steps)
-		if rejected != 0 {
+		// nginx's own figure is logged, not held to 0: its worker takes
+		// the events of one epoll_wait in the kernel's order, and on a
+		// loaded machine the next request's may, rarely, come first.
+		// stampede's reap makes its figure 0 whatever the scheduler does.
+		if target.name == "stampede" && rejected != 0 {
 			t.Errorf("%s: %d of %d requests sent right after the holder hung up were rejected, want 0", target.name, rejected, steps)
 		}
 	}
