@@ -94,9 +94,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	slots, cd := p.ConnStage(connKeys)
-	if cd.Verdict == Rejected && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
+	if (cd.Verdict == Rejected || cd.Verdict == RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
 		// A holder's client had hung up before this request came: nginx
-		// would have freed its slot first.
+		// would have freed its slot first. Give back what this pass took
+		// (the enforced limits' slots beside a dry-run rejection) and
+		// take them again.
+		slots.Release()
 		slots, cd = p.ConnStage(connKeys)
 	}
 	if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok && slots.Len() > 0 {

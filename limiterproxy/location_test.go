@@ -112,3 +112,27 @@ func TestHandlerLocations(t *testing.T) {
 		}
 	}
 }
+
+func FuzzLocationFlag(f *testing.F) {
+	for _, s := range []string{"/api/method/stock_balance:$host=4", "/a,/b:$host=1", "$host=4", "/a", "/a b:x", "//..//x:$arg_a=1r/s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		paths, limit, err := SplitLocationFlag(s)
+		if err != nil {
+			return
+		}
+		if paths == nil && limit != s {
+			t.Fatalf("SplitLocationFlag(%q) = nil, %q: a server limit must come back whole", s, limit)
+		}
+		for _, p := range paths {
+			if CheckLocationPath(p) != nil {
+				t.Fatalf("SplitLocationFlag(%q) gave the bad path %q", s, p)
+			}
+			// The path normalizes to a path that begins with "/".
+			if n := normalizePath(p); n == "" || n[0] != '/' {
+				t.Fatalf("normalizePath(%q) = %q", p, n)
+			}
+		}
+	})
+}
