@@ -213,6 +213,54 @@ var confCases = []confCase{
 		},
 		want: []map[int]int{{200: 1}, {503: 1}, {200: 1}, {503: 1}, {200: 1}, {200: 1}, {200: 1}},
 	},
+	// nginx-tests limit_req_delay.t: delay=1 burst=2 at 30r/m: the second
+	// request is not delayed, the third is, a fourth beside it is
+	// rejected.
+	{
+		name: "limit_req_delay.t: two-stage",
+		cfg:  Config{Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "30r/m", Burst: 2, Delay: 1}}},
+		waves: [][]confReq{
+			{{host: "site1", path: "/delay.html"}},
+			{{host: "site1", path: "/delay.html"}},
+			reqs(2, confReq{host: "site1", path: "/delay.html"}),
+		},
+		want: []map[int]int{{200: 1}, {200: 1}, {200: 1, 503: 1}},
+	},
+	// nginx-tests limit_req_dry_run.t, with stampede's locations: the
+	// server's limits in dry run let everything through, and are never
+	// waited for (a delay here would be 60 s and the wave would not
+	// settle); a location with an enforced limit of its own rejects.
+	{
+		name: "limit_req_dry_run.t: dry run, and a location with it off",
+		cfg: Config{
+			Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m", Burst: 2, DryRun: true}},
+			Locations: []Location{
+				{Paths: []string{"/reject/off"}, Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m"}}},
+			},
+		},
+		waves: [][]confReq{
+			{{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}},
+			{{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}},
+			{{host: "site1", path: "/reject/off"}}, {{host: "site1", path: "/reject/off"}},
+		},
+		want: []map[int]int{{200: 1}, {200: 1}, {200: 1}, {200: 1}, {200: 1}, {200: 1}, {503: 1}},
+	},
+	// nginx-tests limit_conn_dry_run.t: a dry-run location lets through
+	// what an enforced one rejects.
+	{
+		name: "limit_conn_dry_run.t: dry run beside an enforced location",
+		cfg: Config{
+			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
+			Locations: []Location{
+				{Paths: []string{"/dry"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, DryRun: true}}},
+			},
+		},
+		waves: [][]confReq{
+			reqs(2, confReq{host: "site1", path: "/reject/hold"}),
+			reqs(2, confReq{host: "site1", path: "/dry/hold"}),
+		},
+		want: []map[int]int{{200: 1, 503: 1}, {200: 2}},
+	},
 	{
 		name:        "504 on read timeout",
 		cfg:         Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
