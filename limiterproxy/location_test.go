@@ -136,3 +136,17 @@ func FuzzLocationFlag(f *testing.F) {
 		}
 	})
 }
+
+func TestKeysLimiter(t *testing.T) {
+	if l := mustPolicy(t, Config{}).KeysLimiter(); l != nil {
+		t.Errorf("no limit_conn: KeysLimiter = %v, want nil", l)
+	}
+	p := mustPolicy(t, Config{Locations: []Location{{Paths: []string{"/a"}}, {Paths: []string{"/report"}, Conn: []ConnSpec{{Key: "$host", PerKey: 2}}}}})
+	if l := p.KeysLimiter(); l == nil || l != p.Locations[1].Policy.Conn[0].Limiter {
+		t.Errorf("only a location's limit_conn: KeysLimiter = %v, want that location's", l)
+	}
+	p = mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}, Locations: []Location{{Paths: []string{"/report"}, Conn: []ConnSpec{{Key: "$host", PerKey: 2}}}}})
+	if l := p.KeysLimiter(); l != p.Conn[0].Limiter {
+		t.Errorf("a server limit_conn: KeysLimiter is not the server's")
+	}
+}

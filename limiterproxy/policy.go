@@ -473,13 +473,31 @@ type KeyCount struct {
 	InFlight int    `json:"in_flight"`
 }
 
-// Busiest returns up to n keys of the first limit_conn with the most
-// requests in flight, busiest first; nil when there is no limit_conn.
+// Busiest returns up to n keys of the first limit_conn (see KeysLimiter)
+// with the most requests in flight, busiest first; nil when there is no
+// limit_conn.
 func (p *Policy) Busiest(n int) []KeyCount {
-	if len(p.Conn) == 0 {
+	l := p.KeysLimiter()
+	if l == nil {
 		return nil
 	}
-	return p.Conn[0].Limiter.Busiest(n)
+	return l.Busiest(n)
+}
+
+// KeysLimiter returns the limiter whose keys stand for the policy's
+// in-flight per key: the server's first limit_conn, or, when the server
+// has none, the first location's own first limit_conn; nil when there is
+// no limit_conn at all.
+func (p *Policy) KeysLimiter() *ConnLimiter {
+	if len(p.Conn) > 0 {
+		return p.Conn[0].Limiter
+	}
+	for _, l := range p.Locations {
+		if len(l.Policy.Conn) > 0 {
+			return l.Policy.Conn[0].Limiter
+		}
+	}
+	return nil
 }
 
 // Handler applies a Policy in front of Next: limit_req first (a delay waits

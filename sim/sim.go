@@ -162,8 +162,7 @@ type engine struct {
 	dists    []fakebackend.Dist
 	tenants  []tenant
 	users    []user
-	hasReq   bool
-	hasConn  bool
+	hasConn  bool // there are keys to sample (Policy.KeysLimiter)
 	readTO   time.Duration
 	workerTO time.Duration // the backend's worker timeout; 0 none
 	cancel   bool          // on_client_abort: cancel
@@ -229,8 +228,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		sink:    sink,
 		policy:  policy,
 		pool:    fakebackend.NewPool(sc.Backend.PoolConfig()),
-		hasReq:  len(policy.Req) > 0,
-		hasConn: len(policy.Conn) > 0,
+		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		every:   opts.SampleEvery,
 		busiest: opts.BusiestKeys,
@@ -775,9 +773,9 @@ func (e *engine) sample(now time.Duration) {
 		return
 	}
 	clear(e.keyMap)
-	// Policy.Busiest, the keys of the first limit_conn, into a buffer kept
+	// Policy.Busiest, the keys of Policy.KeysLimiter, into a buffer kept
 	// from one sample to the next.
-	e.busy = e.policy.Conn[0].Limiter.AppendBusiest(e.busy[:0], e.busiest)
+	e.busy = e.policy.KeysLimiter().AppendBusiest(e.busy[:0], e.busiest)
 	for _, kc := range e.busy {
 		e.keyMap[kc.Key] = kc.InFlight
 	}
