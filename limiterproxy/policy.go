@@ -108,9 +108,12 @@ type ReqRule struct {
 }
 
 // NewPolicy validates and compiles cfg. Errors name the limit (by kind and
-// index) and the bad field ("limit_conn[0].per_key: ..."). The compiled
-// rules' Specs have the defaults filled in (Status 503, Zone 10m) and Key
-// written as nginx writes it ("host" becomes "$host").
+// index, under its location if it has one) and the bad field
+// ("limit_conn[0].per_key: ...", "locations[1].limit_req[0].rate: ...").
+// The compiled rules' Specs have the defaults filled in (Status 503, Zone
+// 10m) and Key written as nginx writes it ("host" becomes "$host"). The
+// returned Policy holds the server's limits; For gives a request's
+// location's.
 func NewPolicy(cfg Config) (*Policy, error) {
 	p, err := newRules(cfg, "")
 	if err != nil {
