@@ -38,9 +38,13 @@ var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
 // with huge headers does not pin memory.
 const maxPooledKeyBytes = 64 << 10
 
-// ServeHTTP applies the Policy to r: every limit_req (waiting out a delay
-// on r's context), then every limit_conn in order, then Next with the
-// limit_conn slots held until Next returns or panics. A rejected request is
+// ServeHTTP applies the Policy to r, the limits of r's location (see
+// Policy.For): every limit_req (waiting out a delay on r's context), then
+// every limit_conn in order, then Next with the limit_conn slots held until
+// Next returns or panics. Before it rejects a request for a key, it frees
+// the slots of that key's holders whose clients have already hung up (see
+// gone.go), as nginx would have; that needs the server's ConnContext hook,
+// which NewServer sets. A rejected request is
 // answered with the limit's status, a short text body and LimitHeader. A
 // request whose client goes away during a limit_req delay is answered with
 // nothing and never takes a slot.
