@@ -259,6 +259,9 @@ func buildNginx(cfg Config, opts NginxOptions) (*nginxParts, error) {
 		} else {
 			p(in, "proxy_read_timeout %s;", nginxDuration(time.Duration(float64(rt)*ts)))
 		}
+		if ct := opts.ConnectTimeout; ct > 0 {
+			p(in, "proxy_connect_timeout %s;", nginxDuration(time.Duration(float64(ct)*ts)))
+		}
 	}
 
 	var hb strings.Builder

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -102,6 +103,12 @@ type DriverOptions struct {
 	// that set them up before Run can poll them while it runs. Nil means the
 	// driver keeps its own; Driver.Progress reads them either way.
 	Counters *Counters
+	// Dial, when not nil, makes the driver's connections instead of TCP
+	// (an in-memory transport, see internal/memnet), from each tenant's
+	// address, which the server then sees as the connection's remote
+	// address whatever the target. Nil dials Target over TCP, from the
+	// tenant's address when the target is on IPv4 loopback.
+	Dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
 }
 
 // Counters are a driver's live counts, for progress displays. The zero value
@@ -182,12 +189,13 @@ type Driver struct {
 	maxFlight  int64
 	urls       []*url.URL
 	tenants    []*tenant
-	transports []*http.Transport
+	transports []idleCloser
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
 	pacer      clock.Pacer
 	late       *latenessRecorder
+	stalls     stallRecorder
 	tare       atomic.Int64 // nanoseconds
 }
 
@@ -228,8 +236,8 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u.RawPath = ""
 		d.urls = append(d.urls, &u)
 	}
-	loopback := isLoopbackV4(opts.Target.Hostname())
-	byAddr := map[string]*http.Transport{}
+	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
+	byAddr := map[string]http.RoundTripper{}
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -264,7 +272,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 			}
 			byAddr[addr] = tr
-			d.transports = append(d.transports, tr)
+			d.transports = append(d.transports, tr.(idleCloser))
 		}
 		t.rt = tr
 		d.tenants = append(d.tenants, t)
@@ -279,20 +287,29 @@ func isLoopbackV4(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
+// idleCloser is what Run needs of a transport when it ends.
+type idleCloser interface{ CloseIdleConnections() }
+
 // transport returns a keep-alive HTTP/1.1 transport whose connections come
-// from the source address addr ("" for the system's choice).
-func (d *Driver) transport(addr string) (*http.Transport, error) {
+// from the source address addr ("" for the system's choice): with
+// DriverOptions.Dial a leanClient over it, else an http.Transport over TCP.
+func (d *Driver) transport(addr string) (http.RoundTripper, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	var from netip.Addr
 	if addr != "" {
 		host := addr
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
-		ip := net.ParseIP(host)
-		if ip == nil {
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
 			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
 		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+		from = ip
+		dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
+	}
+	if d.opts.Dial != nil {
+		return newLeanClient(from, d.opts.Dial, int(d.maxFlight)), nil
 	}
 	return &http.Transport{
 		DialContext:         dialer.DialContext,
@@ -326,6 +343,10 @@ func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0)))
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
 func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+
+// Stalls returns the generator's stalls so far (see Stalls). It is safe to
+// call at any time.
+func (d *Driver) Stalls() Stalls { return d.stalls.summary() }
 
 // wait waits until the model time at from start, or until ctx is done, and
 // reports whether the moment came (ok). With PreciseTimers it may return a
@@ -510,6 +531,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		if ctx.Err() != nil {
 			return
 		}
+		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
 		route := t.mix.Pick(t.picks)
 		if next, ok := t.arrivals.Next(); ok {

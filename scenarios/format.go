@@ -112,12 +112,18 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("backlog", backlog),
 		kv("timeout", durNode(b.Timeout, "none")),
 		kv("on_client_abort", strNode(b.OnClientAbort.String())),
+		kv("threads", intNode(max(b.Threads, 1))),
+		kv("boot", durNode(b.Boot, "ready at once")),
+		kv("max_requests", intNode(b.MaxRequests)),
+		kv("max_requests_jitter", intNode(b.MaxRequestsJitter)),
+		kv("backlog_overflow", strNode(b.Overflow.String())),
 		kv("routes", seqNode(false, routes...)),
 	)
 
 	conn, req := limitNodes(s.Proxy.Limits.Conn, s.Proxy.Limits.Req)
 	proxy := mapNode(false,
 		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
+		kv("connect_timeout", durNode(s.Proxy.ConnectTimeout, "none")),
 		kv("limit_conn", oneOrList(conn)),
 		kv("limit_req", oneOrList(req)),
 		kv("locations", locationsNode(s.Proxy.Limits.Locations)),
@@ -141,7 +147,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("name", strNode(s.Name)),
 		kv("description", optStr(s.Description)),
 		kv("duration", strNode(formatDuration(s.Duration))),
-		kv("time_scale", floatNode(s.TimeScale)),
+		kv("time_scale", s.timeScaleNode()),
 		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
 		kv("backend", backend),
 		kv("proxy", proxy),
@@ -323,4 +329,12 @@ func locationsNode(locs []limiterproxy.Location) *yaml.Node {
 			kv("limit_req", oneOrList(req))))
 	}
 	return seqNode(false, out...)
+}
+
+// timeScaleNode is time_scale's value: auto, or the number.
+func (s *Scenario) timeScaleNode() *yaml.Node {
+	if s.TimeScaleAuto {
+		return plainNode("auto")
+	}
+	return floatNode(s.TimeScale)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -79,6 +80,7 @@ noisiest tenant best.`,
 			for i, p := range points {
 				res, err := play(c.Context(), scs[i], playOptions{
 					engine:      f.engine,
+					transport:   f.transport,
 					progress:    f.progressMode(c),
 					progressOut: c.ErrOrStderr(),
 					title:       fmt.Sprintf("[%d/%d] %s", i+1, len(points), p.label),
@@ -106,6 +108,7 @@ noisiest tenant best.`,
 				results = append(results, res)
 			}
 			cmp := report.NewComparison(base.Name, names, cps)
+			depends := recommendConclusive(cmp, names)
 			if err := writeComparison(dir, cmp, results); err != nil {
 				return err
 			}
@@ -115,6 +118,9 @@ noisiest tenant best.`,
 			}
 			fmt.Fprintf(w, "\nrecommendation: %s\n", cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
+			if depends {
+				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
+			}
 			if !cmp.Recommendation.Passed {
 				return exitCodeError{exitSLO, "no point passes every SLO"}
 			}
@@ -124,6 +130,47 @@ noisiest tenant best.`,
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
 	return c
+}
+
+// recommendConclusive keeps the inconclusive points of cmp out of its
+// recommendation, saying so in its reason, and reports whether the
+// recommendation depends on them: when no point is conclusive, or when an
+// inconclusive point, had it passed every SLO, would have been recommended
+// instead (its true result is unknown, so it might have been).
+func recommendConclusive(cmp *report.Comparison, names report.Names) bool {
+	var conclusive []report.Point
+	var left []string
+	for _, p := range cmp.Points {
+		if p.Inconclusive {
+			left = append(left, strings.Join(p.Value, ","))
+			continue
+		}
+		conclusive = append(conclusive, p)
+	}
+	if len(left) == 0 {
+		return false
+	}
+	cmp.Recommendation = report.Recommend(names, conclusive)
+	cmp.Recommendation.Reason += fmt.Sprintf(" (%d inconclusive point(s) left out: %s)", len(left), strings.Join(left, "; "))
+	if len(conclusive) == 0 {
+		return true
+	}
+	for _, p := range cmp.Points {
+		if !p.Inconclusive {
+			continue
+		}
+		q := p
+		q.Passed = true
+		q.SLO = slices.Clone(p.SLO)
+		for i := range q.SLO {
+			q.SLO[i].Pass = true
+		}
+		alt := report.Recommend(names, append(append([]report.Point(nil), conclusive...), q))
+		if slices.Equal(alt.Value, q.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
@@ -140,9 +187,12 @@ func writeComparison(dir string, cmp *report.Comparison, results []*report.Resul
 // share and p99.
 func pointLine(p report.Point) string {
 	var b strings.Builder
-	if p.Passed {
+	switch {
+	case p.Inconclusive:
+		b.WriteString("INCONCLUSIVE ")
+	case p.Passed:
 		b.WriteString("pass ")
-	} else {
+	default:
 		b.WriteString("FAIL ")
 	}
 	for _, g := range p.Groups {

@@ -53,11 +53,12 @@ X-Stampede-* headers out for production.`,
 				write = limiterproxy.WriteNginxSnippet
 			}
 			err = write(c.OutOrStdout(), sc.Proxy.Limits, limiterproxy.NginxOptions{
-				Listen:      listen,
-				Upstream:    upstream,
-				ReadTimeout: sc.Proxy.ReadTimeout,
-				TimeScale:   timeScale,
-				NoHeaders:   !headers,
+				Listen:         listen,
+				Upstream:       upstream,
+				ReadTimeout:    sc.Proxy.ReadTimeout,
+				TimeScale:      timeScale,
+				ConnectTimeout: sc.Proxy.ConnectTimeout,
+				NoHeaders:      !headers,
 			})
 			return asUsage(err)
 		},
