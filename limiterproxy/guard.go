@@ -101,12 +101,13 @@ func refusal(r *http.Request) (int, string) {
 // *limitConn a request came on.
 type connKey struct{}
 
-// connContext is NewServer's http.Server.ConnContext.
+// connContext is NewServer's http.Server.ConnContext: the connection for
+// refusal, and its raw connection for clientGone (gone.go).
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if lc, ok := c.(*limitConn); ok {
-		return context.WithValue(ctx, connKey{}, lc)
+		ctx = context.WithValue(ctx, connKey{}, lc)
 	}
-	return ctx
+	return withClientConn(ctx, c)
 }
 
 // guardWriter is the response writer behind a guard: it notes whether

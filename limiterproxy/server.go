@@ -79,8 +79,8 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 		IdleTimeout:                  opts.IdleTimeout,
 		MaxHeaderBytes:               opts.MaxHeaderBytes,
 		ErrorLog:                     opts.ErrorLog,
-		ConnContext:                  connContext,
-		DisableGeneralOptionsHandler: true, // "OPTIONS *" is nginx's 400, not Go's 200
+		ConnContext:                  connContext, // see guard.go and gone.go
+		DisableGeneralOptionsHandler: true,        // "OPTIONS *" is nginx's 400, not Go's 200
 	}
 }
 
