@@ -216,6 +216,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		Tare:         tare,
 		SendLateness: drv.SendLateness(),
 		Engine:       Engine,
+		Start:        start,
 		Wall:         elapsed,
 		Interrupted:  interrupted,
 		Backend:      end,

@@ -1027,7 +1027,7 @@ func (q hdrQuantiler) quantileMS(p float64) float64 {
 	if p >= 1 {
 		return float64(q.h.Max()) / 1000
 	}
-	return float64(q.h.ValueAtPercentile(100*p)) / 1000
+	return float64(valueAtPercentile(q.h, 100*p)) / 1000
 }
 
 // ---- 6. comparisons ----

@@ -108,6 +108,9 @@ type RunInfo struct {
 	Backend     fakebackend.Stats // the pool's counters at the end
 	Version     string
 	CommandLine string
+	// Start is the wall-clock moment the run began; the zero time leaves
+	// it out of the results.
+	Start time.Time
 
 	// Tare is the wall time the live engine measured for a request that
 	// does no work during the run (see Results.TareMS); zero for the sim.
@@ -580,6 +583,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		Seed:           sc.Seed,
 		Version:        info.Version,
 		CommandLine:    info.CommandLine,
+		StartUnixMS:    startMS(info.Start),
 		TareMS:         float64(info.Tare.Microseconds()) / 1000,
 		Histograms:     &Snapshots{},
 	}
@@ -621,7 +625,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		if i >= len(r.rTally) {
 			break
 		}
-		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(r.rHist[i])}
+		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(packed(r.rHist[i]))}
 		res.Histograms.Routes[i] = encodeDense(r.rHist[i])
 	}
 
@@ -702,18 +706,10 @@ func (r *Recorder) series() *Series {
 	return s
 }
 
-// latencyHist is what latencyOf reads; both hdrhistogram types provide it.
-type latencyHist interface {
-	TotalCount() int64
-	Min() int64
-	Max() int64
-	Mean() float64
-	ValueAtPercentile(float64) int64
-}
-
-// latencyOf summarises h (microseconds) in milliseconds with 3 decimals.
-// An empty histogram gives all zeros.
-func latencyOf(h latencyHist) Latency {
+// latencyOf summarises h (microseconds) in milliseconds with 3 decimals,
+// its percentiles by the reference libraries' rule (valueAtPercentile). An
+// empty histogram gives all zeros.
+func latencyOf(h *hdr.PackedHistogram) Latency {
 	n := h.TotalCount()
 	if n == 0 {
 		return Latency{}
@@ -723,11 +719,11 @@ func latencyOf(h latencyHist) Latency {
 		Count: uint64(n),
 		Min:   ms(h.Min()),
 		Mean:  math.Round(h.Mean()) / 1000,
-		P50:   ms(h.ValueAtPercentile(50)),
-		P90:   ms(h.ValueAtPercentile(90)),
-		P95:   ms(h.ValueAtPercentile(95)),
-		P99:   ms(h.ValueAtPercentile(99)),
-		P999:  ms(h.ValueAtPercentile(99.9)),
+		P50:   ms(valueAtPercentile(h, 50)),
+		P90:   ms(valueAtPercentile(h, 90)),
+		P95:   ms(valueAtPercentile(h, 95)),
+		P99:   ms(valueAtPercentile(h, 99)),
+		P999:  ms(valueAtPercentile(h, 99.9)),
 		Max:   ms(h.Max()),
 	}
 }
@@ -756,6 +752,15 @@ func encodeDense(h *hdr.Histogram) string {
 // decode reads one snapshot string.
 func decode(s string) (*hdr.PackedHistogram, error) {
 	return hdr.DecodePacked([]byte(s))
+}
+
+// startMS returns t in milliseconds since the Unix epoch, 0 for the zero
+// time.
+func startMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // workSeconds converts worker time to results.json's work_s: seconds to the

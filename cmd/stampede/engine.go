@@ -75,6 +75,7 @@ func playSim(ctx context.Context, sc *scenarios.Scenario, o playOptions, title s
 	}
 	info := report.RunInfo{
 		Engine:      "sim",
+		Start:       start,
 		Wall:        time.Since(start),
 		Interrupted: interrupted,
 		Backend:     st.Backend,
