@@ -97,6 +97,16 @@ func formatMetric(metric string, v float64) string {
 	return formatPercent(v)
 }
 
+// FormatLatency formats a model-time latency in milliseconds as the
+// summary, the reports and their charts all write it (formatMs), and "—"
+// for none (NaN or negative).
+func FormatLatency(ms float64) string {
+	if math.IsNaN(ms) || ms < 0 {
+		return "—"
+	}
+	return formatMs(ms)
+}
+
 // formatMs formats a model-time latency in milliseconds with 3 significant
 // digits and a unit a person reads at a glance: 0.512 ms, 31.2 ms, 212 ms,
 // 1.5 s, 3.2 min.
