@@ -199,10 +199,11 @@ func drawShares(c draw.Canvas, title string, r *Results) {
 
 // BackendMeasured reports whether r says anything of the backend's workers:
 // false for a live run against a --target whose backend was not polled
-// (--backend-stats), whose backend figures are then the scenario's, not
-// measurements. Results without series (older files) are taken as measured.
+// (--backend-stats), which has no backend samples and no busy worker, and
+// whose worker count is the scenario's, not a measurement. Results without
+// series (older files) are taken as measured.
 func BackendMeasured(r *Results) bool {
-	return r.Series == nil || len(r.Series.Backend) > 0
+	return r.Series == nil || len(r.Series.Backend) > 0 || r.Backend.BusyMax > 0 || r.Backend.Utilization > 0
 }
 
 // spectrumCaption says what the spectrum leaves out.

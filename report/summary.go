@@ -51,8 +51,12 @@ func WriteSummary(w io.Writer, r *Results) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
-		r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	if BackendMeasured(r) {
+		fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
+			r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	} else {
+		b.WriteString("backend: not measured (a --target run without --backend-stats)\n")
+	}
 	writeGenerator(&b, r)
 	if len(r.SLO) > 0 {
 		failed := 0

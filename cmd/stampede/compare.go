@@ -26,8 +26,12 @@ func newCompareCmd() *cobra.Command {
 two make a grid; without --sweep the file's sweep: block is used), writes each
 point's results under -o DIR, then comparison.json and a comparison report.html
 whose recommendation is the point that passes every SLO and serves the
-noisiest tenant best.`,
-		Args: cobra.ExactArgs(1),
+noisiest tenant best.
+
+` + exitCodesHelp + `
+(3: no point passes every SLO).`,
+		Example: compareExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -123,6 +127,7 @@ noisiest tenant best.`,
 	}
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
+	registerCompletion(c)
 	return c
 }
 
@@ -150,7 +155,11 @@ func pointLine(p report.Point) string {
 		if g.Requests > 0 {
 			ok = 100 * float64(g.OK) / float64(g.Requests)
 		}
-		fmt.Fprintf(&b, " %s: %.1f%% ok, p99 %.0f ms;", g.Name, ok, g.Latency.P99)
+		p99 := "-"
+		if g.Latency.Count > 0 {
+			p99 = report.FormatLatency(g.Latency.P99) // as run's summary says it
+		}
+		fmt.Fprintf(&b, " %s: %.1f%% ok, p99 %s;", g.Name, ok, p99)
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }

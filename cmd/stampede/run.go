@@ -16,12 +16,14 @@ func init() { commands = append(commands, newRunCmd) }
 
 // runFlags are the flags run and compare share.
 type runFlags struct {
-	out         string
-	engine      string
-	sets        []string
-	target      string
-	allowRemote bool
-	noProgress  bool
+	out    string
+	engine string
+	sets   []string
+	target string
+	// backendStats is run's --backend-stats.
+	backendStats string
+	allowRemote  bool
+	noProgress   bool
 }
 
 func (f *runFlags) register(c *cobra.Command) {
@@ -40,6 +42,9 @@ func (f *runFlags) check() error {
 	if f.target != "" && f.engine == "sim" {
 		return usagef("--target drives real HTTP: it needs --engine live")
 	}
+	if f.backendStats != "" && f.target == "" {
+		return usagef("--backend-stats polls the backend behind a --target: give --target too")
+	}
 	return nil
 }
 
@@ -53,9 +58,11 @@ func (f *runFlags) progressMode(c *cobra.Command) string {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
-		Use:   "run SCENARIO",
-		Short: "Play a scenario and write results.json, histograms.hlog and report.html",
-		Args:  cobra.ExactArgs(1),
+		Use:     "run SCENARIO",
+		Short:   "Play a scenario and write results.json, histograms.hlog and report.html",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -71,6 +78,7 @@ func newRunCmd() *cobra.Command {
 			res, err := play(c.Context(), sc, playOptions{
 				engine:      f.engine,
 				target:      f.target,
+				statsURL:    f.backendStats,
 				allowRemote: f.allowRemote,
 				progress:    f.progressMode(c),
 				progressOut: c.ErrOrStderr(),
@@ -91,7 +99,9 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f.register(c)
-	c.Flags().StringVar(&f.target, "target", "", "drive this URL (e.g. nginx in front of `stampede backend`) instead of the built-in proxy and backend")
+	c.Flags().StringVar(&f.target, "target", "", "drive this `URL` (e.g. nginx in front of a stampede backend) instead of the built-in proxy and backend")
+	c.Flags().StringVar(&f.backendStats, "backend-stats", "", "with --target: poll the stats `URL` of the stampede backend behind it (e.g. http://127.0.0.1:9000/_stampede/stats) to measure its workers and queue")
+	registerCompletion(c)
 	c.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --target outside loopback")
 	return c
 }
