@@ -1171,7 +1171,7 @@ func comparisonCharts(c *Comparison, points []*Results, f formats) ([]Chart, err
 		if err != nil {
 			return nil, err
 		}
-		ch.Caption = "Each group at each setting, in the order of the swept value with off (no limit, ∞) at the right; dotted lines are SLOs, the dashed line marks the recommended point. Hover for values, drag to zoom; also in " + sp.name + ".png beside this report."
+		ch.Caption = "Each group at each setting, in the order of the swept value with off (no limit, ∞) at the right; dotted lines are SLOs, the dashed line marks the recommended point. Hover for values, drag to zoom."
 		charts = append(charts, ch)
 	}
 	return charts, nil

@@ -28,28 +28,28 @@ func sweepNumber(v string) (float64, bool) {
 	return f, err == nil
 }
 
-// chartOrder returns c and its points ordered by the swept value when the
-// sweep has one axis and every value is a number or `off`: ascending, with
-// `off` (∞) at the right, where a limit that is never reached belongs. Any
-// other sweep keeps its order.
-func chartOrder(c *Comparison, points []*Results) (*Comparison, []*Results) {
-	if len(c.Axis) > 1 {
-		return c, points
+// valueOrder returns the indexes of points in the order of their swept
+// value when the sweep has one axis and every value is a number or `off`:
+// ascending, with `off` (∞) at the right, where a limit that is never
+// reached belongs. Any other sweep keeps its order.
+func valueOrder(axis Names, points []Point) []int {
+	idx := make([]int, len(points))
+	for i := range idx {
+		idx[i] = i
 	}
-	keys := make([]float64, len(c.Points))
-	for i, p := range c.Points {
+	if len(axis) > 1 {
+		return idx
+	}
+	keys := make([]float64, len(points))
+	for i, p := range points {
 		if len(p.Value) != 1 {
-			return c, points
+			return idx
 		}
 		f, ok := sweepNumber(p.Value[0])
 		if !ok {
-			return c, points
+			return idx
 		}
 		keys[i] = f
-	}
-	idx := make([]int, len(c.Points))
-	for i := range idx {
-		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
 		switch {
@@ -60,6 +60,12 @@ func chartOrder(c *Comparison, points []*Results) (*Comparison, []*Results) {
 		}
 		return 0
 	})
+	return idx
+}
+
+// chartOrder returns c and its points (which may be nil) in valueOrder.
+func chartOrder(c *Comparison, points []*Results) (*Comparison, []*Results) {
+	idx := valueOrder(c.Axis, c.Points)
 	oc := *c
 	oc.Points = make([]Point, len(idx))
 	var op []*Results

@@ -552,6 +552,9 @@ func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart)
 		}
 	}
 	v.Summary = fmt.Sprintf("%d settings of %s compared; %d pass every SLO.", len(c.Points), v.Axis, passing)
+	if rec.Objective != "" {
+		v.Summary += " Objective: " + rec.Objective + "."
+	}
 	return v
 }
 

@@ -46,7 +46,7 @@ const (
 
 // Keys each mapping of the file may hold.
 var (
-	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep"}
+	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "recommend"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes"}
 	routeKeys   = []string{"name", "path", "service"}
 	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req"}
@@ -439,6 +439,13 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	}
 	if n := top.get("sweep"); n != nil {
 		s.Sweep = d.sweep(n)
+	}
+	if n := top.get("recommend"); n != nil {
+		var groups []string
+		for _, tg := range s.Tenants {
+			groups = append(groups, tg.Group)
+		}
+		s.Recommend = d.recommend(n, groups)
 	}
 	return s
 }

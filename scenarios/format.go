@@ -166,6 +166,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("tenants", seqNode(false, tenants...)),
 		kv("slo", s.sloNode()),
 		kv("sweep", sweepNode(s.Sweep)),
+		kv("recommend", recommendNode(s.Recommend)),
 	)
 	return top, nil
 }

@@ -40,6 +40,7 @@ type Scenario struct {
 	Tenants     []TenantGroup
 	SLO         []SLO
 	Sweep       []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
+	Recommend   Recommend         // what compare's recommendation optimises (the recommend: block)
 	Settings    map[string]string // the --set overrides that made this scenario, PATH → VALUE
 	File        string            // the file it was read from
 

@@ -25,8 +25,10 @@ func newCompareCmd() *cobra.Command {
 		Long: `compare plays the scenario once per point of a sweep (one --sweep is an axis,
 two make a grid; without --sweep the file's sweep: block is used), writes each
 point's results under -o DIR, then comparison.json and a comparison report.html
-whose recommendation is the point that passes every SLO and serves the
-noisiest tenant best.
+whose recommendation is the point that passes every SLO farthest from a
+point that fails one. A recommend: block in the file changes that objective:
+recommend: {protect: GROUP, prefer: strictest|loosest} asks only GROUP's SLOs
+to pass and takes the strictest (or loosest) such setting; off is the loosest.
 
 ` + exitCodesHelp + `
 (3: no point passes every SLO).`,
@@ -100,7 +102,7 @@ noisiest tenant best.
 					// comparison: a run stopped before its overload
 					// would pass its SLOs and be recommended.
 					// Keep what was played: the comparison of the points so far.
-					cmp := report.NewComparison(base.Name, names, cps)
+					cmp := report.NewComparisonFor(base.Name, names, cps, base.Recommend)
 					if werr := writeComparison(dir, cmp, results); werr != nil {
 						return werr
 					}
@@ -109,7 +111,7 @@ noisiest tenant best.
 				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
 				results = append(results, res)
 			}
-			cmp := report.NewComparison(base.Name, names, cps)
+			cmp := report.NewComparisonFor(base.Name, names, cps, base.Recommend)
 			if err := writeComparison(dir, cmp, results); err != nil {
 				return err
 			}
@@ -117,7 +119,7 @@ noisiest tenant best.
 			for i, p := range cps {
 				fmt.Fprintf(w, "%-28s %s\n", points[i].label, pointLine(p))
 			}
-			fmt.Fprintf(w, "\nrecommendation: %s\n", cmp.Recommendation.Reason)
+			fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", cmp.Recommendation.Objective, cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
 			if !cmp.Recommendation.Passed {
 				return exitCodeError{exitSLO, "no point passes every SLO"}

@@ -50,13 +50,17 @@
       }
     }];
     s.series.forEach(function (x) {
+      // A sparse series (a group with a few answers) is drawn as points,
+      // which a line with gaps would not show.
+      var n = 0;
+      x.values.forEach(function (v) { if (v != null) n++; });
       series.push({
         label: x.label,
         stroke: x.color,
         width: 2,
         dash: x.dash ? [7, 4] : undefined,
         fill: x.fill ? x.color + "33" : undefined,
-        points: { show: !!cats, size: 8 },
+        points: { show: !!cats || n < 80, size: cats ? 8 : 6 },
         spanGaps: !!cats,
         value: function (u, v) { return fmtVal(s.yunit, v); }
       });
@@ -68,9 +72,9 @@
         hi = Math.max(hi, l.y);
       });
       if (lo == null || !isFinite(lo)) { lo = 0; hi = 1; }
-      if (s.logy) {
+      if (s.logy) { // whole decades, so that the ticks fall on round values
         lo = Math.max(lo, 0.001);
-        return [lo / 1.5, Math.max(hi, lo * 2) * 1.5];
+        return [Math.pow(10, Math.floor(Math.log10(lo))), Math.pow(10, Math.ceil(Math.log10(Math.max(hi, lo * 2))))];
       }
       if (s.yunit === "pct") return [0, Math.min(100, Math.max(hi * 1.1, 1))];
       return [0, Math.max(hi * 1.15, 1)];
