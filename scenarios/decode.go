@@ -52,7 +52,7 @@ var (
 	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
-	tenantKeys  = []string{"group", "count", "host", "addr", "load"}
+	tenantKeys  = []string{"group", "count", "host", "addr", "addrs", "load"}
 	openKeys    = []string{"arrivals", "rate", "stages", "max_in_flight"}
 	closedKeys  = []string{"users", "think", "iterations", "on_timeout"}
 	bothKeys    = []string{"model", "start", "stop", "routes", "client_timeout"}
@@ -739,6 +739,9 @@ func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (Ten
 	}
 	if f.str("addr", "127.0.0.9", &g.Addr) {
 		d.addrTemplate(f.at("addr"), join(path, "addr"), g.Addr, g.Count)
+	}
+	if f.str("addrs", "127.1.0.0/24", &g.Addrs) {
+		d.addrPool(f.at("addrs"), join(path, "addrs"), g.Addrs, g.Count)
 	}
 	if ln := f.get("load"); ln != nil {
 		d.load(ln, join(path, "load"), duration, &g.Load)

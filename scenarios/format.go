@@ -152,6 +152,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 			kv("count", intNode(max(g.Count, 1))),
 			kv("host", strNode(g.Host)),
 			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
+			kv("addrs", optStr(g.Addrs)),
 			kv("load", load)))
 	}
 

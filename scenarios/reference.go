@@ -50,6 +50,7 @@ var Reference = []RefKey{
 	{"tenants[].count", "integer", "1", "249"},
 	{"tenants[].host", "host template ({i}, {i:03})", "", "site{i}.example.com"},
 	{"tenants[].addr", "loopback address template", "127.0.0.1", "127.0.1.{i}"},
+	{"tenants[].addrs", "loopback CIDR template, one address per visitor", "none", "127.1.0.0/24"},
 	{"tenants[].load.model", "open|closed", "open", "closed"},
 	{"tenants[].load.start", "duration", "0s", "1m"},
 	{"tenants[].load.stop", "duration", "the end of the run", "9m"},

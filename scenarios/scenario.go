@@ -18,6 +18,7 @@
 package scenarios
 
 import (
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -81,6 +82,7 @@ type TenantGroup struct {
 	Count int
 	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
 	Addr  string // client address template, on loopback; "" means 127.0.0.1
+	Addrs string // a pool of client addresses per tenant, a CIDR template (127.1.{i}.0/24); "" for none: see Tenant.VisitorAddr
 	Load  Load
 }
 
@@ -166,6 +168,9 @@ type Tenant struct {
 	Group string
 	Host  string
 	Addr  string // client address, e.g. 127.0.0.1
+	// Addrs is the tenant's pool of client addresses, one per visitor
+	// (VisitorAddr); the zero Prefix means none, every request from Addr.
+	Addrs netip.Prefix
 	Load  *Load
 }
 
@@ -183,6 +188,7 @@ func (s *Scenario) Expand() []Tenant {
 		g := &s.Tenants[gi]
 		host := mustTemplate(g.Host)
 		addr := mustTemplate(g.Addr)
+		pool := mustTemplate(g.Addrs)
 		count := max(g.Count, 1)
 		for i := 1; i <= count; i++ {
 			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
@@ -191,6 +197,10 @@ func (s *Scenario) Expand() []Tenant {
 			}
 			if t.Addr == "" {
 				t.Addr = DefaultAddr
+			}
+			if g.Addrs != "" {
+				t.Addrs, _ = netip.ParsePrefix(pool.expand(i)) // checked when the file was read
+				t.Addrs = t.Addrs.Masked()
 			}
 			out = append(out, t)
 		}

@@ -111,6 +111,8 @@ type tenant struct {
 	arrivals loadgen.Arrivals
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	pool     []visitorKeys         // with an address pool (addrs), the keys of each address
+	arrived  int                   // open model: arrivals so far, the next visitor's number
 	timeout  time.Duration         // client timeout; 0 none
 	cap      int                   // open model: in-flight cap
 	inFlight int                   // open model: requests without a result
@@ -118,10 +120,17 @@ type tenant struct {
 	closed   bool
 }
 
+// visitorKeys are the limiter keys of one address of a tenant's pool.
+type visitorKeys struct {
+	req  []string
+	conn limiterproxy.ConnKeys
+}
+
 // user is one closed-model user.
 type user struct {
 	t    *tenant
 	done int // iterations completed
+	k    int // the user's number within its tenant: its visitor number
 }
 
 // request is one request on its way. Requests are pooled: one is reused
@@ -130,7 +139,8 @@ type request struct {
 	job      fakebackend.Job // job.Data is the request itself
 	slots    limiterproxy.Slots
 	t        *tenant
-	user     int32 // closed model: the user; -1 for open
+	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
+	user     int32                 // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -293,8 +303,15 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 			t.stop = sc.Duration
 		}
 		var conn []string
-		t.reqKeys, conn = keysOf(policy, st)
+		t.reqKeys, conn = keysOf(policy, st, st.Addr)
 		t.connKeys = policy.ConnKeys(conn)
+		if n := st.PoolSize(); n > 1 { // one set of keys per address: scenarios.MaxPoolAddrs at most
+			t.pool = make([]visitorKeys, n)
+			for v := range t.pool {
+				req, conn := keysOf(policy, st, st.VisitorAddr(v))
+				t.pool[v] = visitorKeys{req, policy.ConnKeys(conn)}
+			}
+		}
 		switch {
 		case t.timeout > 0:
 			drain = max(drain, t.timeout)
@@ -323,9 +340,8 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send: Host the tenant's host,
-// the connection from its address, no headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant) (req, conn []string) {
-	addr := t.Addr
+// the connection from addr, no headers.
+func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
@@ -382,8 +398,8 @@ func (e *engine) run(ctx context.Context) error {
 			if t.load.Start >= t.stop || t.load.Iterations < 0 {
 				continue
 			}
-			for range t.load.Users {
-				e.users = append(e.users, user{t: t})
+			for k := range t.load.Users {
+				e.users = append(e.users, user{t: t, k: k})
 				e.push(max(t.load.Start, 0), evSend, int32(len(e.users)-1))
 			}
 			continue
@@ -520,27 +536,34 @@ func (e *engine) arrive(t *tenant, now time.Duration) {
 	}
 	t.inFlight++
 	e.open++
-	e.start(t, -1, route, service, now)
+	t.arrived++
+	e.start(t, -1, t.arrived-1, route, service, now)
 }
 
 // send handles a closed-model user's request at now.
 func (e *engine) send(t *tenant, u int32, now time.Duration) {
 	route := t.mix.Pick(t.rng)
 	service := e.dists[route].Sample(t.rng)
-	e.start(t, u, route, service, now)
+	e.start(t, u, e.users[u].k, route, service, now)
 }
 
 // start runs a new request through limit_req.
-func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now time.Duration) {
+func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.Duration, now time.Duration) {
 	r := e.alloc()
 	r.t, r.user, r.route, r.intended = t, u, int16(route), now
+	reqKeys := t.reqKeys
+	r.connKeys = t.connKeys
+	if len(t.pool) > 0 { // the visitor's address, as scenarios.Tenant.VisitorAddr maps it
+		vk := &t.pool[visitor%len(t.pool)]
+		reqKeys, r.connKeys = vk.req, vk.conn
+	}
 	r.job = fakebackend.Job{Service: service, Data: r}
 	r.client, r.read = never, never
 	if t.timeout > 0 {
 		r.client = now + t.timeout
 	}
 	if e.hasReq {
-		d := e.policy.ReqStage(at(now), t.reqKeys)
+		d := e.policy.ReqStage(at(now), reqKeys)
 		switch {
 		case d.Verdict == limiterproxy.Rejected:
 			e.finish(r, now, loadgen.Rejected, d.Status)
@@ -558,7 +581,7 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 // connStage runs r through limit_conn and hands it to the backend.
 func (e *engine) connStage(r *request, now time.Duration) {
 	if e.hasConn {
-		slots, d := e.policy.ConnStageKeys(r.t.connKeys)
+		slots, d := e.policy.ConnStageKeys(r.connKeys)
 		if d.Verdict == limiterproxy.Rejected {
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)
