@@ -97,13 +97,37 @@ func outcomeCSS(o loadgen.Outcome) string {
 }
 
 // timeEnd is the right end of every time axis of r's report, model
-// seconds: the run's model duration or the end of its series, if later.
+// seconds: the run's model duration, or the end of its series, backend
+// samples or key samples if later (requests draining after the load).
 func timeEnd(r *Results) float64 {
 	end := r.ModelDurationS
-	if s := r.Series; s != nil && len(s.Groups) > 0 {
-		end = math.Max(end, float64(len(s.Groups[0].Counts))*s.Step)
+	if s := r.Series; s != nil {
+		if len(s.Groups) > 0 {
+			end = math.Max(end, float64(len(s.Groups[0].Counts))*s.Step)
+		}
+		if n := len(s.Backend); n > 0 {
+			end = math.Max(end, s.Backend[n-1].T+s.Step)
+		}
+		for _, k := range s.Keys {
+			if n := len(k.T); n > 0 {
+				end = math.Max(end, k.T[n-1]+s.Step)
+			}
+		}
 	}
 	return math.Max(end, 1)
+}
+
+// padTo extends a time chart's x values to end with no values there, so
+// that its whole range, and the range a double-click goes back to, is the
+// time axis every chart of the report shares.
+func padTo(ch *iChart, end float64) {
+	if n := len(ch.X); n > 0 && ch.X[n-1] >= end {
+		return
+	}
+	ch.X = append(ch.X, end)
+	for i := range ch.Series {
+		ch.Series[i].Values = append(ch.Series[i].Values, math.NaN())
+	}
 }
 
 // latencySLOs returns group's latency SLOs as threshold lines in ms.
@@ -153,6 +177,9 @@ func runInteractive(r *Results) []iChart {
 			}
 			out = append(out, ch)
 		}
+	}
+	for i := range out {
+		padTo(&out[i], timeEnd(r))
 	}
 	return out
 }
