@@ -6,7 +6,13 @@
 #   bench/proxy.sh                 # 3 rounds of 10 s per proxy, 2 threads, 64 connections
 #   ROUNDS=5 DURATION=30s CONNS=128 bench/proxy.sh
 #
-# Beside the two it measures bench/floorproxy, the least a Go proxy can do
+# Caddy and HAProxy (Debian packages, skipped with a note when missing) stand
+# in front of the same upstream in the same rounds, each configured as
+# nginx's default proxy_pass is: a new upstream connection per request (Caddy
+# `keepalive off`, HAProxy `http-reuse never` with `option
+# http-server-close`), no limit (neither has limit_conn).
+#
+# Beside them it measures bench/floorproxy, the least a Go proxy can do
 # per request, served by net/http ("go floor, net/http") and by a bare loop
 # without net/http's server ("go floor, raw"): what the platform costs
 # before stampede adds anything. The proxies take turns, a round at a time,
@@ -26,6 +32,10 @@ STAMPEDE_PORT=${STAMPEDE_PORT:-18481}
 NGINX_PORT=${NGINX_PORT:-18482}
 FLOOR_PORT=${FLOOR_PORT:-18483}
 RAW_PORT=${RAW_PORT:-18484}
+CADDY_PORT=${CADDY_PORT:-18485}
+HAPROXY_PORT=${HAPROXY_PORT:-18486}
+CADDY=${CADDY:-/usr/bin/caddy}
+HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 LIMIT='$host=1000'
 
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
@@ -43,9 +53,9 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT"; do
+for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT" "$CADDY_PORT" "$HAPROXY_PORT"; do
   if port_open "$port"; then
-    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT, STAMPEDE_PORT, NGINX_PORT, FLOOR_PORT, RAW_PORT)" >&2
+    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT, STAMPEDE_PORT, NGINX_PORT, FLOOR_PORT, RAW_PORT, CADDY_PORT, HAPROXY_PORT)" >&2
     exit 1
   fi
 done
@@ -100,12 +110,61 @@ pids+=($!)
 "$work/floorproxy" -listen "127.0.0.1:$RAW_PORT" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw &
 pids+=($!)
 
-for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT"; do
-  wait_port "$port"
-done
-
 names=("stampede proxy" "nginx" "go floor, net/http" "go floor, raw")
 ports=("$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT")
+
+if [ -x "$CADDY" ]; then
+  mkdir -p "$work/caddy"
+  cat >"$work/caddy/Caddyfile" <<CONF
+{
+	admin off
+	auto_https off
+	log default {
+		output discard
+	}
+}
+http://127.0.0.1:$CADDY_PORT {
+	reverse_proxy 127.0.0.1:$UPSTREAM_PORT {
+		transport http {
+			keepalive off
+		}
+	}
+}
+CONF
+  XDG_DATA_HOME="$work/caddy" XDG_CONFIG_HOME="$work/caddy" HOME="$work/caddy" \
+    "$CADDY" run --adapter caddyfile --config "$work/caddy/Caddyfile" 2>"$work/caddy.log" &
+  pids+=($!)
+  names+=("caddy"); ports+=("$CADDY_PORT")
+else
+  echo "bench/proxy.sh: caddy is not at $CADDY (apt-get install caddy); left out" >&2
+fi
+if [ -x "$HAPROXY" ]; then
+  cat >"$work/haproxy.cfg" <<CONF
+global
+    maxconn 8192
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+    option http-server-close
+    http-reuse never
+frontend f
+    bind 127.0.0.1:$HAPROXY_PORT
+    default_backend b
+backend b
+    server u 127.0.0.1:$UPSTREAM_PORT
+CONF
+  "$HAPROXY" -db -f "$work/haproxy.cfg" 2>"$work/haproxy.log" &
+  pids+=($!)
+  names+=("haproxy"); ports+=("$HAPROXY_PORT")
+else
+  echo "bench/proxy.sh: haproxy is not at $HAPROXY (apt-get install haproxy); left out" >&2
+fi
+
+for port in "${ports[@]}" "$UPSTREAM_PORT"; do
+  wait_port "$port"
+done
 
 # ms VALUE: wrk's latency ("812.00us", "10.29ms", "1.02s") in milliseconds.
 ms() {
@@ -156,3 +215,11 @@ for i in "${!ports[@]}"; do
 done
 awk -v s="$(median 1 "$work/rounds.0")" -v n="$n_rps" -v f="$(median 1 "$work/rounds.2")" \
   'BEGIN { printf "ratio stampede/nginx: %.2f (target >= 0.80); stampede/go floor (net/http): %.2f\n", s / n, s / f }'
+for i in "${!names[@]}"; do
+  case "${names[$i]}" in
+  caddy | haproxy)
+    awk -v s="$(median 1 "$work/rounds.0")" -v o="$(median 1 "$work/rounds.$i")" -v name="${names[$i]}" \
+      'BEGIN { printf "ratio stampede/%s: %.2f\n", name, s / o }'
+    ;;
+  esac
+done

@@ -31,6 +31,9 @@ func Wait(ctx context.Context, deadline time.Time, precise bool) bool {
 	for {
 		d := time.Until(deadline)
 		if d <= 0 {
+			if precise {
+				recordWake(-d)
+			}
 			return true
 		}
 		if precise && d <= Coarse {

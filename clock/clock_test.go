@@ -160,3 +160,22 @@ func TestPacerWait(t *testing.T) {
 		t.Errorf("Wait with a cancelled context: ok, want not")
 	}
 }
+
+// TestWakesQuantile checks the buckets and their quantiles.
+func TestWakesQuantile(t *testing.T) {
+	var w Wakes
+	w.Buckets[0] = 90 // under 1 µs
+	w.Buckets[4] = 9  // 8..16 µs
+	w.Buckets[11] = 1 // 1024..2048 µs
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Nanosecond}, {0.95, 12 * time.Microsecond}, {0.995, 1536 * time.Microsecond}} {
+		if got := w.Quantile(c.q); got != c.want {
+			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := w.Sub(w).Count(); got != 0 {
+		t.Errorf("w.Sub(w).Count() = %d, want 0", got)
+	}
+}

@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
 
+	"stampede/clock"
 	"stampede/fakebackend"
+	"stampede/internal/memnet"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/report"
@@ -48,6 +51,18 @@ type Options struct {
 	// limiter's busiest keys. Zero means one model second (but no more
 	// often than every 5 ms of wall time).
 	SampleEvery time.Duration
+	// Transport carries the built-in pair's connections: Memory (the
+	// default when empty) or TCP. A Target is always reached over TCP.
+	Transport string
+	// RuntimeTimers times every wait with the runtime's timers alone,
+	// which testing/synctest's fake clock needs (with the Memory
+	// transport, whose connections block durably, a whole run then plays
+	// in fake time, deterministically). False times sub-millisecond waits
+	// with a kernel high-resolution timer (package clock).
+	RuntimeTimers bool
+	// Calibrated, when not nil, is told what a time_scale: auto
+	// calibration chose, before the run starts.
+	Calibrated func(Calibration)
 	// Version and CommandLine are recorded in results.json.
 	Version     string
 	CommandLine string
@@ -69,6 +84,21 @@ const drainMargin = time.Second
 // the cancellation are not recorded (see loadgen.Driver.Run). Run shuts down
 // every server it started before returning.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+	auto := sc.TimeScaleAuto
+	if auto && opts.Target == "" {
+		cal, err := Calibrate(ctx, sc, opts.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
+		}
+		if opts.Calibrated != nil {
+			opts.Calibrated(cal)
+		}
+		c := *sc
+		c.TimeScale = cal.Scale
+		sc = &c
+	}
+	// Against a target, auto is real time: nginx-config writes the
+	// target's configuration for time scale 1 then.
 	scale := sc.TimeScale
 	if scale == 0 {
 		scale = 1
@@ -89,7 +119,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	}()
 
 	if opts.Target == "" {
-		p, err := startPair(sc, scale)
+		p, err := startPair(sc, scale, opts.Transport, !opts.RuntimeTimers)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +194,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
 		Tare:           tare,
 		Target:         target,
-		PreciseTimers:  true,
+		PreciseTimers:  !opts.RuntimeTimers,
 		Tenants:        sc.Expand(),
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
@@ -178,6 +208,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		Sample:           sample,
 		SampleEvery:      max(wall(every), 5*time.Millisecond),
 		Counters:         opts.Counters,
+		Dial:             dialOf(pr),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
@@ -197,10 +228,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 			tare = tracker.runTare()
 		}
 	}
+	before := sampleOS()
+	wakes := clock.WakeSnapshot()
 	start := time.Now()
 	runErr := drv.Run(ctx, start, rec)
 	elapsed := time.Since(start)
 	stopProbes()
+	after := sampleOS()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
 		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
@@ -212,23 +246,48 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if stats != nil {
 		end, _ = stats()
 	}
+	m := measured{
+		scale:    scale,
+		lateness: drv.SendLateness(),
+		stalls:   drv.Stalls(),
+		tare:     probes != nil && tracker.n > 0,
+		tareMin:  tracker.lo,
+		tareMax:  tracker.hi,
+		before:   before,
+		after:    after,
+		sent:     drv.Progress().Sent,
+		wakes:    clock.WakeSnapshot().Sub(wakes),
+	}
+	validity := judge(sc, m)
 	info := report.RunInfo{
-		Tare:         tare,
-		SendLateness: drv.SendLateness(),
-		Engine:       Engine,
-		Start:        start,
-		Wall:         elapsed,
-		Interrupted:  interrupted,
-		Backend:      end,
-		Version:      opts.Version,
-		CommandLine:  opts.CommandLine,
+		Validity:      validity,
+		TimeScaleAuto: auto,
+		Tare:          tare,
+		SendLateness:  m.lateness,
+		Engine:        Engine,
+		Start:         start,
+		Wall:          elapsed,
+		Interrupted:   interrupted,
+		Backend:       end,
+		Version:       opts.Version,
+		CommandLine:   opts.CommandLine,
 	}
 	if interrupted {
 		// The run got this far into the model; a whole run covers at least
 		// the scenario's duration, which the recorder takes by default.
 		info.Model = min(modelElapsed, sc.Duration)
 	}
-	return rec.Results(info), nil
+	res := rec.Results(info)
+	explain(validity, res.SLO, sc, m)
+	return res, nil
+}
+
+// dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
+func dialOf(pr *pair) func(ctx context.Context, from netip.Addr) (net.Conn, error) {
+	if pr == nil {
+		return nil
+	}
+	return pr.dial
 }
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503
@@ -383,11 +442,28 @@ func (p *statsPoller) fetch(ctx context.Context) {
 	}
 }
 
-// pair is the built-in backend and proxy, each on its own loopback server.
+// Transports of Options.Transport.
+const (
+	// Memory serves the built-in pair on in-memory listeners
+	// (internal/memnet): the same HTTP/1.1 bytes through the same net/http
+	// servers, without loopback TCP's system calls.
+	Memory = "memory"
+	// TCP serves the built-in pair on loopback TCP.
+	TCP = "tcp"
+)
+
+// pair is the built-in backend and proxy, each on its own server, over
+// loopback TCP or in memory.
 type pair struct {
 	backend  *fakebackend.Backend
 	policy   *limiterproxy.Policy
 	proxyURL *url.URL
+	// dial, in memory, connects to the proxy from a client's address;
+	// nil over TCP.
+	dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
+	// listen makes a listener in front of rp for the prober: in memory,
+	// or on loopback TCP.
+	listen func() (net.Listener, dialFunc, error)
 
 	stopBackend context.CancelFunc
 	backendDone chan struct{}
@@ -396,18 +472,37 @@ type pair struct {
 	rp          http.Handler // the reverse proxy behind the limits
 }
 
+// dialFunc is http.Transport.DialContext.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // proxyMaxConns bounds the built-in proxy's connections: above the driver's
 // default in-flight cap, below a typical open-file limit.
 const proxyMaxConns = 16384
 
+// memBacklog is the in-memory backend listener's accept queue. The fake
+// backend accepts every connection at once and keeps its own backlog in
+// its pool (fakebackend.Config.Backlog), so the listener's queue only has
+// to hold what arrives between two Accepts; it is as deep as the proxy has
+// connections, so it never overflows first.
+const memBacklog = proxyMaxConns
+
+// Addresses of the in-memory pair, shown in URLs and logs.
+var (
+	memBackendAddr = netip.MustParseAddrPort("127.0.0.1:9000")
+	memProxyAddr   = netip.MustParseAddrPort("127.0.0.1:8080")
+	memProbeAddr   = netip.MustParseAddrPort("127.0.0.1:8081")
+)
+
 // startPair starts the time-scaled fake backend and the limiting proxy in
-// front of it, each on 127.0.0.1 at a random port.
-func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
+// front of it, over transport: Memory (the default when empty) or TCP,
+// where each takes 127.0.0.1 at a random port. Precise says to time their
+// waits with package clock's high-resolution timer.
+func startPair(sc *scenarios.Scenario, scale float64, transport string, precise bool) (*pair, error) {
 	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
 	for i, r := range sc.Backend.Routes {
 		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
 	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: true})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -415,9 +510,35 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
+	memory := transport != TCP
+	wall := func(m time.Duration) time.Duration { return time.Duration(float64(m) * scale) }
+	var (
+		bln      net.Listener
+		upstream *url.URL
+		dialUp   dialFunc
+	)
+	if memory {
+		ml := memnet.Listen(memnet.Options{
+			Addr:    memBackendAddr,
+			Backlog: memBacklog,
+			// The kernel's SYN retransmissions are model time.
+			RetryAfter: func(n int) time.Duration { return wall(memnet.SYNSchedule(n)) },
+		})
+		bln = ml
+		// The proxy's connect timeout (nginx proxy_connect_timeout) in
+		// model time, as everything else in an in-memory run.
+		connect := wall(limiterproxy.DefaultConnectTimeout)
+		dialUp = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, connect)
+			defer cancel()
+			return ml.Dial(ctx, netip.Addr{})
+		}
+		upstream = &url.URL{Scheme: "http", Host: memBackendAddr.String()}
+	} else {
+		if bln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
+		}
+		upstream = &url.URL{Scheme: "http", Host: bln.Addr().String()}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pair{backend: b, policy: policy, stopBackend: cancel, backendDone: make(chan struct{})}
@@ -429,19 +550,40 @@ func startPair(sc *scenarios.Scenario, scale float64) (*pair, error) {
 	}()
 
 	opts := limiterproxy.ServerOptions{MaxConns: proxyMaxConns}
-	pln, err := limiterproxy.Listen("127.0.0.1:0", opts)
-	if err != nil {
-		p.close()
-		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
+	var pln net.Listener
+	if memory {
+		ml := memnet.Listen(memnet.Options{Addr: memProxyAddr, Backlog: proxyMaxConns})
+		pln = limiterproxy.LimitListener(ml, proxyMaxConns)
+		p.dial = ml.Dial
+		p.listen = func() (net.Listener, dialFunc, error) {
+			l := memnet.Listen(memnet.Options{Addr: memProbeAddr})
+			return l, l.DialContext, nil
+		}
+	} else {
+		if pln, err = limiterproxy.Listen("127.0.0.1:0", opts); err != nil {
+			p.close()
+			return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
+		}
+		p.listen = func() (net.Listener, dialFunc, error) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			return l, nil, err
+		}
 	}
-	upstream := &url.URL{Scheme: "http", Host: bln.Addr().String()}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
-		ReadTimeout: time.Duration(float64(sc.Proxy.ReadTimeout) * scale),
+		ReadTimeout: wall(sc.Proxy.ReadTimeout),
 		// A connection per request would spend a third of the run's CPU
 		// in connect and close; the pool works per request either way.
 		KeepAlive: true,
 	})
-	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: true}, opts)
+	if dialUp != nil {
+		tr, ok := rp.Transport.(*http.Transport)
+		if !ok {
+			p.close()
+			return nil, fmt.Errorf("live: scenario %s: proxy: its keep-alive transport is a %T, not an *http.Transport to dial in memory", sc.Name, rp.Transport)
+		}
+		tr.DialContext = dialUp
+	}
+	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})

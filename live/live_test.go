@@ -6,10 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http/httptest"
-	"os"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,9 +152,6 @@ func TestRunFidelity(t *testing.T) {
 	// 985.1-1000.4 ms at 0.01, ten runs each.
 	// The race detector's instrumentation costs about that much again, so
 	// a race build plays both ten times slower.
-	if overloaded() {
-		t.Skip("machine overloaded (load average above twice the CPUs): wall-clock fidelity cannot be measured")
-	}
 	for _, c := range []struct {
 		scale, tolerance float64
 	}{{0.03, 0.02}, {0.01, 0.02}} {
@@ -171,7 +165,7 @@ func TestRunFidelity(t *testing.T) {
 			Tenants: []scenarios.TenantGroup{{Group: "g", Count: 1, Host: "g.example.com", Load: scenarios.Load{
 				Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2, Routes: one(0), ClientTimeout: 10 * time.Second}}},
 		}
-		res := run(t, context.Background(), sc, Options{})
+		res, slack := runJudged(t, func() *scenarios.Scenario { c := *sc; return &c }, Options{})
 		g := group(t, res, "g")
 		if g.OK < 100 || g.OK != g.Requests {
 			t.Fatalf("scale %v: %d ok of %d requests, want all of at least 100 (%+v)", scale, g.OK, g.Requests, g.Counts)
@@ -179,8 +173,8 @@ func TestRunFidelity(t *testing.T) {
 		if res.TareMS <= 0 {
 			t.Errorf("scale %v: tare %v ms, want the path's overhead measured", scale, res.TareMS)
 		}
-		if p50 := g.Latency.P50; math.Abs(p50-1000) > 1000*c.tolerance {
-			t.Errorf("scale %v: p50 %.1f ms, want 1000 ± %.0f%% (tare %.3f ms wall; latency %+v)", scale, p50, 100*c.tolerance, res.TareMS, g.Latency)
+		if p50 := g.Latency.P50; math.Abs(p50-1000) > 1000*c.tolerance+slack {
+			t.Errorf("scale %v: p50 %.1f ms, want 1000 ± %.0f%% plus the run's own delay of %.1f ms (tare %.3f ms wall; latency %+v)", scale, p50, 100*c.tolerance, slack, res.TareMS, g.Latency)
 		} else {
 			t.Logf("scale %v: p50 %.1f ms, p99 %.1f ms, max %.1f ms, tare %.3f ms wall, sends late %+v", scale, p50, g.Latency.P99, g.Latency.Max, res.TareMS, *res.SendLateness)
 		}
@@ -315,22 +309,6 @@ func TestRejectStatusesAndDrain(t *testing.T) {
 	}
 }
 
-// overloaded reports whether the machine's one-minute load average is above
-// twice its CPUs, when wall-clock measurements say more about the neighbours
-// than about the code.
-func overloaded() bool {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return false
-	}
-	load, err := strconv.ParseFloat(f[0], 64)
-	return err == nil && load > 2*float64(runtime.NumCPU())
-}
-
 func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
 	// user-x's 8 tabs against limit_conn 4 answering 502: the 4 over the
 	// limit are rejected, and the 4 let through run into the worker
@@ -343,5 +321,29 @@ func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
 	x := group(t, res, "user-x")
 	if x.Requests != 8 || x.Rejected != 4 || x.BackendErrors != 4 || x.Status["502"] != 8 {
 		t.Errorf("user-x: %d requests, %d rejected, %d backend errors, statuses %v; want 8, 4, 4, 8 × 502", x.Requests, x.Rejected, x.BackendErrors, x.Status)
+	}
+}
+
+// runJudged plays the scenario that make returns live and returns its
+// results and the delay the run measured of itself, in model ms (the worst
+// of its send lateness at p99, its longest stall, its timers' lateness at
+// p99 and its tare's drift): what the machine may have added to a latency,
+// which a wall-clock assertion allows beyond its own tolerance. A run that
+// judged itself inconclusive is played once more; when that one is
+// inconclusive too, the test is skipped with the reasons, so that it never
+// passes on such a run and never fails on one.
+func runJudged(t *testing.T, make func() *scenarios.Scenario, opts Options) (*report.Results, float64) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		res := run(t, context.Background(), make(), opts)
+		v := res.Validity
+		if v.Conclusive {
+			return res, max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+		}
+		t.Logf("live run %d inconclusive: %s", attempt, strings.Join(v.Reasons, "; "))
+		if attempt == 2 {
+			t.Skipf("the live engine could not play the scenario faithfully on this machine, twice (time scale %g; it would hold %g): %s",
+				res.TimeScale, v.SuggestedTimeScale, strings.Join(v.Reasons, "; "))
+		}
 	}
 }

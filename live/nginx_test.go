@@ -25,6 +25,7 @@ import (
 // user-x's 8 tabs of the 2–4 minute report, from 1m, against limit_conn
 // $host 4.
 var nginxStockBalanceSets = []string{
+	"time_scale=0.03",
 	"tenants.other-sites.count=5",
 	"duration=5m",
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -127,11 +126,11 @@ type prober struct {
 }
 
 func (p *pair) newProber(wait time.Duration) (*prober, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, dial, err := p.listen()
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DialContext: dial}
 	pb := &prober{
 		wait:   wait,
 		srv:    &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second},
@@ -185,6 +184,8 @@ type tareTracker struct {
 	// the run took off on average, in bounded memory however long it is.
 	sum time.Duration
 	n   int
+	// The lowest and highest of them: how far the path's cost drifted.
+	lo, hi time.Duration
 }
 
 // add puts a probe into the window.
@@ -202,6 +203,10 @@ func (tt *tareTracker) add(d time.Duration) {
 func (tt *tareTracker) observe(d time.Duration) time.Duration {
 	tt.add(d)
 	tare := tt.tare()
+	if tt.n == 0 || tare < tt.lo {
+		tt.lo = tare
+	}
+	tt.hi = max(tt.hi, tare)
 	tt.sum += tare
 	tt.n++
 	return tare

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -102,6 +103,12 @@ type DriverOptions struct {
 	// that set them up before Run can poll them while it runs. Nil means the
 	// driver keeps its own; Driver.Progress reads them either way.
 	Counters *Counters
+	// Dial, when not nil, makes the driver's connections instead of TCP
+	// (an in-memory transport, see internal/memnet), from each tenant's
+	// address, which the server then sees as the connection's remote
+	// address whatever the target. Nil dials Target over TCP, from the
+	// tenant's address when the target is on IPv4 loopback.
+	Dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
 }
 
 // Counters are a driver's live counts, for progress displays. The zero value
@@ -168,6 +175,7 @@ type tenant struct {
 	stop     time.Duration
 	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
 	arrivals *Arrivals
+	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
 	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
 	arrived int                 // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
@@ -185,12 +193,13 @@ type Driver struct {
 	maxFlight  int64
 	urls       []*url.URL
 	tenants    []*tenant
-	transports []*http.Transport
+	transports []idleCloser
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
 	pacer      clock.Pacer
 	late       *latenessRecorder
+	stalls     stallRecorder
 	tare       atomic.Int64 // nanoseconds
 }
 
@@ -231,9 +240,9 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u.RawPath = ""
 		d.urls = append(d.urls, &u)
 	}
-	loopback := isLoopbackV4(opts.Target.Hostname())
-	byAddr := map[string]*http.Transport{}
-	transportFor := func(addr string) (*http.Transport, error) {
+	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
+	byAddr := map[string]http.RoundTripper{}
+	transportFor := func(addr string) (http.RoundTripper, error) {
 		if tr, ok := byAddr[addr]; ok {
 			return tr, nil
 		}
@@ -242,7 +251,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, err
 		}
 		byAddr[addr] = tr
-		d.transports = append(d.transports, tr)
+		d.transports = append(d.transports, tr.(idleCloser))
 		return tr, nil
 	}
 	for i := range opts.Tenants {
@@ -254,6 +263,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, fmt.Errorf("loadgen: tenant %s: no routes", sc.Name)
 		}
 		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: NewMix(sc.Load.Routes)}
+		t.trace = sc.Trace
 		for j, wr := range sc.Load.Routes {
 			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
 				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
@@ -305,20 +315,29 @@ func isLoopbackV4(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
+// idleCloser is what Run needs of a transport when it ends.
+type idleCloser interface{ CloseIdleConnections() }
+
 // transport returns a keep-alive HTTP/1.1 transport whose connections come
-// from the source address addr ("" for the system's choice).
-func (d *Driver) transport(addr string) (*http.Transport, error) {
+// from the source address addr ("" for the system's choice): with
+// DriverOptions.Dial a leanClient over it, else an http.Transport over TCP.
+func (d *Driver) transport(addr string) (http.RoundTripper, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	var from netip.Addr
 	if addr != "" {
 		host := addr
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
-		ip := net.ParseIP(host)
-		if ip == nil {
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
 			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
 		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+		from = ip
+		dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
+	}
+	if d.opts.Dial != nil {
+		return newLeanClient(from, d.opts.Dial, int(d.maxFlight)), nil
 	}
 	return &http.Transport{
 		DialContext:         dialer.DialContext,
@@ -352,6 +371,10 @@ func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0)))
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
 func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+
+// Stalls returns the generator's stalls so far (see Stalls). It is safe to
+// call at any time.
+func (d *Driver) Stalls() Stalls { return d.stalls.summary() }
 
 // wait waits until the model time at from start, or until ctx is done, and
 // reports whether the moment came (ok). With PreciseTimers it may return a
@@ -411,6 +434,9 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 		// The arrivals draw from the tenant's own stream alone, so they are
 		// exactly NewArrivals' whatever the routes; picks come from another.
 		t.arrivals = NewArrivals(t.load, d.opts.Horizon, TenantRand(d.opts.Seed, int(t.index)))
+		if t.load.Model == scenarios.Traced {
+			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
+		}
 		t.picks = rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, 0)))
 		open = append(open, t)
 	}
@@ -536,8 +562,9 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		if ctx.Err() != nil {
 			return
 		}
+		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
-		route := t.mix.Pick(t.picks)
+		route := t.route()
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {

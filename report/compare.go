@@ -61,6 +61,10 @@ type Point struct {
 	Groups  []GroupResult `json:"groups"`
 	SLO     []SLOResult   `json:"slo"`
 	Passed  bool          `json:"passed"` // every SLO passed
+	// Inconclusive marks a live point whose run could not play the
+	// scenario faithfully (Results.Validity): kept out of the
+	// recommendation.
+	Inconclusive bool `json:"inconclusive,omitempty"`
 }
 
 // Recommendation is the point to use and why, in one sentence.
@@ -76,7 +80,8 @@ type Recommendation struct {
 // NewPoint summarises r, the results of the run at value, written at
 // resultsPath (relative to the comparison's directory).
 func NewPoint(value Names, resultsPath string, r *Results) Point {
-	return Point{Value: value, Results: resultsPath, Groups: r.Groups, SLO: r.SLO, Passed: r.Passed()}
+	return Point{Value: value, Results: resultsPath, Groups: r.Groups, SLO: r.SLO, Passed: r.Passed(),
+		Inconclusive: r.Validity != nil && !r.Validity.Conclusive}
 }
 
 // NewComparison returns the comparison of points along axis, with its

@@ -169,6 +169,7 @@ type kv struct{ Key, Value string }
 // runView is the run template's data.
 type runView struct {
 	Scenario    string
+	Validity    *Validity // shown as a banner before everything when not conclusive
 	Verdict     verdictView
 	Summary     string
 	SLOs        []sloView
@@ -195,6 +196,11 @@ func newRunView(r *Results, charts []Chart) runView {
 		Interrupted: r.Interrupted,
 		Backend:     r.Backend,
 		TenantCount: len(r.Tenants),
+	}
+	if val := r.Validity; val != nil && !val.Conclusive {
+		// The SLO verdicts of an inconclusive run decide nothing: not red.
+		v.Validity = val
+		v.Verdict = verdictView{"none", "Inconclusive. " + v.Verdict.Text}
 	}
 	if v.Scenario == "" {
 		v.Scenario = "unnamed scenario"

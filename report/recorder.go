@@ -131,6 +131,11 @@ type RunInfo struct {
 	// Tare is the wall time the live engine measured for a request that
 	// does no work during the run (see Results.TareMS); zero for the sim.
 	Tare time.Duration
+	// Validity is the engine's verdict on its own run; nil means
+	// conclusive (the sim's).
+	Validity *Validity
+	// TimeScaleAuto says the live engine chose the time scale itself.
+	TimeScaleAuto bool
 	// SendLateness is the live generator's; zero Sends (the sim) leaves it
 	// out of the results.
 	SendLateness loadgen.Lateness
@@ -636,6 +641,11 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		StartUnixMS:    startMS(info.Start),
 		TareMS:         float64(info.Tare.Microseconds()) / 1000,
 		Histograms:     &Snapshots{},
+		Validity:       info.Validity,
+		TimeScaleAuto:  info.TimeScaleAuto,
+	}
+	if res.Validity == nil {
+		res.Validity = &Validity{Conclusive: true, Reasons: []string{}}
 	}
 	if l := info.SendLateness; l.Sends > 0 {
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

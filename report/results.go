@@ -128,6 +128,13 @@ type Results struct {
 	Routes         []RouteResult     `json:"routes"`
 	Backend        BackendResult     `json:"backend"`
 	SLO            []SLOResult       `json:"slo"`
+	// Validity says whether the run played its scenario faithfully enough
+	// for its SLO verdicts to mean something; nil in results written
+	// before it existed.
+	Validity *Validity `json:"validity,omitempty"`
+	// TimeScaleAuto says the live engine chose TimeScale itself
+	// (time_scale: auto) from a calibration on this machine.
+	TimeScaleAuto bool `json:"time_scale_auto,omitempty"`
 
 	// Beyond the v1 contract: what makes a report reproducible and lets
 	// shards merge exactly. Readers of v1 ignore unknown fields.
@@ -149,6 +156,46 @@ type Results struct {
 	Shards       int           `json:"shards,omitempty"` // results merged into these; 0 for one run
 	Series       *Series       `json:"series,omitempty"`
 	Histograms   *Snapshots    `json:"histograms,omitempty"`
+}
+
+// Validity is the live engine's verdict on its own run, apart from the SLO
+// verdicts: whether the generator's own delays (send lateness, stalls, the
+// tare's drift) were small enough that they cannot explain an SLO result.
+// A sim run is always conclusive. Figures are model-time milliseconds unless
+// their name says wall.
+type Validity struct {
+	Conclusive bool     `json:"conclusive"`
+	Reasons    []string `json:"reasons"` // why not, in figures; empty when conclusive
+	// SuggestedTimeScale is the time_scale this machine can hold for the
+	// scenario, judged from this run's figures: the run's own when it was
+	// conclusive. Zero for the sim, which has none.
+	SuggestedTimeScale float64 `json:"suggested_time_scale,omitempty"`
+	// Unexplained names the failed SLOs of an inconclusive run that the
+	// generator's delay cannot explain (they failed by far more than it):
+	// those still fail the run.
+	Unexplained []string `json:"unexplained_failures,omitempty"`
+
+	// BudgetMS is the delay the generator may have: a tenth of the
+	// tightest latency SLO (see the README's "Live and simulated runs").
+	BudgetMS       float64 `json:"delay_budget_ms,omitempty"`
+	LatenessP99MS  float64 `json:"lateness_p99_ms,omitempty"`  // send lateness at p99
+	LongestStallMS float64 `json:"longest_stall_ms,omitempty"` // the longest stall of the generator
+	// StallsOverBudget is how many stalls were longer than BudgetMS.
+	StallsOverBudget int `json:"stalls_over_budget,omitempty"`
+	// TimersP99MS is how late the process's precise timers woke at p99.
+	TimersP99MS float64 `json:"timers_late_p99_ms,omitempty"`
+	TareDriftMS float64 `json:"tare_drift_ms,omitempty"` // the tare's highest less its lowest during the run
+	// CPUSteal is the share of the machine's CPU time a hypervisor gave
+	// to others during the run (/proc/stat); CgroupThrottled is how many
+	// times the cgroup's CPU quota stopped the process, for
+	// CgroupThrottledWallMS in all.
+	CPUSteal              float64 `json:"cpu_steal,omitempty"`
+	CgroupThrottled       uint64  `json:"cgroup_throttled,omitempty"`
+	CgroupThrottledWallMS float64 `json:"cgroup_throttled_wall_ms,omitempty"`
+	// CPUPerRequestUS is the CPU time the process spent per request sent,
+	// in wall microseconds: generator, proxy and backend together for
+	// the built-in pair.
+	CPUPerRequestUS float64 `json:"cpu_per_request_us,omitempty"`
 }
 
 // SendLateness is loadgen.Lateness in results.json: when the live
@@ -227,6 +274,11 @@ func normalized(r *Results) *Results {
 		c.Routes[i].Counts = normCounts(c.Routes[i].Counts)
 	}
 	c.SLO = append([]SLOResult{}, c.SLO...)
+	if c.Validity != nil && c.Validity.Reasons == nil {
+		v := *c.Validity
+		v.Reasons = []string{}
+		c.Validity = &v
+	}
 	if c.Series != nil {
 		s := *c.Series
 		s.Groups = append([]GroupSeries{}, s.Groups...)

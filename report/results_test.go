@@ -43,7 +43,7 @@ func TestResultsJSONFieldNames(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	contract := []string{"schema", "scenario", "engine", "time_scale", "model_duration_s", "wall_duration_s", "interrupted", "settings", "totals", "groups", "tenants", "routes", "backend", "slo"}
+	contract := []string{"schema", "scenario", "engine", "time_scale", "model_duration_s", "wall_duration_s", "interrupted", "settings", "totals", "groups", "tenants", "routes", "backend", "slo", "validity"}
 	extensions := []string{"seed", "version", "command_line", "series", "histograms"}
 	check := func(what string, obj any, want []string) {
 		t.Helper()

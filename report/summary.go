@@ -16,6 +16,7 @@ import (
 // time.
 func WriteSummary(w io.Writer, r *Results) error {
 	var b strings.Builder
+	writeValidity(&b, r)
 	status := ""
 	if r.Interrupted {
 		status = ", interrupted"
@@ -177,8 +178,27 @@ func writeGenerator(b *strings.Builder, r *Results) {
 	}
 	fmt.Fprintf(b, "live engine: tare %.3f ms wall off every latency; sends late p50 %.3f ms, p99 %.3f ms wall (%s model)\n",
 		r.TareMS, l.P50, l.P99, formatMs(l.P99/scale))
-	if p99 := l.P99 / scale; p99 > behindWarn {
+	if p99 := l.P99 / scale; p99 > behindWarn && (r.Validity == nil || r.Validity.Conclusive) {
+		// A run with a validity verdict says it in its banner instead.
 		fmt.Fprintf(b, "warning: the generator sent %s of model time behind its schedule at p99; this machine could not play the scenario at time scale %g, and latencies include that delay (try a larger time_scale)\n",
 			formatMs(p99), r.TimeScale)
 	}
+}
+
+// writeValidity writes, first in the summary, why an inconclusive run is
+// so and the time scale this machine can hold; nothing for a conclusive
+// run.
+func writeValidity(b *strings.Builder, r *Results) {
+	v := r.Validity
+	if v == nil || v.Conclusive {
+		return
+	}
+	fmt.Fprintf(b, "INCONCLUSIVE: this machine could not play the scenario faithfully at time scale %g; the SLO verdicts below decide nothing.\n", r.TimeScale)
+	for _, reason := range v.Reasons {
+		fmt.Fprintf(b, "  - %s\n", reason)
+	}
+	if v.SuggestedTimeScale > 0 {
+		fmt.Fprintf(b, "  This machine can hold time_scale %g for this scenario: run it again with --set time_scale=%g (or time_scale: auto).\n", v.SuggestedTimeScale, v.SuggestedTimeScale)
+	}
+	b.WriteString("\n")
 }

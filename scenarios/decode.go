@@ -46,13 +46,13 @@ const (
 
 // Keys each mapping of the file may hold.
 var (
-	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "recommend"}
-	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes"}
+	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace", "recommend"}
+	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
-	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req"}
+	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
-	tenantKeys  = []string{"group", "count", "host", "addr", "addrs", "load"}
+	tenantKeys  = []string{"group", "count", "host", "hosts", "addr", "addrs", "load"}
 	openKeys    = []string{"arrivals", "rate", "stages", "max_in_flight"}
 	closedKeys  = []string{"users", "think", "iterations", "on_timeout"}
 	bothKeys    = []string{"model", "start", "stop", "routes", "client_timeout"}
@@ -401,10 +401,15 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	} else if !top.has("duration") {
 		top.missing("duration", "10m")
 	}
-	if n := top.get("time_scale"); n != nil {
-		if v, ok := d.number(n, "time_scale", "0.01"); ok {
+	s.TimeScaleAuto = true
+	if n := top.get("time_scale"); n != nil && n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == "auto" {
+		// TimeScale stays 1: what a target, the backend command and
+		// nginx-config use, having no calibration of their own.
+	} else if n != nil {
+		s.TimeScaleAuto = false
+		if v, ok := d.number(n, "time_scale", "0.01 or auto"); ok {
 			if v <= 0 || v > 1 {
-				d.fail(n, "time_scale", nil, "%s is not in (0, 1]: the live engine plays time_scale × real time, so 0.01 is 100× faster (want e.g. 0.01)", n.Value)
+				d.fail(n, "time_scale", nil, "%s is not in (0, 1]: the live engine plays time_scale × real time, so 0.01 is 100× faster (want e.g. 0.01, or auto)", n.Value)
 			} else {
 				s.TimeScale = v
 			}
@@ -426,6 +431,7 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		top.missing("backend", "{workers: 8, routes: [{name: page, path: /, service: 30ms}]}")
 	}
 	s.Proxy.ReadTimeout = DefaultReadTimeout
+	s.Proxy.ConnectTimeout = limiterproxy.DefaultConnectTimeout
 	if n := top.get("proxy"); n != nil {
 		d.proxy(n, &s.Proxy)
 	}
@@ -440,6 +446,7 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	if n := top.get("sweep"); n != nil {
 		s.Sweep = d.sweep(n)
 	}
+	top.str("trace", "incident.trace", &s.TraceFile)
 	if n := top.get("recommend"); n != nil {
 		var groups []string
 		for _, tg := range s.Tenants {
@@ -460,9 +467,11 @@ func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	const path = "backend"
 	f := d.mapping(n, path, "{workers: 8, routes: [...]}", backendKeys)
 	b.Workers, b.Backlog = DefaultWorkers, fakebackend.DefaultBacklog
+	b.Threads, b.Boot = 1, fakebackend.DefaultBoot
 	if f == nil {
 		return
 	}
+	d.gunicorn(f, path, b)
 	f.integer("workers", "8", 1, maxWorkers, &b.Workers)
 	if f.integer("backlog", "2048", 0, math.MaxInt32, &b.Backlog) && b.Backlog == 0 {
 		b.Backlog = -1 // fakebackend.Config: negative means none may wait
@@ -557,6 +566,23 @@ func isOff(n *yaml.Node) bool {
 	return n != nil && n.Kind == yaml.ScalarNode && (n.Value == "off" || n.Value == "false")
 }
 
+// gunicorn reads the backend's fields that model gunicorn beyond its
+// workers: threads, boot, max_requests and the kernel's backlog overflow.
+func (d *decoder) gunicorn(f *fields, path string, b *Backend) {
+	f.integer("threads", "4", 1, fakebackend.WorkerConnections, &b.Threads)
+	f.duration("boot", "300ms", &b.Boot)
+	f.integer("max_requests", "5000", 0, math.MaxInt32, &b.MaxRequests)
+	f.integer("max_requests_jitter", "500", 0, math.MaxInt32, &b.MaxRequestsJitter)
+	var over string
+	if f.str("backlog_overflow", "drop", &over) {
+		o, err := fakebackend.ParseOverflowPolicy(over)
+		if err != nil || over == "" {
+			d.fail(f.at("backlog_overflow"), join(path, "backlog_overflow"), err, "%q is not drop or reset (want e.g. drop, Linux's default tcp_abort_on_overflow=0)", over)
+		}
+		b.Overflow = o
+	}
+}
+
 func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 	const path = "proxy"
 	f := d.mapping(n, path, "{read_timeout: 120s, limit_conn: {key: $host, per_key: 4}}", proxyKeys)
@@ -564,6 +590,9 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 		return
 	}
 	f.duration("read_timeout", "120s", &p.ReadTimeout)
+	if f.duration("connect_timeout", "60s", &p.ConnectTimeout) && p.ConnectTimeout <= 0 {
+		d.fail(f.at("connect_timeout"), join(path, "connect_timeout"), nil, "%v: nginx cannot turn proxy_connect_timeout off (want e.g. 60s, its default)", p.ConnectTimeout)
+	}
 	for _, en := range d.list(f.get("limit_conn"), join(path, "limit_conn"), "{key: $host, per_key: 4}") {
 		if c, ok := d.connSpec(en.node, en.path); ok {
 			p.Limits.Conn = append(p.Limits.Conn, c)
@@ -732,7 +761,9 @@ func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (Ten
 		ok = false
 	}
 	f.integer("count", "249", 1, maxTenants, &g.Count)
-	if f.str("host", "site{i}.example.com", &g.Host) {
+	if f.has("hosts") {
+		d.hostList(f, path, &g)
+	} else if f.str("host", "site{i}.example.com", &g.Host) {
 		d.hostTemplate(f.at("host"), join(path, "host"), g.Host, g.Count)
 	} else {
 		f.missing("host", "site{i}.example.com")
@@ -831,8 +862,10 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 			l.Model = Open
 		case "closed":
 			l.Model = Closed
+		case "trace":
+			l.Model = Traced
 		default:
-			d.fail(f.at("model"), join(path, "model"), nil, "%q is not open or closed (want e.g. open)", model)
+			d.fail(f.at("model"), join(path, "model"), nil, "%q is not open, closed or trace (want e.g. open)", model)
 			return
 		}
 	}
@@ -840,15 +873,21 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 	if l.Model == Closed {
 		other, otherName, thisName = openKeys, "open", "closed"
 	}
+	if l.Model == Traced {
+		other, otherName, thisName = traceExcluded, "open or closed", "trace"
+	}
 	for _, k := range other {
 		if _, ok := f.keys[k]; ok {
 			d.fail(f.keys[k], path, nil, "%s is for the %s model and this load is %s (want model: %s, or leave out %s)", k, otherName, thisName, otherName, k)
 		}
 	}
-	if l.Model == Open {
+	switch l.Model {
+	case Open:
 		d.openLoad(f, path, l)
-	} else {
+	case Closed:
 		d.closedLoad(f, path, l)
+	case Traced:
+		f.integer("max_in_flight", "100", 0, math.MaxInt32, &l.MaxInFlight)
 	}
 	f.duration("start", "1m", &l.Start)
 	f.duration("stop", "9m", &l.Stop)

@@ -112,6 +112,11 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("backlog", backlog),
 		kv("timeout", durNode(b.Timeout, "none")),
 		kv("on_client_abort", strNode(b.OnClientAbort.String())),
+		kv("threads", intNode(max(b.Threads, 1))),
+		kv("boot", durNode(b.Boot, "ready at once")),
+		kv("max_requests", intNode(b.MaxRequests)),
+		kv("max_requests_jitter", intNode(b.MaxRequestsJitter)),
+		kv("backlog_overflow", strNode(b.Overflow.String())),
 		kv("routes", seqNode(false, routes...)),
 	)
 
@@ -137,6 +142,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 	}
 	proxy := mapNode(false,
 		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
+		kv("connect_timeout", durNode(s.Proxy.ConnectTimeout, "none")),
 		kv("limit_conn", oneOrList(conn)),
 		kv("limit_req", oneOrList(req)),
 	)
@@ -147,10 +153,15 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		host, hosts := strNode(g.Host), hostsNode(g.Hosts)
+		if hosts != nil {
+			host = nil
+		}
 		tenants = append(tenants, mapNode(false,
 			kv("group", strNode(g.Group)),
 			kv("count", intNode(max(g.Count, 1))),
-			kv("host", strNode(g.Host)),
+			kv("host", host),
+			kv("hosts", hosts),
 			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
 			kv("addrs", optStr(g.Addrs)),
 			kv("load", load)))
@@ -160,13 +171,14 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("name", strNode(s.Name)),
 		kv("description", optStr(s.Description)),
 		kv("duration", strNode(formatDuration(s.Duration))),
-		kv("time_scale", floatNode(s.TimeScale)),
+		kv("time_scale", s.timeScaleNode()),
 		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
 		kv("backend", backend),
 		kv("proxy", proxy),
 		kv("tenants", seqNode(false, tenants...)),
 		kv("slo", s.sloNode()),
 		kv("sweep", sweepNode(s.Sweep)),
+		kv("trace", optStr(s.TraceFile)),
 		kv("recommend", recommendNode(s.Recommend)),
 	)
 	return top, nil
@@ -197,6 +209,8 @@ func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
 			mif.LineComment = "# the engine's default"
 		}
 		pairs = append(pairs, kv("max_in_flight", mif))
+	} else if l.Model == Traced {
+		pairs = append(pairs, kv("max_in_flight", traceInFlightNode(l.MaxInFlight)))
 	} else {
 		it := intNode(l.Iterations)
 		if l.Iterations == 0 {
@@ -293,4 +307,12 @@ func orDefaultInt(i, def int) int {
 		return def
 	}
 	return i
+}
+
+// timeScaleNode is time_scale's value: auto, or the number.
+func (s *Scenario) timeScaleNode() *yaml.Node {
+	if s.TimeScaleAuto {
+		return plainNode("auto")
+	}
+	return floatNode(s.TimeScale)
 }

@@ -9,9 +9,12 @@
 // is held to the same rules as the file. Format writes a Scenario back as
 // YAML that loads to an equal Scenario.
 //
-// Defaults: time_scale 1, seed 1; backend workers 1 (gunicorn's default),
-// backlog 2048, timeout none, on_client_abort continue; proxy read_timeout
-// 60s (nginx's default; 0s for none), limit key $host, zone 10m, status 503;
+// Defaults: time_scale auto (1 where nothing chooses), seed 1; backend workers 1 (gunicorn's default),
+// backlog 2048, timeout none, on_client_abort continue, threads 1 (sync
+// workers), boot 260ms (gunicorn 20.1 measured), max_requests 0 (never),
+// max_requests_jitter 0, backlog_overflow drop (Linux's default); proxy
+// read_timeout 60s (0s for none) and connect_timeout 60s (nginx's defaults),
+// limit key $host, zone 10m, status 503;
 // tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
 // closed model's on_timeout retry; a load's routes default to the backend's
 // only route when it has one.
@@ -35,15 +38,22 @@ type Scenario struct {
 	Description string
 	Duration    time.Duration // model time during which load is generated
 	TimeScale   float64       // live engine plays the scenario this many times real time (0.01 = 100× faster)
-	Seed        uint64
-	Backend     Backend
-	Proxy       Proxy
-	Tenants     []TenantGroup
-	SLO         []SLO
-	Sweep       []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
-	Recommend   Recommend         // what compare's recommendation optimises (the recommend: block)
-	Settings    map[string]string // the --set overrides that made this scenario, PATH → VALUE
-	File        string            // the file it was read from
+	// TimeScaleAuto (time_scale: auto, the default when the file leaves
+	// it out) lets the live engine choose TimeScale from a calibration on
+	// the machine; TimeScale is then 1 for everything else (a --target run,
+	// the backend command, nginx-config). The sim ignores both.
+	TimeScaleAuto bool
+	Seed          uint64
+	Backend       Backend
+	Proxy         Proxy
+	Tenants       []TenantGroup
+	SLO           []SLO
+	Sweep         []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
+	Recommend     Recommend         // what compare's recommendation optimises (the recommend: block)
+	Settings      map[string]string // the --set overrides that made this scenario, PATH → VALUE
+	File          string            // the file it was read from
+	TraceFile     string            // the trace: companion file as written, relative to File's directory; "" none
+	trace         *Trace            // read from TraceFile
 
 	src  []byte   // the file's contents, for With
 	sets []string // the overrides applied, in order, for With
@@ -56,11 +66,19 @@ type Backend struct {
 	Timeout       time.Duration // worker timeout; 0 = none
 	OnClientAbort fakebackend.AbortPolicy
 	Routes        []Route
+
+	Threads           int                        // per worker; 1 is gunicorn's sync worker, more its gthread one
+	Boot              time.Duration              // a replacement worker is ready this long after one exits
+	MaxRequests       int                        // recycle a worker after this many requests; 0 = never
+	MaxRequestsJitter int                        // plus a draw from 0 to this, per worker
+	Overflow          fakebackend.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
 }
 
-// PoolConfig returns the backend's pool configuration.
+// PoolConfig returns the backend's pool configuration; its Seed is left
+// zero for the caller to set from the scenario's.
 func (b Backend) PoolConfig() fakebackend.Config {
-	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort}
+	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
+		Threads: b.Threads, Boot: b.Boot, MaxRequests: b.MaxRequests, MaxRequestsJitter: b.MaxRequestsJitter, Overflow: b.Overflow}
 }
 
 // Route is a path prefix with its service-time distribution.
@@ -72,17 +90,19 @@ type Route struct {
 
 // Proxy is the limiting proxy in front of the backend.
 type Proxy struct {
-	ReadTimeout time.Duration // nginx proxy_read_timeout; 0 = none
-	Limits      limiterproxy.Config
+	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
+	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
+	Limits         limiterproxy.Config
 }
 
 // TenantGroup is Count tenants that share a load description.
 type TenantGroup struct {
 	Group string
 	Count int
-	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
-	Addr  string // client address template, on loopback; "" means 127.0.0.1
-	Addrs string // a pool of client addresses per tenant, a CIDR template (127.1.{i}.0/24); "" for none: see Tenant.VisitorAddr
+	Host  string   // template: {i} is the tenant's number from 1, {i:03} zero-padded
+	Hosts []string // when set, tenant i's host is Hosts[i-1] and Host is unused
+	Addr  string   // client address template, on loopback; "" means 127.0.0.1
+	Addrs string   // a pool of client addresses per tenant, a CIDR template (127.1.{i}.0/24); "" for none: see Tenant.VisitorAddr
 	Load  Load
 }
 
@@ -172,6 +192,7 @@ type Tenant struct {
 	// (VisitorAddr); the zero Prefix means none, every request from Addr.
 	Addrs netip.Prefix
 	Load  *Load
+	Trace []TraceArrival // model trace: this tenant's arrivals, in time order
 }
 
 // Expand returns every tenant, group by group in file order, numbered from
@@ -192,6 +213,12 @@ func (s *Scenario) Expand() []Tenant {
 		count := max(g.Count, 1)
 		for i := 1; i <= count; i++ {
 			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
+			if len(g.Hosts) >= i {
+				t.Host = g.Hosts[i-1]
+			}
+			if g.Load.Model == Traced {
+				t.Trace = s.TraceOf(g.Group, i)
+			}
 			if count > 1 {
 				t.Name = g.Group + "-" + strconv.Itoa(i)
 			}
@@ -258,6 +285,9 @@ func (l *Load) End(duration time.Duration) time.Duration {
 
 // String returns the model as the file writes it.
 func (m Model) String() string {
+	if m == Traced {
+		return "trace"
+	}
 	if m == Closed {
 		return "closed"
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -85,6 +86,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 			for i, p := range points {
 				res, err := play(c.Context(), scs[i], playOptions{
 					engine:      f.engine,
+					transport:   f.transport,
 					progress:    f.progressMode(c),
 					progressOut: c.ErrOrStderr(),
 					title:       fmt.Sprintf("[%d/%d] %s", i+1, len(points), p.label),
@@ -112,6 +114,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				results = append(results, res)
 			}
 			cmp := report.NewComparisonFor(base.Name, names, cps, base.Recommend)
+			depends := recommendConclusive(cmp, names, base.Recommend)
 			if err := writeComparison(dir, cmp, results); err != nil {
 				return err
 			}
@@ -121,6 +124,9 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 			}
 			fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", cmp.Recommendation.Objective, cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
+			if depends {
+				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
+			}
 			if !cmp.Recommendation.Passed {
 				return exitCodeError{exitSLO, "no point passes every SLO"}
 			}
@@ -131,6 +137,47 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
 	registerCompletion(c)
 	return c
+}
+
+// recommendConclusive keeps the inconclusive points of cmp out of its
+// recommendation, saying so in its reason, and reports whether the
+// recommendation depends on them: when no point is conclusive, or when an
+// inconclusive point, had it passed every SLO, would have been recommended
+// instead (its true result is unknown, so it might have been).
+func recommendConclusive(cmp *report.Comparison, names report.Names, obj scenarios.Recommend) bool {
+	var conclusive []report.Point
+	var left []string
+	for _, p := range cmp.Points {
+		if p.Inconclusive {
+			left = append(left, strings.Join(p.Value, ","))
+			continue
+		}
+		conclusive = append(conclusive, p)
+	}
+	if len(left) == 0 {
+		return false
+	}
+	cmp.Recommendation = report.RecommendFor(names, conclusive, obj)
+	cmp.Recommendation.Reason += fmt.Sprintf(" (%d inconclusive point(s) left out: %s)", len(left), strings.Join(left, "; "))
+	if len(conclusive) == 0 {
+		return true
+	}
+	for _, p := range cmp.Points {
+		if !p.Inconclusive {
+			continue
+		}
+		q := p
+		q.Passed = true
+		q.SLO = slices.Clone(p.SLO)
+		for i := range q.SLO {
+			q.SLO[i].Pass = true
+		}
+		alt := report.RecommendFor(names, append(append([]report.Point(nil), conclusive...), q), obj)
+		if slices.Equal(alt.Value, q.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
@@ -147,9 +194,12 @@ func writeComparison(dir string, cmp *report.Comparison, results []*report.Resul
 // share and p99.
 func pointLine(p report.Point) string {
 	var b strings.Builder
-	if p.Passed {
+	switch {
+	case p.Inconclusive:
+		b.WriteString("INCONCLUSIVE ")
+	case p.Passed:
 		b.WriteString("pass ")
-	} else {
+	default:
 		b.WriteString("FAIL ")
 	}
 	for _, g := range p.Groups {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -19,6 +20,7 @@ type playOptions struct {
 	target      string // live only: drive this URL instead of the built-in pair
 	statsURL    string // live only, with target: the backend's stats endpoint
 	allowRemote bool
+	transport   string // live only, built-in pair: memory or tcp
 	progress    string // bar, plain or quiet
 	progressOut io.Writer
 	title       string // the progress bar's label
@@ -51,8 +53,14 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 		BackendStatsURL: o.statsURL,
 		AllowRemote:     o.allowRemote,
 		Counters:        counters,
-		Version:         version(),
-		CommandLine:     o.commandLine,
+		Transport:       o.transport,
+		Calibrated: func(c live.Calibration) {
+			if o.progressOut != nil {
+				fmt.Fprintln(o.progressOut, c)
+			}
+		},
+		Version:     version(),
+		CommandLine: o.commandLine,
 	})
 	view.Stop()
 	var te *live.TargetError

@@ -12,11 +12,14 @@ import (
 
 // Exit statuses (DESIGN.md, "Command line").
 const (
-	exitOK          = 0
-	exitError       = 1
-	exitUsage       = 2
-	exitSLO         = 3
-	exitInterrupted = 130
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+	exitSLO   = 3
+	// exitInconclusive: the live engine could not play the scenario
+	// faithfully here; its own delays could explain the SLO verdicts.
+	exitInconclusive = 4
+	exitInterrupted  = 130
 )
 
 // usageError marks bad usage or a bad scenario: exit 2.

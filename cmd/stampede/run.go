@@ -16,14 +16,15 @@ func init() { commands = append(commands, newRunCmd) }
 
 // runFlags are the flags run and compare share.
 type runFlags struct {
-	out    string
-	engine string
-	sets   []string
-	target string
+	out         string
+	engine      string
+	sets        []string
+	target      string
+	allowRemote bool
+	noProgress  bool
+	transport   string
 	// backendStats is run's --backend-stats.
 	backendStats string
-	allowRemote  bool
-	noProgress   bool
 }
 
 func (f *runFlags) register(c *cobra.Command) {
@@ -31,6 +32,7 @@ func (f *runFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.engine, "engine", "live", "live (real HTTP on loopback) or sim (virtual time)")
 	c.Flags().StringArrayVar(&f.sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable), e.g. proxy.limit_conn.per_key=off")
 	c.Flags().BoolVar(&f.noProgress, "no-progress", false, "print plain progress lines instead of bars")
+	c.Flags().StringVar(&f.transport, "transport", "memory", "live, built-in proxy and backend: memory (in-process connections) or tcp (loopback); --target is always tcp")
 }
 
 func (f *runFlags) check() error {
@@ -38,6 +40,11 @@ func (f *runFlags) check() error {
 	case "live", "sim":
 	default:
 		return usagef("--engine %q: want live or sim", f.engine)
+	}
+	switch f.transport {
+	case "memory", "tcp":
+	default:
+		return usagef("--transport %q: want memory or tcp", f.transport)
 	}
 	if f.target != "" && f.engine == "sim" {
 		return usagef("--target drives real HTTP: it needs --engine live")
@@ -80,6 +87,7 @@ func newRunCmd() *cobra.Command {
 				target:      f.target,
 				statsURL:    f.backendStats,
 				allowRemote: f.allowRemote,
+				transport:   f.transport,
 				progress:    f.progressMode(c),
 				progressOut: c.ErrOrStderr(),
 				commandLine: commandLine(),
@@ -142,11 +150,18 @@ func writeFile(path string, write func(*os.File) error) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// verdict maps a finished run to its exit status: interrupted 130, a failed
-// SLO 3.
+// verdict maps a finished run to its exit status: interrupted 130; an
+// inconclusive run 4, unless an SLO failed by more than the generator's
+// delay could explain (3); a failed SLO 3.
 func verdict(res *report.Results) error {
 	if res.Interrupted {
 		return exitCodeError{exitInterrupted, "interrupted: partial results written"}
+	}
+	if v := res.Validity; v != nil && !v.Conclusive {
+		if len(v.Unexplained) > 0 {
+			return exitCodeError{exitSLO, fmt.Sprintf("%d SLO(s) failed by more than the generator's own delay could explain: %s", len(v.Unexplained), strings.Join(v.Unexplained, "; "))}
+		}
+		return exitCodeError{exitInconclusive, fmt.Sprintf("inconclusive: the generator's own delays could explain the SLO verdicts; this machine can hold time_scale %g", v.SuggestedTimeScale)}
 	}
 	var failed []string
 	for _, s := range res.SLO {

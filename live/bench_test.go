@@ -1,0 +1,84 @@
+package live
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"stampede/fakebackend"
+	"stampede/scenarios"
+)
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// trioScenario is an open load of rate requests per second of wall time
+// from tenants sites, on a route that does no work, for d of wall time.
+func trioScenario(rate float64, d time.Duration) *scenarios.Scenario {
+	const sites = 50
+	return &scenarios.Scenario{
+		Name: "trio", Duration: d, TimeScale: 1, Seed: 1,
+		Backend: scenarios.Backend{Workers: 64, Routes: []scenarios.Route{
+			{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 0}}}},
+		Tenants: []scenarios.TenantGroup{{Group: "sites", Count: sites, Host: "site{i}.example.com", Load: scenarios.Load{
+			Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: rate / sites, Routes: one(0), ClientTimeout: 10 * time.Second}}},
+	}
+}
+
+// BenchmarkTrio measures the CPU time one request costs the whole built-in
+// path, generator, limiting proxy and fake backend together, over loopback
+// TCP and in memory: each op is one request of an open load of 500
+// requests per second.
+func BenchmarkTrio(b *testing.B) {
+	for _, tr := range []string{TCP, Memory} {
+		b.Run(tr, func(b *testing.B) {
+			const rate = 500.0
+			sc := trioScenario(rate, time.Duration(float64(b.N)/rate*float64(time.Second)))
+			before := cpuTime()
+			res, err := Run(context.Background(), sc, Options{Transport: tr})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu := cpuTime() - before
+			n := float64(res.Totals.Requests)
+			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/req")
+			b.ReportMetric(res.SendLateness.P99*1000, "late-p99-µs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkMaxRate finds the highest wall request rate the live engine
+// holds over the in-memory transport with its send lateness at p99 under
+// 1 ms: open loads of doubling rates, a second each, through the built-in
+// trio on a route that does no work. Run it with -benchtime 1x.
+func BenchmarkMaxRate(b *testing.B) {
+	for _, tr := range []string{Memory, TCP} {
+		b.Run(tr, func(b *testing.B) {
+			best := 0.0
+			for range b.N {
+				for rate := 500.0; rate <= 64000; rate *= 2 {
+					res, err := Run(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
+					if err != nil {
+						b.Fatal(err)
+					}
+					p99 := res.SendLateness.P99
+					b.Logf("%s: %.0f requests/s: send lateness p99 %.3f ms, %d sent", tr, rate, p99, res.Totals.Requests)
+					if p99 >= 1 {
+						break
+					}
+					best = max(best, rate)
+				}
+			}
+			b.ReportMetric(best, "max-req/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,0 +1,85 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"stampede/internal/memnet"
+	"stampede/scenarios"
+)
+
+// TestOpenSendsNeverWait plays an open load of 20 requests a second for 10
+// s at time scale 1 against servers that hold every request (a backend
+// that queues them all), in fake time over memnet, and holds the driver to
+// the open model: every send goes out at its intended time, whether the
+// server answers or not and whether a connection is free, refused, or
+// still connecting (a full accept queue that retries on the SYN schedule).
+// In fake time any wait before a send would show as lateness.
+func TestOpenSendsNeverWait(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		backlog int // of the target's accept queue; Accept is never called when negative
+		accept  bool
+	}{
+		{"server holds every request", 0, true},
+		{"accept queue full, SYNs retried", 4, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ln := memnet.Listen(memnet.Options{Backlog: c.backlog})
+				hold := make(chan struct{})
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					select {
+					case <-hold:
+					case <-r.Context().Done():
+					}
+				})}
+				done := make(chan struct{})
+				if c.accept {
+					go func() {
+						defer close(done)
+						srv.Serve(ln)
+					}()
+				} else {
+					close(done)
+				}
+				load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: 20, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}, ClientTimeout: 30 * time.Second}
+				d, err := NewDriver(DriverOptions{
+					Target:  mustURL(t, "http://"+ln.Addr().String()),
+					Routes:  testRoutes,
+					Tenants: []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}},
+					Horizon: 10 * time.Second, TimeScale: 1, Seed: 1,
+					Drain: time.Second,
+					Dial:  func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sink resultSink
+				if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				close(hold)
+				srv.Close()
+				ln.Close()
+				<-done
+				want := arrivalsOf(load, 10*time.Second, 1, 0)
+				if len(sink.got) != want {
+					t.Errorf("%d results, want %d arrivals", len(sink.got), want)
+				}
+				l := d.SendLateness()
+				if l.Sends != uint64(want) || l.Max != 0 {
+					t.Errorf("send lateness %+v: want %d sends, none late", l, want)
+				}
+				if s := d.Stalls(); s.Count != 0 {
+					t.Errorf("stalls %+v, want none", s)
+				}
+			})
+		})
+	}
+}
