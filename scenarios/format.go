@@ -148,6 +148,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 			kv("host", host),
 			kv("hosts", hosts),
 			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
+			kv("addrs", optStr(g.Addrs)),
 			kv("load", load)))
 	}
 
@@ -163,6 +164,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("slo", s.sloNode()),
 		kv("sweep", sweepNode(s.Sweep)),
 		kv("trace", optStr(s.TraceFile)),
+		kv("recommend", recommendNode(s.Recommend)),
 	)
 	return top, nil
 }
