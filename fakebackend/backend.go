@@ -95,17 +95,24 @@ type Backend struct {
 	keepAlive bool
 	precise   bool
 
-	// The model clock: model = modelBase + (wall − wallBase)/scale.
-	wallBase  time.Time
-	modelBase time.Time
+	// The model clock: model time is (wall − wallBase)/scale.
+	wallBase time.Time
 
 	quit      chan struct{} // closed by Close
 	closeOnce sync.Once
+	freed     chan struct{} // a worker may have become free: see gate
 
-	mu      sync.Mutex // guards pool, running, rng and every route's counters
+	mu      sync.Mutex // guards pool, running, rng, claims, wake and every route's counters
 	pool    *Pool
 	running timeheap.Heap[*Job] // by the model time their work ends
 	rng     *rand.Rand
+	claims  int         // connections a gate accepted for a worker that has not had their request yet
+	wake    *time.Timer // readies booting workers: see armWake
+	wakeAt  time.Duration
+	// kernelQueue, set by Serve on a gated TCP listener, reads the
+	// kernel's accept queue, which then holds the backlog.
+	kernelQueue func() (int, bool)
+	kernelMax   int
 }
 
 type route struct {
@@ -159,8 +166,9 @@ func New(opts Options) (*Backend, error) {
 		scale:     scale,
 		keepAlive: opts.KeepAlive,
 		precise:   opts.PreciseTimers,
+		freed:     make(chan struct{}, 1),
 		pool:      NewPool(c),
-		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return j.Data.(*work).end }},
+		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
 	seen := make(map[string]int, len(opts.Routes))
@@ -188,23 +196,23 @@ func New(opts Options) (*Backend, error) {
 	// Longest first; ties cannot happen (paths are distinct) but keep the
 	// given order stable anyway.
 	slices.SortStableFunc(b.routes, func(x, y route) int { return len(y.Path) - len(x.Path) })
+	b.pool.OnStart = b.start
 	b.wallBase = time.Now()
-	b.modelBase = b.wallBase
 	return b, nil
 }
 
-// now returns the model time.
-func (b *Backend) now() time.Time {
+// now returns the model time since New.
+func (b *Backend) now() time.Duration {
 	el := time.Since(b.wallBase)
 	if b.scale != 1 {
 		el = durationOf(float64(el) / b.scale)
 	}
-	return b.modelBase.Add(el)
+	return el
 }
 
 // wallAt converts a model time to the wall time it falls at.
-func (b *Backend) wallAt(t time.Time) time.Time {
-	return b.wallBase.Add(b.wall(t.Sub(b.modelBase)))
+func (b *Backend) wallAt(t time.Duration) time.Time {
+	return b.wallBase.Add(b.wall(t))
 }
 
 // wall converts a model duration to the wall duration a timer waits.
@@ -253,11 +261,14 @@ func (b *Backend) match(path string) *route {
 // StatsPath is answered at once, without a worker. After Close every
 // request's connection is dropped.
 func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cc, _ := r.Context().Value(claimKey{}).(*claimedConn)
 	switch r.URL.Path {
 	case StatsPath:
+		b.unclaim(cc)
 		b.serveStats(w, r)
 		return
 	case WaitPath:
+		b.unclaim(cc)
 		d, err := time.ParseDuration(r.URL.Query().Get("wait"))
 		if err != nil || d < 0 || d > maxCalibrationWait {
 			http.Error(w, "want wait=DURATION of at most 1s", http.StatusBadRequest)
@@ -274,6 +285,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := b.match(r.URL.Path)
 	if rt == nil {
+		b.unclaim(cc)
 		http.Error(w, "no route for "+r.URL.Path, http.StatusNotFound)
 		return
 	}
@@ -283,16 +295,12 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	now := b.now()
 	b.retire(now)
+	if cc != nil {
+		b.useClaim(cc) // the worker the gate accepted it for takes it
+	}
 	j.Service = rt.Service.Sample(b.rng)
 	rt.stats.Arrived++
-	switch b.pool.Arrive(now, j) {
-	case Refused:
-		rt.stats.Refused++
-		b.mu.Unlock()
-		panic(http.ErrAbortHandler)
-	case Running:
-		b.start(j)
-	}
+	st := b.pool.Arrive(now, j)
 	b.mu.Unlock()
 
 	gone := r.Context().Done()
@@ -307,6 +315,36 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			timer.Stop()
 		}
 	}()
+	if st == Refused {
+		b.refused(rt)
+	}
+	// A connection over a full backlog that the kernel did not see (a
+	// handler behind no gate) is held here on the client's SYN schedule,
+	// in model time, until it fits.
+	for st == Dropped {
+		at, again := j.NextSYN()
+		timer = time.NewTimer(time.Until(b.wallAt(at)))
+		select {
+		case <-timer.C:
+		case <-gone:
+			b.abandon(j, rt)
+			return
+		case <-b.quit:
+			panic(http.ErrAbortHandler)
+		}
+		if !again { // connect fails with ETIMEDOUT
+			b.abandon(j, rt)
+			panic(http.ErrAbortHandler)
+		}
+		b.mu.Lock()
+		now := max(b.now(), at)
+		b.retire(now)
+		st = b.pool.Arrive(now, j)
+		b.mu.Unlock()
+		if st == Refused {
+			b.refused(rt)
+		}
+	}
 wait:
 	for {
 		select {
@@ -344,8 +382,8 @@ wait:
 	}
 
 	b.mu.Lock()
-	b.retire(later(b.now(), wk.end))
-	st := j.State()
+	b.retire(max(b.now(), wk.end))
+	st = j.State()
 	b.mu.Unlock()
 	if st == Killed {
 		// gunicorn's arbiter SIGKILLs the worker: the connection drops.
@@ -363,6 +401,15 @@ wait:
 	fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
 }
 
+// refused counts a connection the backlog refused and drops it: the proxy
+// in front answers 502.
+func (b *Backend) refused(rt *route) {
+	b.mu.Lock()
+	rt.stats.Refused++
+	b.mu.Unlock()
+	panic(http.ErrAbortHandler)
+}
+
 // abandon tells the pool that j's client left and reports whether the
 // handler should return now (the policy is Cancel).
 func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
@@ -370,7 +417,8 @@ func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
 	defer b.mu.Unlock()
 	now := b.now()
 	b.retire(now)
-	b.handOn(b.pool.Abandon(now, j))
+	b.pool.Abandon(now, j)
+	b.freedWorker()
 	if j.State() != Cancelled {
 		return false
 	}
@@ -381,12 +429,13 @@ func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
 // work is a request's state in the live backend: its Job's Data.
 type work struct {
 	started chan struct{} // closed once a worker has the job and end is set
-	end     time.Time     // model time the work leaves its worker
+	end     time.Duration // model time the work leaves its worker
 	route   *route
 }
 
 // start records that j has a worker: it joins the running jobs, ordered by
-// when they end, and its handler wakes. b.mu is held.
+// when they end, and its handler wakes. It is the pool's OnStart; b.mu is
+// held.
 func (b *Backend) start(j *Job) {
 	wk := j.Data.(*work)
 	wk.end, _ = b.pool.End(j)
@@ -395,55 +444,93 @@ func (b *Backend) start(j *Job) {
 }
 
 // retire ends, at the model times they end, every running job whose work
-// ended by now, handing each freed worker to the head of the backlog. The
-// pool thus frees a worker when the model says, not when the goroutine
-// serving the request happens to wake, which on a busy machine is later.
-// b.mu is held.
-func (b *Backend) retire(now time.Time) {
+// ended by now; the pool hands each freed worker to the head of the
+// backlog. The pool thus frees a worker when the model says, not when the
+// goroutine serving the request happens to wake, which on a busy machine is
+// later. b.mu is held.
+func (b *Backend) retire(now time.Duration) {
+	n := 0
 	for b.running.Len() > 0 {
 		j := b.running.Min()
 		wk := j.Data.(*work)
-		if wk.end.After(now) {
-			return
+		if wk.end > now {
+			break
 		}
 		b.running.Pop()
 		if j.State() != Running {
 			continue // cancelled: its worker was freed already
 		}
-		next := b.pool.Finish(wk.end, j)
+		b.pool.Finish(wk.end, j)
 		switch j.State() {
 		case Done:
 			wk.route.stats.Served++
 		case Killed:
 			wk.route.stats.Killed++
 		}
-		b.handOn(next)
+		n++
+	}
+	b.pool.Wake(now)
+	if n > 0 {
+		b.freedWorker()
+	}
+	b.armWake()
+}
+
+// armWake makes sure retire runs when the next booting worker is ready,
+// since no request's handler may wake then. b.mu is held.
+func (b *Backend) armWake() {
+	at, ok := b.pool.NextWake()
+	if !ok || b.wake != nil && b.wakeAt <= at {
+		return
+	}
+	if b.wake != nil {
+		b.wake.Stop()
+	}
+	b.wakeAt = at
+	b.wake = time.AfterFunc(time.Until(b.wallAt(at)), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.wake = nil
+		select {
+		case <-b.quit:
+			return
+		default:
+		}
+		b.retire(max(b.now(), at))
+		b.freedWorker()
+	})
+}
+
+// freedWorker wakes a gate waiting for a free worker. b.mu is held.
+func (b *Backend) freedWorker() {
+	select {
+	case b.freed <- struct{}{}:
+	default:
 	}
 }
 
-// handOn starts next, which a worker just took from the backlog. b.mu is
-// held.
-func (b *Backend) handOn(next *Job) {
-	if next != nil {
-		b.start(next)
-	}
-}
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// Stats returns the pool's counters now, in model time.
+// Stats returns the pool's counters now, in model time. When Serve leaves
+// the backlog to the kernel, Queued is the kernel's accept queue and
+// QueueMax the longest Stats and Snapshot have seen it.
 func (b *Backend) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.retire(now)
-	return b.pool.Stats(now)
+	return b.withKernel(b.pool.Stats(now))
+}
+
+// withKernel adds the kernel's accept queue to s; b.mu is held.
+func (b *Backend) withKernel(s Stats) Stats {
+	if b.kernelQueue == nil {
+		return s
+	}
+	if n, ok := b.kernelQueue(); ok {
+		b.kernelMax = max(b.kernelMax, n)
+		s.Queued += n
+	}
+	s.QueueMax = max(s.QueueMax, b.kernelMax)
+	return s
 }
 
 // Snapshot returns the pool's and every route's counters now, routes in the
@@ -452,7 +539,7 @@ func (b *Backend) Snapshot() Snapshot {
 	b.mu.Lock()
 	now := b.now()
 	b.retire(now)
-	s := Snapshot{Stats: b.pool.Stats(now), Elapsed: now.Sub(b.modelBase)}
+	s := Snapshot{Stats: b.withKernel(b.pool.Stats(now)), Elapsed: now}
 	s.Routes = make([]RouteStats, len(b.routes))
 	for i := range b.routes {
 		s.Routes[i] = b.routes[i].stats
@@ -479,12 +566,33 @@ func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(body, '\n'))
 }
 
+// unclaim gives back the worker the gate accepted cc for, when a request
+// that needs none comes on it.
+func (b *Backend) unclaim(cc *claimedConn) {
+	if cc == nil {
+		return
+	}
+	b.mu.Lock()
+	if !cc.used {
+		b.useClaim(cc)
+		b.freedWorker()
+	}
+	b.mu.Unlock()
+}
+
 // Close drops the connection of every request in flight or waiting, and of
 // every later one, so that handler goroutines end at once rather than when
 // their work would. The pool's counters stay as they were. Close is
 // idempotent and safe to call concurrently with ServeHTTP.
 func (b *Backend) Close() {
-	b.closeOnce.Do(func() { close(b.quit) })
+	b.closeOnce.Do(func() {
+		close(b.quit)
+		b.mu.Lock()
+		if b.wake != nil {
+			b.wake.Stop()
+		}
+		b.mu.Unlock()
+	})
 }
 
 // Server limits for Serve. Every connection carries one request (the
@@ -500,6 +608,12 @@ const (
 // it returns the error if the server stops for another reason. Errors the
 // server logs (bad requests, handler panics) go to errorLog; nil discards
 // them.
+//
+// Unless Options.KeepAlive, Serve gates ln (see Gate) and, for a TCP
+// listener, sets its listen(2) backlog to the pool's (see SetBacklog): the
+// kernel then holds the backlog, and drops or refuses what overflows it, as
+// it does in front of gunicorn. With KeepAlive every connection is
+// accepted and the pool's backlog is emulated behind it.
 func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer) error {
 	if errorLog == nil {
 		errorLog = io.Discard
@@ -509,6 +623,18 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 		ReadHeaderTimeout: readHeaderTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(errorLog, "fake backend: ", 0),
+	}
+	if !b.keepAlive {
+		if err := SetBacklog(ln, b.Backlog()); err != nil {
+			return fmt.Errorf("fake backend: %w", err)
+		}
+		q := acceptQueue(ln)
+		b.mu.Lock()
+		b.kernelQueue = q
+		b.mu.Unlock()
+		ln = b.Gate(ln)
+		srv.ConnContext = b.ConnContext
+		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -524,7 +650,9 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+	// The gate's Accept may fail with net.ErrClosed, Close having come
+	// first, before Shutdown marks the server closed.
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil

@@ -113,7 +113,7 @@ func TestBackendQueue(t *testing.T) {
 			}
 		}
 		s := b.Snapshot()
-		want := Stats{Workers: 8, Backlog: DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
+		want := Stats{Workers: 8, Threads: 1, Backlog: DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
 		if s.Stats != want {
 			t.Errorf("Stats = %+v, want %+v", s.Stats, want)
 		}
@@ -125,31 +125,59 @@ func TestBackendQueue(t *testing.T) {
 
 func TestBackendBacklogFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 1}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
-		calls := []*call{serve(t, b, "/a"), serve(t, b, "/b"), serve(t, b, "/c"), serve(t, b, "/d")}
-		// The fourth finds both workers busy and the backlog full: its
-		// connection is dropped at once.
-		if !calls[3].ended() || !calls[3].aborted || calls[3].took() != 0 {
-			t.Errorf("step 1: 4th request: ended %v aborted %v, want dropped at once", calls[3].ended(), calls[3].aborted)
+		// listen(2) backlog 1: the accept queue holds 2.
+		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		calls := []*call{serve(t, b, "/a"), serve(t, b, "/b"), serve(t, b, "/c"), serve(t, b, "/d"), serve(t, b, "/e")}
+		// The fifth finds both workers busy and the backlog full: its
+		// connection is refused at once.
+		if !calls[4].ended() || !calls[4].aborted || calls[4].took() != 0 {
+			t.Errorf("step 1: 5th request: ended %v aborted %v, want dropped at once", calls[4].ended(), calls[4].aborted)
 		}
-		if calls[3].rec.Body.Len() != 0 {
-			t.Errorf("step 1: 4th request wrote %q, want nothing", calls[3].rec.Body)
+		if calls[4].rec.Body.Len() != 0 {
+			t.Errorf("step 1: 5th request wrote %q, want nothing", calls[4].rec.Body)
 		}
-		for i, want := range []time.Duration{time.Second, time.Second, 2 * time.Second} {
+		for i, want := range []time.Duration{time.Second, time.Second, 2 * time.Second, 2 * time.Second} {
 			if got := calls[i].took(); got != want || calls[i].aborted {
 				t.Errorf("step %d: request %d took %v aborted %v, want %v and a response", i+2, i, got, calls[i].aborted, want)
 			}
 		}
 		s := b.Snapshot()
-		if s.Refused != 1 || s.Served != 3 || s.Routes[0].Refused != 1 || s.Routes[0].Arrived != 4 {
-			t.Errorf("stats: refused %d served %d, route %+v; want 1, 3, 4 arrived 1 refused", s.Refused, s.Served, s.Routes[0])
+		if s.Refused != 1 || s.Served != 4 || s.Routes[0].Refused != 1 || s.Routes[0].Arrived != 5 {
+			t.Errorf("stats: refused %d served %d, route %+v; want 1, 4, 5 arrived 1 refused", s.Refused, s.Served, s.Routes[0])
+		}
+	})
+}
+
+// TestBackendBacklogDrop checks the kernel's default on a full backlog, as
+// a handler behind no gate emulates it: the connection waits on the SYN
+// schedule, in model time, until it fits.
+func TestBackendBacklogDrop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: Constant{2500 * time.Millisecond}}}})
+		a, c := serve(t, b, "/a"), serve(t, b, "/c")
+		time.Sleep(time.Millisecond) // d's SYNs go a model 2ms after c's
+		d := serve(t, b, "/d")
+		// Model time: a runs 0–2.5s. c and d are dropped at 0 and sent
+		// again at 1s (dropped again) and at 3s: c fits and runs 3–5.5s, d
+		// is dropped a third time, and at 7s fits and runs 7–9.5s.
+		for i, x := range []struct {
+			c    *call
+			took time.Duration
+		}{{a, 2500 * time.Millisecond}, {c, 5500 * time.Millisecond}, {d, 9500 * time.Millisecond}} {
+			if got := x.c.took(); got != b.wall(x.took) || x.c.aborted || x.c.rec.Code != http.StatusOK {
+				t.Errorf("step %d: request took %v aborted %v status %d, want %v (model %v) and 200", i, got, x.c.aborted, x.c.rec.Code, b.wall(x.took), x.took)
+			}
+		}
+		s := b.Stats()
+		if s.SYNDrops != 5 || s.Served != 3 || s.Refused != 0 {
+			t.Errorf("stats %+v: want 5 SYNs dropped, 3 served, none refused", s)
 		}
 	})
 }
 
 func TestBackendNoBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
 		a, c := serve(t, b, "/"), serve(t, b, "/")
 		if !c.aborted || !c.ended() {
 			t.Errorf("step 1: second request with no backlog: aborted %v, want dropped", c.aborted)
@@ -169,21 +197,22 @@ func TestBackendTimeout(t *testing.T) {
 				{Name: "home", Path: "/", Service: Constant{time.Second}},
 			},
 		})
+		kill := tickAfter(b.pool, 120*time.Second)
 		slow := serve(t, b, "/stock/balance")
 		fast := serve(t, b, "/home")
-		if got := slow.took(); got != 120*time.Second || !slow.aborted {
-			t.Errorf("step 1: slow request ended after %v aborted %v, want killed at 2m", got, slow.aborted)
+		if got := slow.took(); got != kill || !slow.aborted {
+			t.Errorf("step 1: slow request ended after %v aborted %v, want killed at the tick after 2m, %v", got, slow.aborted, kill)
 		}
 		if slow.rec.Body.Len() != 0 || slow.rec.Header().Get(HeaderService) != "" {
 			t.Errorf("step 1: killed request wrote headers %v body %q, want nothing", slow.rec.Header(), slow.rec.Body)
 		}
 		// The worker is replaced and takes the queued request.
-		if got := fast.took(); got != 121*time.Second || fast.aborted {
-			t.Errorf("step 2: queued request ended after %v aborted %v, want served at 2m1s", got, fast.aborted)
+		if got := fast.took(); got != kill+time.Second || fast.aborted {
+			t.Errorf("step 2: queued request ended after %v aborted %v, want served at %v", got, fast.aborted, kill+time.Second)
 		}
 		s := b.Snapshot()
-		if s.Killed != 1 || s.Served != 1 || s.BusyTime != 121*time.Second {
-			t.Errorf("stats: killed %d served %d busy %v, want 1, 1, 2m1s", s.Killed, s.Served, s.BusyTime)
+		if s.Killed != 1 || s.Served != 1 || s.BusyTime != kill+time.Second {
+			t.Errorf("stats: killed %d served %d busy %v, want 1, 1, %v", s.Killed, s.Served, s.BusyTime, kill+time.Second)
 		}
 		for _, r := range s.Routes {
 			if r.Name == "stock" && r.Killed != 1 || r.Name == "home" && r.Served != 1 {
@@ -310,13 +339,14 @@ func TestBackendTimeScale(t *testing.T) {
 		if got := a.took(); got != 1200*time.Millisecond || a.rec.Header().Get(HeaderService) != "2m" {
 			t.Errorf("step 1: 2m of work at scale 0.01 took %v (service header %q), want 1.2s and 2m", got, a.rec.Header().Get(HeaderService))
 		}
-		if got := k.took(); got != 2400*time.Millisecond || !k.aborted {
-			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed after 1.2s more", got, k.aborted)
+		kill := tickAfter(b.pool, 4*time.Minute)
+		if got := k.took(); got != b.wall(kill) || !k.aborted {
+			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed on the tick after 4m, %v (wall %v)", got, k.aborted, kill, b.wall(kill))
 		}
 		// The pool keeps model time.
 		s := b.Snapshot()
-		if s.BusyTime != 4*time.Minute || s.Elapsed != 4*time.Minute {
-			t.Errorf("busy time %v elapsed %v, want 4m and 4m of model time", s.BusyTime, s.Elapsed)
+		if s.BusyTime != kill || (s.Elapsed-kill).Abs() > time.Microsecond {
+			t.Errorf("busy time %v elapsed %v, want %v of model time", s.BusyTime, s.Elapsed, kill)
 		}
 	})
 }
@@ -401,8 +431,8 @@ func TestBackendChurn(t *testing.T) {
 				if s.Busy != 0 || s.Queued != 0 {
 					t.Errorf("after all ended: busy %d queued %d, want 0 and 0", s.Busy, s.Queued)
 				}
-				if sum := s.Served + s.Killed + s.Refused + s.Cancelled; sum != s.Arrived || s.Arrived != 500 {
-					t.Errorf("served %d + killed %d + refused %d + cancelled %d = %d, want arrived %d = 500", s.Served, s.Killed, s.Refused, s.Cancelled, sum, s.Arrived)
+				if sum := s.Served + s.Killed + s.Refused + s.Cancelled + s.GaveUp; sum != s.Arrived || s.Arrived != 500 {
+					t.Errorf("served %d + killed %d + refused %d + cancelled %d + gave up %d = %d, want arrived %d = 500", s.Served, s.Killed, s.Refused, s.Cancelled, s.GaveUp, sum, s.Arrived)
 				}
 				if s.Killed == 0 || s.Abandoned == 0 || s.QueueMax == 0 {
 					t.Errorf("stats %+v: want some killed, abandoned and queued to exercise every path", s)
@@ -484,7 +514,7 @@ func TestBackendLoopback(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool:   Config{Workers: 1, Backlog: -1, OnClientAbort: Cancel},
+			Pool:   Config{Workers: 1, Backlog: -1, Overflow: Reset, OnClientAbort: Cancel},
 			Routes: []Route{{Path: "/", Service: Constant{time.Hour}}},
 		})
 		srv := httptest.NewServer(b)

@@ -39,7 +39,6 @@ func checkStats(t *testing.T, step string, got Stats, busy, queued int, served, 
 func TestRetireHandsWorkerOnAtModelEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Name: "two", Path: "/", Service: Constant{2 * time.Second}}}})
-		t0 := time.Now()
 		a := serve(t, b, "/a")
 		q := serve(t, b, "/b")
 		checkStats(t, "step 1: at 0", b.Stats(), 1, 1, 0, 0, 0)
@@ -56,11 +55,11 @@ func TestRetireHandsWorkerOnAtModelEnd(t *testing.T) {
 			t.Fatalf("step 3: %d running jobs in a heap of %d, want b's job alone", len(running), entries)
 		}
 		j := running[0]
-		if got := j.Started.Sub(t0); got != 2*time.Second {
+		if got := j.StartedAt(); got != 2*time.Second {
 			t.Errorf("step 3: queued job Started at %v, want 2s (a's end in model time)", got)
 		}
-		if got, _ := b.pool.End(j); got.Sub(t0) != 4*time.Second {
-			t.Errorf("step 3: queued job ends at %v, want 4s", got.Sub(t0))
+		if got, _ := b.pool.End(j); got != 4*time.Second {
+			t.Errorf("step 3: queued job ends at %v, want 4s", got)
 		}
 
 		if got := a.took(); got != 2*time.Second || a.aborted || a.rec.Code != http.StatusOK {
@@ -100,10 +99,7 @@ func ghost(t *testing.T, b *Backend, path string) *Job {
 	now := b.now()
 	b.retire(now)
 	rt.stats.Arrived++
-	switch b.pool.Arrive(now, j) {
-	case Running:
-		b.start(j)
-	case Refused:
+	if b.pool.Arrive(now, j) == Refused { // a start went to b.start
 		rt.stats.Refused++
 	}
 	return j
@@ -142,7 +138,7 @@ func TestRetireWithoutHandlerWaking(t *testing.T) {
 
 				end := 2 * time.Second
 				if c.killed {
-					end = c.timeout
+					end = tickAfter(b.pool, c.timeout)
 				}
 				wantState := Done
 				if c.killed {
@@ -227,31 +223,31 @@ func TestRetireKilledAtTimeout(t *testing.T) {
 						{Name: "fast", Path: "/", Service: Constant{time.Second}},
 					},
 				})
-				t0 := time.Now()
 				slow := serve(t, b, "/slow")
 				fast := serve(t, b, "/")
+				kill := tickAfter(b.pool, 3*time.Second) // the arbiter's tick
 
-				time.Sleep(3 * time.Second)
-				checkStats(t, "step 1: at 3s", b.Stats(), 1, 0, 0, 1, 0)
+				time.Sleep(kill)
+				checkStats(t, "step 1: at the kill", b.Stats(), 1, 0, 0, 1, 0)
 				time.Sleep(time.Nanosecond)
-				checkStats(t, "step 2: at 3s+1ns", b.Stats(), 1, 0, 0, 1, 0)
-				if running, _ := runningJobs(b); len(running) != 1 || running[0].Started.Sub(t0) != 3*time.Second {
-					t.Errorf("step 2: running %v, want the fast job alone, started at 3s", running)
+				checkStats(t, "step 2: just after", b.Stats(), 1, 0, 0, 1, 0)
+				if running, _ := runningJobs(b); len(running) != 1 || running[0].StartedAt() != kill {
+					t.Errorf("step 2: running %v, want the fast job alone, started at %v", running, kill)
 				}
 
-				if got := slow.took(); got != 3*time.Second || !slow.aborted {
-					t.Errorf("step 3: slow request ended after %v aborted %v, want its connection dropped at 3s", got, slow.aborted)
+				if got := slow.took(); got != kill || !slow.aborted {
+					t.Errorf("step 3: slow request ended after %v aborted %v, want its connection dropped at %v", got, slow.aborted, kill)
 				}
 				if slow.rec.Body.Len() != 0 || len(slow.rec.Header()) != 0 {
 					t.Errorf("step 3: killed request wrote headers %v body %q, want nothing", slow.rec.Header(), slow.rec.Body)
 				}
-				if got := fast.took(); got != 4*time.Second || fast.aborted || fast.rec.Code != http.StatusOK {
-					t.Errorf("step 4: queued request took %v aborted %v status %d, want 4s and 200", got, fast.aborted, fast.rec.Code)
+				if got := fast.took(); got != kill+time.Second || fast.aborted || fast.rec.Code != http.StatusOK {
+					t.Errorf("step 4: queued request took %v aborted %v status %d, want %v and 200", got, fast.aborted, fast.rec.Code, kill+time.Second)
 				}
 				s := b.Snapshot()
-				checkStats(t, "step 5: at 4s", s.Stats, 0, 0, 1, 1, 0)
-				if s.BusyTime != 4*time.Second {
-					t.Errorf("step 5: busy time %v, want 4s (3s killed + 1s served)", s.BusyTime)
+				checkStats(t, "step 5: at the end", s.Stats, 0, 0, 1, 1, 0)
+				if s.BusyTime != kill+time.Second {
+					t.Errorf("step 5: busy time %v, want %v (killed + 1s served)", s.BusyTime, kill+time.Second)
 				}
 				for _, r := range s.Routes {
 					if r.Name == "slow" && (r.Killed != 1 || r.Served != 0) || r.Name == "fast" && (r.Served != 1 || r.Killed != 0) {
@@ -270,16 +266,17 @@ func TestRetireKilledClientLeftAfter(t *testing.T) {
 		b := mustNew(t, Options{Pool: Config{Workers: 1, Timeout: time.Second, OnClientAbort: Cancel},
 			Routes: []Route{{Path: "/", Service: Constant{time.Minute}}}})
 		a := serve(t, b, "/")
-		time.Sleep(time.Second)
+		kill := tickAfter(b.pool, time.Second)
+		time.Sleep(kill)
 		a.cancel()
 		synctest.Wait()
-		if got := a.took(); got != time.Second || !a.aborted {
-			t.Errorf("step 1: took %v aborted %v, want dropped at 1s", got, a.aborted)
+		if got := a.took(); got != kill || !a.aborted {
+			t.Errorf("step 1: took %v aborted %v, want dropped at %v", got, a.aborted, kill)
 		}
 		s := b.Stats()
 		checkStats(t, "step 2", s, 0, 0, 0, 1, 0)
-		if s.Abandoned != 0 || s.BusyTime != time.Second {
-			t.Errorf("step 2: abandoned %d busy time %v, want 0 and 1s", s.Abandoned, s.BusyTime)
+		if s.Abandoned != 0 || s.BusyTime != kill {
+			t.Errorf("step 2: abandoned %d busy time %v, want 0 and %v", s.Abandoned, s.BusyTime, kill)
 		}
 	})
 }
@@ -287,7 +284,6 @@ func TestRetireKilledClientLeftAfter(t *testing.T) {
 func TestRetireCancelledRunningJobNotFinishedTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{Pool: Config{Workers: 1, OnClientAbort: Cancel}, Routes: []Route{{Path: "/", Service: Constant{2 * time.Second}}}})
-		t0 := time.Now()
 		a := serve(t, b, "/a")
 		q1 := serve(t, b, "/q1")
 
@@ -299,7 +295,7 @@ func TestRetireCancelledRunningJobNotFinishedTwice(t *testing.T) {
 		}
 		checkStats(t, "step 1: at 500ms", b.Stats(), 1, 0, 0, 0, 1)
 		running, entries := runningJobs(b)
-		if len(running) != 1 || running[0].Started.Sub(t0) != 500*time.Millisecond {
+		if len(running) != 1 || running[0].StartedAt() != 500*time.Millisecond {
 			t.Errorf("step 1: running %v, want q1 alone, started at 500ms", running)
 		}
 		if entries != 2 {
@@ -400,7 +396,7 @@ func (r *churnReplay) finishBy(now time.Duration) {
 			if j.State() != Running {
 				continue
 			}
-			if end, _ := r.pool.EndAt(j); end <= now && (k < 0 || end < first) {
+			if end, _ := r.pool.End(j); end <= now && (k < 0 || end < first) {
 				k, first = i, end
 			}
 		}
@@ -409,9 +405,7 @@ func (r *churnReplay) finishBy(now time.Duration) {
 		}
 		j := r.running[k]
 		r.running = append(r.running[:k], r.running[k+1:]...)
-		if next := r.pool.FinishAt(first, j); next != nil {
-			r.running = append(r.running, next)
-		}
+		r.pool.Finish(first, j)
 	}
 }
 
@@ -419,17 +413,13 @@ func (r *churnReplay) arrive(now time.Duration, route int, service time.Duration
 	r.finishBy(now)
 	j := &Job{Service: service}
 	r.reqs = append(r.reqs, &replayed{job: j, route: route, leftAt: -1})
-	if r.pool.ArriveAt(now, j) == Running {
-		r.running = append(r.running, j)
-	}
+	r.pool.Arrive(now, j)
 }
 
 func (r *churnReplay) leave(now time.Duration, i int) {
 	r.finishBy(now)
 	r.reqs[i].leftAt = now
-	if next := r.pool.AbandonAt(now, r.reqs[i].job); next != nil {
-		r.running = append(r.running, next)
-	}
+	r.pool.Abandon(now, r.reqs[i].job)
 }
 
 // TestRetireChurnMatchesPool runs 300 requests with random client
@@ -445,9 +435,10 @@ func TestRetireChurnMatchesPool(t *testing.T) {
 	for _, policy := range []AbortPolicy{Continue, Cancel} {
 		t.Run(policy.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := Config{Workers: 3, Backlog: 6, Timeout: 1500 * time.Millisecond, OnClientAbort: policy}
+				cfg := Config{Workers: 3, Backlog: 6, Overflow: Reset, Timeout: 1500 * time.Millisecond, OnClientAbort: policy}
 				b := mustNew(t, Options{Pool: cfg, Routes: routes, Seed: 11})
 				model := &churnReplay{pool: NewPool(cfg)}
+				model.pool.OnStart = func(j *Job) { model.running = append(model.running, j) }
 				rng := rand.New(rand.NewPCG(11, uint64(policy)))
 				t0 := time.Now()
 				var calls []*call
@@ -485,7 +476,8 @@ func TestRetireChurnMatchesPool(t *testing.T) {
 						took = j.StartedAt() + j.Service - j.ArrivedAt()
 					case Killed:
 						want[m.route].Killed++
-						took, aborted = j.StartedAt()+cfg.Timeout-j.ArrivedAt(), true
+						end, _ := model.pool.End(j)
+						took, aborted = end-j.ArrivedAt(), true
 					case Refused:
 						want[m.route].Refused++
 						aborted = true
@@ -507,7 +499,7 @@ func TestRetireChurnMatchesPool(t *testing.T) {
 				// Stats at the last end, which the pool accounts busy time to.
 				time.Sleep(last - time.Since(t0))
 				s := b.Snapshot()
-				if w := model.pool.StatsAt(last); s.Stats != w {
+				if w := model.pool.Stats(last); s.Stats != w {
 					t.Errorf("backend stats\n%+v\nwant the pool's\n%+v", s.Stats, w)
 				}
 				if s.Busy != 0 || s.Queued != 0 {
@@ -516,7 +508,7 @@ func TestRetireChurnMatchesPool(t *testing.T) {
 				if sum := s.Served + s.Killed + s.Refused + s.Cancelled; sum != s.Arrived || s.Arrived != 300 {
 					t.Errorf("served %d + killed %d + refused %d + cancelled %d = %d, want arrived %d = 300", s.Served, s.Killed, s.Refused, s.Cancelled, sum, s.Arrived)
 				}
-				if s.Killed == 0 || s.Refused == 0 || s.Abandoned == 0 || s.QueueMax != cfg.Backlog {
+				if s.Killed == 0 || s.Refused == 0 || s.Abandoned == 0 || s.QueueMax != cfg.Backlog+1 {
 					t.Errorf("stats %+v: want some killed, refused, abandoned and a full backlog, to exercise every path", s.Stats)
 				}
 				if policy == Continue && s.Cancelled != 0 || policy == Cancel && s.Cancelled == 0 {

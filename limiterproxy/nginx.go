@@ -207,6 +207,9 @@ func nginxConf(cfg Config, opts NginxOptions) (string, error) {
 	} else {
 		p(3, "proxy_read_timeout %s;", nginxDuration(time.Duration(float64(rt)*ts)))
 	}
+	if ct := opts.ConnectTimeout; ct > 0 {
+		p(3, "proxy_connect_timeout %s;", nginxDuration(time.Duration(float64(ct)*ts)))
+	}
 	p(2, "}")
 	p(1, "}")
 	p(0, "}")

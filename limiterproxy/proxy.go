@@ -28,14 +28,19 @@ const DefaultConnectTimeout = 60 * time.Second
 //     gunicorn's sync workers close every connection anyway); with or
 //     without it, a request is never silently sent twice;
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
-//     forever); a refused, reset or closed upstream connection answers 502;
+//     forever), nor a connection within opts.ConnectTimeout; a refused,
+//     reset or closed upstream connection answers 502;
 //   - a client gone before the response is answered nothing.
 //
 // The proxy logs nothing: its errors are in the statuses it answers.
 // Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
 // safe for concurrent use; its fields may be changed before first use.
 func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
-	dialer := &net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
+	connectTimeout := opts.ConnectTimeout
+	if connectTimeout <= 0 {
+		connectTimeout = DefaultConnectTimeout
+	}
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
 	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout)
 	if opts.KeepAlive {
 		transport = &http.Transport{

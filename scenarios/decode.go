@@ -47,9 +47,9 @@ const (
 // Keys each mapping of the file may hold.
 var (
 	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep"}
-	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes"}
+	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
-	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req"}
+	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
 	tenantKeys  = []string{"group", "count", "host", "addr", "load"}
@@ -431,6 +431,7 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		top.missing("backend", "{workers: 8, routes: [{name: page, path: /, service: 30ms}]}")
 	}
 	s.Proxy.ReadTimeout = DefaultReadTimeout
+	s.Proxy.ConnectTimeout = limiterproxy.DefaultConnectTimeout
 	if n := top.get("proxy"); n != nil {
 		d.proxy(n, &s.Proxy)
 	}
@@ -458,9 +459,11 @@ func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	const path = "backend"
 	f := d.mapping(n, path, "{workers: 8, routes: [...]}", backendKeys)
 	b.Workers, b.Backlog = DefaultWorkers, fakebackend.DefaultBacklog
+	b.Threads, b.Boot = 1, fakebackend.DefaultBoot
 	if f == nil {
 		return
 	}
+	d.gunicorn(f, path, b)
 	f.integer("workers", "8", 1, maxWorkers, &b.Workers)
 	if f.integer("backlog", "2048", 0, math.MaxInt32, &b.Backlog) && b.Backlog == 0 {
 		b.Backlog = -1 // fakebackend.Config: negative means none may wait
@@ -555,6 +558,23 @@ func isOff(n *yaml.Node) bool {
 	return n != nil && n.Kind == yaml.ScalarNode && (n.Value == "off" || n.Value == "false")
 }
 
+// gunicorn reads the backend's fields that model gunicorn beyond its
+// workers: threads, boot, max_requests and the kernel's backlog overflow.
+func (d *decoder) gunicorn(f *fields, path string, b *Backend) {
+	f.integer("threads", "4", 1, fakebackend.WorkerConnections, &b.Threads)
+	f.duration("boot", "300ms", &b.Boot)
+	f.integer("max_requests", "5000", 0, math.MaxInt32, &b.MaxRequests)
+	f.integer("max_requests_jitter", "500", 0, math.MaxInt32, &b.MaxRequestsJitter)
+	var over string
+	if f.str("backlog_overflow", "drop", &over) {
+		o, err := fakebackend.ParseOverflowPolicy(over)
+		if err != nil || over == "" {
+			d.fail(f.at("backlog_overflow"), join(path, "backlog_overflow"), err, "%q is not drop or reset (want e.g. drop, Linux's default tcp_abort_on_overflow=0)", over)
+		}
+		b.Overflow = o
+	}
+}
+
 func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 	const path = "proxy"
 	f := d.mapping(n, path, "{read_timeout: 120s, limit_conn: {key: $host, per_key: 4}}", proxyKeys)
@@ -562,6 +582,9 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 		return
 	}
 	f.duration("read_timeout", "120s", &p.ReadTimeout)
+	if f.duration("connect_timeout", "60s", &p.ConnectTimeout) && p.ConnectTimeout <= 0 {
+		d.fail(f.at("connect_timeout"), join(path, "connect_timeout"), nil, "%v: nginx cannot turn proxy_connect_timeout off (want e.g. 60s, its default)", p.ConnectTimeout)
+	}
 	for _, en := range d.list(f.get("limit_conn"), join(path, "limit_conn"), "{key: $host, per_key: 4}") {
 		if c, ok := d.connSpec(en.node, en.path); ok {
 			p.Limits.Conn = append(p.Limits.Conn, c)

@@ -112,6 +112,11 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("backlog", backlog),
 		kv("timeout", durNode(b.Timeout, "none")),
 		kv("on_client_abort", strNode(b.OnClientAbort.String())),
+		kv("threads", intNode(max(b.Threads, 1))),
+		kv("boot", durNode(b.Boot, "ready at once")),
+		kv("max_requests", intNode(b.MaxRequests)),
+		kv("max_requests_jitter", intNode(b.MaxRequestsJitter)),
+		kv("backlog_overflow", strNode(b.Overflow.String())),
 		kv("routes", seqNode(false, routes...)),
 	)
 
@@ -137,6 +142,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 	}
 	proxy := mapNode(false,
 		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
+		kv("connect_timeout", durNode(s.Proxy.ConnectTimeout, "none")),
 		kv("limit_conn", oneOrList(conn)),
 		kv("limit_req", oneOrList(req)),
 	)

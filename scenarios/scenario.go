@@ -10,8 +10,11 @@
 // YAML that loads to an equal Scenario.
 //
 // Defaults: time_scale auto (1 where nothing chooses), seed 1; backend workers 1 (gunicorn's default),
-// backlog 2048, timeout none, on_client_abort continue; proxy read_timeout
-// 60s (nginx's default; 0s for none), limit key $host, zone 10m, status 503;
+// backlog 2048, timeout none, on_client_abort continue, threads 1 (sync
+// workers), boot 260ms (gunicorn 20.1 measured), max_requests 0 (never),
+// max_requests_jitter 0, backlog_overflow drop (Linux's default); proxy
+// read_timeout 60s (0s for none) and connect_timeout 60s (nginx's defaults),
+// limit key $host, zone 10m, status 503;
 // tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
 // closed model's on_timeout retry; a load's routes default to the backend's
 // only route when it has one.
@@ -59,11 +62,19 @@ type Backend struct {
 	Timeout       time.Duration // worker timeout; 0 = none
 	OnClientAbort fakebackend.AbortPolicy
 	Routes        []Route
+
+	Threads           int                        // per worker; 1 is gunicorn's sync worker, more its gthread one
+	Boot              time.Duration              // a replacement worker is ready this long after one exits
+	MaxRequests       int                        // recycle a worker after this many requests; 0 = never
+	MaxRequestsJitter int                        // plus a draw from 0 to this, per worker
+	Overflow          fakebackend.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
 }
 
-// PoolConfig returns the backend's pool configuration.
+// PoolConfig returns the backend's pool configuration; its Seed is left
+// zero for the caller to set from the scenario's.
 func (b Backend) PoolConfig() fakebackend.Config {
-	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort}
+	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
+		Threads: b.Threads, Boot: b.Boot, MaxRequests: b.MaxRequests, MaxRequestsJitter: b.MaxRequestsJitter, Overflow: b.Overflow}
 }
 
 // Route is a path prefix with its service-time distribution.
@@ -75,8 +86,9 @@ type Route struct {
 
 // Proxy is the limiting proxy in front of the backend.
 type Proxy struct {
-	ReadTimeout time.Duration // nginx proxy_read_timeout; 0 = none
-	Limits      limiterproxy.Config
+	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
+	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
+	Limits         limiterproxy.Config
 }
 
 // TenantGroup is Count tenants that share a load description.

@@ -119,14 +119,16 @@ func TestStockBalance(t *testing.T) {
 		Seed:        1,
 		Backend: Backend{
 			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, OnClientAbort: fakebackend.Continue,
+			Threads: 1, Boot: fakebackend.DefaultBoot,
 			Routes: []Route{
 				{Name: "page", Path: "/app", Service: fakebackend.LogNormal{Median: 30 * time.Millisecond, P99: 200 * time.Millisecond}},
 				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: fakebackend.Uniform{Min: 2 * time.Minute, Max: 4 * time.Minute}},
 			},
 		},
 		Proxy: Proxy{
-			ReadTimeout: 120 * time.Second,
-			Limits:      limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
+			ReadTimeout:    120 * time.Second,
+			ConnectTimeout: 60 * time.Second,
+			Limits:         limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
 		},
 		Tenants: []TenantGroup{
 			{Group: "other-sites", Count: 249, Host: "site{i}.example.com", Addr: "127.0.0.1", Load: Load{
@@ -243,8 +245,8 @@ tenants:
 	}
 	want := &Scenario{
 		Name: "plain", Duration: 2 * time.Minute, TimeScale: 1, TimeScaleAuto: true, Seed: 1,
-		Backend: Backend{Workers: 1, Backlog: 2048, Routes: []Route{{Name: "p", Path: "/", Service: fakebackend.Constant{D: 5 * time.Millisecond}}}},
-		Proxy: Proxy{ReadTimeout: 60 * time.Second, Limits: limiterproxy.Config{
+		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: fakebackend.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: fakebackend.Constant{D: 5 * time.Millisecond}}}},
+		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limiterproxy.Config{
 			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
 			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
 		}},

@@ -6,13 +6,17 @@ import "time"
 type kind uint8
 
 const (
-	evArrival       kind = iota // an open-model tenant's next arrival; ref is the tenant
-	evSend                      // a closed-model user sends; ref is the user
-	evDelayEnd                  // a request's limit_req delay is over; ref is the request
-	evEnd                       // a request's job leaves its worker; ref is the request
-	evReadTimeout               // the proxy's read timeout of a request; ref is the request
-	evClientTimeout             // a request's client gives up; ref is the request
-	evSample                    // sample the backend and the busiest keys
+	evArrival        kind = iota // an open-model tenant's next arrival; ref is the tenant
+	evSend                       // a closed-model user sends; ref is the user
+	evDelayEnd                   // a request's limit_req delay is over; ref is the request
+	evEnd                        // a request's job leaves its worker; ref is the request
+	evReadTimeout                // the proxy's read timeout of a request; ref is the request
+	evClientTimeout              // a request's client gives up; ref is the request
+	evSample                     // sample the backend and the busiest keys
+	evSYN                        // a dropped connection attempt's SYN is sent again; ref is the request
+	evConnectFail                // a dropped connection attempt's kernel gives up (ETIMEDOUT); ref is the request
+	evConnectTimeout             // the proxy's connect timeout of a request; ref is the request
+	evWake                       // a booting worker is ready
 )
 
 // event is one thing due at a model time. Request events carry the

@@ -86,6 +86,8 @@ type Stats struct {
 	Waited      uint64                      // requests that waited in the backend's backlog
 	Started     uint64                      // jobs a worker took
 	WaitTime    time.Duration               // total backlog wait of the jobs a worker took
+	SYNDrops    uint64                      // connection attempts the full backlog dropped, retransmissions included
+	KillGuessed uint64                      // results whose Work guessed the kill of a job not yet started (see engine.work)
 	End         time.Duration               // model time of the last event
 	Backend     fakebackend.Stats           // the pool's counters at End
 	Interrupted bool                        // ctx ended the run early
@@ -136,7 +138,8 @@ type request struct {
 	inUse    bool          // allocated
 	intended time.Duration // when the client meant to send it
 	client   time.Duration // the client's deadline; never when none
-	read     time.Duration // the proxy's read deadline; never until sent upstream
+	read     time.Duration // the proxy's read deadline; never until connected upstream
+	connect  time.Duration // the proxy's connect deadline; never when none or connected
 	ev       uint64        // seq of the one pending event that is not stale; 0 none
 	next     *request      // free list
 	id       int32         // the request's place in the engine's chunks
@@ -155,10 +158,14 @@ type engine struct {
 	hasReq   bool
 	hasConn  bool
 	readTO   time.Duration
-	workerTO time.Duration // the backend's worker timeout; 0 none
-	cancel   bool          // on_client_abort: cancel
-	maxOpen  int           // 0: no cap
-	open     int           // open-model requests without a result
+	connTO   time.Duration      // the proxy's connect timeout; 0 none
+	workerTO time.Duration      // the backend's worker timeout; 0 none
+	killable bool               // the worker timeout kills (sync workers)
+	starts   []*fakebackend.Job // jobs the pool started during the current call
+	wakeAt   time.Duration      // the pending evWake; never when none
+	cancel   bool               // on_client_abort: cancel
+	maxOpen  int                // 0: no cap
+	open     int                // open-model requests without a result
 	horizon  time.Duration
 	every    time.Duration
 	busiest  int
@@ -218,16 +225,20 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		sc:      sc,
 		sink:    sink,
 		policy:  policy,
-		pool:    fakebackend.NewPool(sc.Backend.PoolConfig()),
+		pool:    fakebackend.NewPool(poolConfig(sc)),
 		hasReq:  len(policy.Req) > 0,
 		hasConn: len(policy.Conn) > 0,
 		readTO:  sc.Proxy.ReadTimeout,
+		connTO:  sc.Proxy.ConnectTimeout,
+		wakeAt:  never,
 		every:   opts.SampleEvery,
 		busiest: opts.BusiestKeys,
 		seq:     1,
 	}
 	e.workerTO = e.pool.Config().Timeout
+	_, e.killable = e.pool.KillTick(0)
 	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
+	e.pool.OnStart = func(j *fakebackend.Job) { e.starts = append(e.starts, j) }
 	if e.sink == nil {
 		e.sink = loadgen.SinkFunc(func(*loadgen.Result) {})
 	}
@@ -321,6 +332,14 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	return e, nil
 }
 
+// poolConfig returns the backend pool's configuration for sc, seeded by the
+// scenario's seed.
+func poolConfig(sc *scenarios.Scenario) fakebackend.Config {
+	cfg := sc.Backend.PoolConfig()
+	cfg.Seed = sc.Seed
+	return cfg
+}
+
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send: Host the tenant's host,
 // the connection from its address, no headers.
@@ -401,7 +420,7 @@ func (e *engine) run(ctx context.Context) error {
 	for n := 1; ; n++ {
 		if n%checkEvery == 0 && ctx.Err() != nil {
 			e.stats.Interrupted = true
-			e.stats.Backend = e.pool.StatsAt(e.stats.End)
+			e.stats.Backend = e.pool.Stats(e.stats.End)
 			return ctx.Err()
 		}
 		// The next event is the earlier of the two heaps' tops; both
@@ -437,6 +456,11 @@ func (e *engine) run(ctx context.Context) error {
 		case evSend:
 			u := &e.users[ev.ref]
 			e.send(u.t, ev.ref, ev.at)
+		case evWake:
+			e.wakeAt = never
+			e.pool.Wake(ev.at)
+			e.flushStarts()
+			e.armWake()
 		case evSample:
 			e.sample(ev.at)
 			if next := ev.at + e.every; e.pending() > 0 && next <= e.horizon {
@@ -453,17 +477,21 @@ func (e *engine) run(ctx context.Context) error {
 				e.connStage(r, ev.at)
 			case evEnd:
 				e.end(r, ev.at)
-			case evReadTimeout:
+			case evReadTimeout, evConnectTimeout:
 				e.timeout(r, ev.at, loadgen.GatewayTimeout, http.StatusGatewayTimeout)
 			case evClientTimeout:
 				e.timeout(r, ev.at, loadgen.ClientTimeout, 0)
+			case evSYN:
+				e.connect(r, ev.at)
+			case evConnectFail:
+				e.timeout(r, ev.at, loadgen.BackendError, http.StatusBadGateway)
 			}
 		}
 	}
 	if e.pending() > 0 {
 		e.cutOff(e.horizon)
 	}
-	e.stats.Backend = e.pool.StatsAt(e.stats.End)
+	e.stats.Backend = e.pool.Stats(e.stats.End)
 	return nil
 }
 
@@ -535,7 +563,7 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 	r := e.alloc()
 	r.t, r.user, r.route, r.intended = t, u, int16(route), now
 	r.job = fakebackend.Job{Service: service, Data: r}
-	r.client, r.read = never, never
+	r.client, r.read, r.connect = never, never, never
 	if t.timeout > 0 {
 		r.client = now + t.timeout
 	}
@@ -566,29 +594,68 @@ func (e *engine) connStage(r *request, now time.Duration) {
 		}
 		r.slots = slots
 	}
+	if e.connTO > 0 {
+		r.connect = now + e.connTO
+	}
+	e.connect(r, now)
+}
+
+// connect sends r's connection attempt to the backend at now: its first SYN
+// or, after the full backlog dropped one, the next on the kernel's
+// schedule. The proxy's connect timeout runs from the first; once the
+// backend's backlog holds the connection, its read timeout runs instead.
+func (e *engine) connect(r *request, now time.Duration) {
 	if e.readTO > 0 {
 		r.read = now + e.readTO
 	}
-	switch e.pool.ArriveAt(now, &r.job) {
+	switch e.pool.Arrive(now, &r.job) {
 	case fakebackend.Refused:
+		r.read = never
 		e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
 		e.release(r)
+	case fakebackend.Dropped:
+		r.read = never
+		e.stats.SYNDrops++
+		if at, again := r.job.NextSYN(); again {
+			e.schedule(r, at, evSYN)
+		} else {
+			e.schedule(r, at, evConnectFail)
+		}
 	case fakebackend.Running:
-		e.stats.Started++
-		end, _ := e.pool.EndAt(&r.job)
-		e.schedule(r, end, evEnd)
+		r.connect = never
 	case fakebackend.Queued:
+		r.connect = never
 		e.stats.Waited++
 		e.schedule(r, never, evEnd)
 	}
+	e.flushStarts()
 }
 
-// started handles a queued job a worker has just taken.
+// flushStarts handles the jobs the pool started during the last call, in
+// the order it started them.
+func (e *engine) flushStarts() {
+	for i, j := range e.starts {
+		e.starts[i] = nil
+		e.started(j)
+	}
+	e.starts = e.starts[:0]
+}
+
+// armWake schedules an evWake for the pool's next booting worker, unless
+// one is scheduled by then.
+func (e *engine) armWake() {
+	if at, ok := e.pool.NextWake(); ok && at < e.wakeAt {
+		e.wakeAt = at
+		e.push(at, evWake, 0)
+	}
+}
+
+// started handles a job a worker has just taken.
 func (e *engine) started(j *fakebackend.Job) {
 	r := j.Data.(*request)
 	e.stats.Started++
 	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
-	end, _ := e.pool.EndAt(j)
+	end, _ := e.pool.End(j)
 	e.schedule(r, end, evEnd)
 }
 
@@ -603,6 +670,9 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 		if r.client < t {
 			t, k = r.client, evClientTimeout
 		}
+		if r.connect < t {
+			t, k = r.connect, evConnectTimeout
+		}
 	}
 	if t == never {
 		r.ev = 0
@@ -613,7 +683,7 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 
 // end handles r's job leaving its worker at now.
 func (e *engine) end(r *request, now time.Duration) {
-	next := e.pool.FinishAt(now, &r.job)
+	e.pool.Finish(now, &r.job)
 	if !r.done {
 		if r.job.State() == fakebackend.Killed {
 			e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
@@ -622,26 +692,27 @@ func (e *engine) end(r *request, now time.Duration) {
 		}
 	}
 	e.release(r)
-	if next != nil {
-		e.started(next)
-	}
+	e.flushStarts()
+	e.armWake()
 }
 
 // timeout ends r at now with outcome o: the proxy or the client gave up.
 // The job, if the backend has it, is abandoned; under Continue it goes on.
 func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, status int) {
 	e.finish(r, now, o, status)
-	s := r.job.State()
-	if s == fakebackend.Queued || s == fakebackend.Running {
-		if next := e.pool.AbandonAt(now, &r.job); next != nil {
-			e.started(next)
-		}
+	switch r.job.State() {
+	case fakebackend.Queued, fakebackend.Running:
+		e.pool.Abandon(now, &r.job)
+		e.flushStarts()
 		if r.job.State() == fakebackend.Running {
-			end, _ := e.pool.EndAt(&r.job)
+			end, _ := e.pool.End(&r.job)
 			e.schedule(r, end, evEnd)
 		}
+	case fakebackend.Dropped:
+		e.pool.Abandon(now, &r.job) // its connection attempt ends
 	}
 	e.release(r)
+	e.armWake()
 }
 
 // finish ends r's request at now: its slots are released, its result goes to
@@ -677,6 +748,12 @@ func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status
 // them in its busy time, although the result is recorded now. Under Cancel
 // the pool frees the worker right after this, so a running job counts the
 // time it ran and a queued one none.
+//
+// A queued job that the worker timeout may kill is the exception: the
+// arbiter's tick that kills it depends on when it starts, which is not
+// known yet, so its Work is the mean of the kill's window, Timeout +
+// ArbiterTick/2 (or its service time if shorter), counted in
+// Stats.KillGuessed.
 func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
 	switch j.State() {
 	case fakebackend.Done, fakebackend.Killed:
@@ -685,15 +762,18 @@ func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
 		if e.cancel {
 			return now - j.StartedAt()
 		}
+		end, _ := e.pool.End(j)
+		return end - j.StartedAt()
 	case fakebackend.Queued:
 		if e.cancel {
 			return 0
 		}
 	default:
-		return 0 // pending (rejected or delayed), refused or cancelled
+		return 0 // pending (rejected or delayed), refused, dropped or cancelled
 	}
-	if e.workerTO > 0 && j.Service > e.workerTO {
-		return e.workerTO // killed when its time is up
+	if e.killable && j.Service > e.workerTO {
+		e.stats.KillGuessed++
+		return min(j.Service, e.workerTO+fakebackend.ArbiterTick/2)
 	}
 	return j.Service
 }

@@ -123,11 +123,23 @@ func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
 	}
 }
 
+// killAt returns when sc's worker timeout kills a job that started at start
+// on a sync worker: on the arbiter's first tick past the timeout.
+func killAt(t *testing.T, sc *scenarios.Scenario, start time.Duration) time.Duration {
+	t.Helper()
+	k, ok := fakebackend.NewPool(poolConfig(sc)).KillTick(start)
+	if !ok {
+		t.Fatalf("%s: the worker timeout kills nothing", sc.Name)
+	}
+	return k
+}
+
 func TestOutcomes(t *testing.T) {
 	sec := time.Second
 	closed := func(users int, timeout time.Duration) scenarios.Load {
 		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
 	}
+	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{})
 	for _, tc := range []struct {
 		name    string
 		sc      *scenarios.Scenario
@@ -153,16 +165,31 @@ func TestOutcomes(t *testing.T) {
 		},
 		{
 			name: "worker killed",
-			sc:   one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{}),
-			want: []want{{loadgen.BackendError, 502, 2 * sec}},
+			sc:   killed,
+			want: []want{{loadgen.BackendError, 502, killAt(t, killed, 0)}},
 		},
 		{
-			name: "backlog full",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}),
+			// listen(2) backlog 1 holds 2; the fourth is refused at once.
+			name: "backlog full, reset",
+			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limiterproxy.Config{}),
 			want: []want{
 				{loadgen.BackendError, 502, 0},
 				{loadgen.OK, 200, 1 * sec},
 				{loadgen.OK, 200, 2 * sec},
+				{loadgen.OK, 200, 3 * sec},
+			},
+		},
+		{
+			// The fourth's SYN is dropped at 0 and sent again at 1 s, when
+			// the first has left and the backlog has room: it is served
+			// last, late.
+			name: "backlog full, drop",
+			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}),
+			want: []want{
+				{loadgen.OK, 200, 1 * sec},
+				{loadgen.OK, 200, 2 * sec},
+				{loadgen.OK, 200, 3 * sec},
+				{loadgen.OK, 200, 4 * sec},
 			},
 		},
 		{
@@ -464,11 +491,11 @@ func (g *groupStats) p(q float64) time.Duration {
 
 func TestStockBalance(t *testing.T) {
 	// As the file has it, the worker timeout and the proxy's read timeout
-	// (120 s) are shorter than the report (2-4 min): the 4 admitted reports
-	// are killed at 120 s (502; the worker's kill and the proxy's timeout
-	// fall on the same instant, and the kill is seen first). With both
-	// timeouts at 5 min the 4 reports are served. Either way the limit
-	// keeps 4 workers for the other sites.
+	// (120 s) are shorter than the report (2-4 min): the proxy gives up on
+	// the 4 admitted reports at 120 s (504), before gunicorn's arbiter
+	// kills their workers on its next tick, up to a second later. With
+	// both timeouts at 5 min the 4 reports are served. Either way the
+	// limit keeps 4 workers for the other sites.
 	for _, tc := range []struct {
 		timeout time.Duration
 		xOK     int
@@ -487,8 +514,8 @@ func TestStockBalance(t *testing.T) {
 		x, other := g["user-x"], g["other-sites"]
 		t.Logf("limit 4, timeouts %v: user-x %v, latencies %v; other-sites %v, p50 %v p99 %v; %d events",
 			sc.Backend.Timeout, x.n, x.lat, other.n, other.p(0.5), other.p(0.99), st.Events)
-		if x.n[loadgen.OK] != tc.xOK || x.n[loadgen.BackendError] != tc.xErr || x.n[loadgen.Rejected] != 4 {
-			t.Errorf("timeouts %v: user-x %v; want %d ok, %d backend errors, 4 rejected", sc.Backend.Timeout, x.n, tc.xOK, tc.xErr)
+		if x.n[loadgen.OK] != tc.xOK || x.n[loadgen.GatewayTimeout] != tc.xErr || x.n[loadgen.Rejected] != 4 {
+			t.Errorf("timeouts %v: user-x %v; want %d ok, %d gateway timeouts, 4 rejected", sc.Backend.Timeout, x.n, tc.xOK, tc.xErr)
 		}
 		total := 0
 		for _, n := range other.n {
@@ -524,10 +551,15 @@ func TestStockBalance(t *testing.T) {
 	if x.n[loadgen.Rejected] != 0 {
 		t.Errorf("no limit: user-x %v; want none rejected", x.n)
 	}
-	// The backlog (2048) fills within a minute: later pages are refused
-	// (502) and those that got in waited minutes.
-	if failed := len(c.results) - len(x.lat) - len(other.lat); failed < 1000 || other.p(0.99) < 10*time.Second {
-		t.Errorf("no limit: other-sites %v, p99 %v; want over 1000 failed and p99 over 10s", other.n, other.p(0.99))
+	// The backlog (2048) fills within a minute: later pages' SYNs are
+	// dropped and retried, those that got in waited minutes, and many
+	// browsers gave up first ("Request Timed Out"); no page is refused
+	// (502) at once.
+	if failed := len(c.results) - len(x.lat) - len(other.lat); failed < 500 || other.p(0.99) < 10*time.Second {
+		t.Errorf("no limit: other-sites %v, p99 %v; want over 500 failed and p99 over 10s", other.n, other.p(0.99))
+	}
+	if other.n[loadgen.BackendError] != 0 {
+		t.Errorf("no limit: other-sites %v; want no 502", other.n)
 	}
 }
 
@@ -582,6 +614,8 @@ func TestWork(t *testing.T) {
 		return sc
 	}
 	cancel := scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}
+	goesOnKilled := one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limiterproxy.Config{})
+	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{})
 	for _, tc := range []struct {
 		name string
 		sc   *scenarios.Scenario
@@ -590,10 +624,10 @@ func TestWork(t *testing.T) {
 		{"ok", one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{2 * sec}},
 		// The result is out at 3 s, but the worker goes on to 10 s.
 		{"client timeout, worker goes on", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{10 * sec}},
-		{"client timeout, worker goes on to be killed", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limiterproxy.Config{}), []time.Duration{5 * sec}},
+		{"client timeout, worker goes on to be killed", goesOnKilled, []time.Duration{killAt(t, goesOnKilled, 0)}},
 		{"client timeout, worker cancelled", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limiterproxy.Config{}), []time.Duration{3 * sec}},
-		{"worker killed", one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{}), []time.Duration{2 * sec}},
-		{"backlog full", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}), []time.Duration{0, sec, sec}},
+		{"worker killed", killed, []time.Duration{killAt(t, killed, 0)}},
+		{"backlog full", one(fakebackend.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limiterproxy.Config{}), []time.Duration{0, sec, sec, sec}},
 		{"limit_conn", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
 		// The second waits 4 s, the proxy gives up at 6 s; under continue
 		// it still runs 4 s once the first is done.
@@ -635,9 +669,9 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 			switch {
 			case r.Outcome == loadgen.BackendError && r.Work > 0:
 				// A 502 with work is a killed worker: it ran until
-				// the timeout.
-				if r.Work != sc.Backend.Timeout {
-					t.Errorf("limit %d: a 502 after %v used %v of a worker, want the timeout %v", limit, r.Latency, r.Work, sc.Backend.Timeout)
+				// the arbiter's tick past the timeout.
+				if r.Work <= sc.Backend.Timeout || r.Work > sc.Backend.Timeout+fakebackend.ArbiterTick {
+					t.Errorf("limit %d: a 502 after %v used %v of a worker, want within a tick past the timeout %v", limit, r.Latency, r.Work, sc.Backend.Timeout)
 				}
 				nKilled++
 				killed += r.Work
@@ -651,13 +685,14 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 		if st.CutOff != 0 || st.Backend.Busy != 0 || st.Backend.Queued != 0 {
 			t.Fatalf("limit %d: %d cut off, %d busy, %d queued at the end; want none", limit, st.CutOff, st.Backend.Busy, st.Backend.Queued)
 		}
-		if c.work != st.Backend.BusyTime {
-			t.Errorf("limit %d: the results' Work sums to %v, the backend was busy %v", limit, c.work, st.Backend.BusyTime)
+		if off := (c.work - st.Backend.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*fakebackend.ArbiterTick/2 {
+			t.Errorf("limit %d: the results' Work sums to %v, the backend was busy %v, off by %v over %d guessed kills", limit, c.work, st.Backend.BusyTime, off, st.KillGuessed)
 		}
 		// Jobs abandoned before their kill are killed too, so the pool
-		// counts at least the 502s.
-		if nKilled == 0 || nKilled > st.Backend.Killed {
-			t.Errorf("limit %d: %d 502s from killed workers, the pool killed %d; want 1 to %d", limit, nKilled, st.Backend.Killed, st.Backend.Killed)
+		// counts at least the 502s; the proxy's read timeout, as long as
+		// the worker's, mostly comes first.
+		if st.Backend.Killed == 0 || nKilled > st.Backend.Killed {
+			t.Errorf("limit %d: %d 502s from killed workers, the pool killed %d; want some killed, and at most that many 502s", limit, nKilled, st.Backend.Killed)
 		}
 		if limit == 0 && abandoned == 0 {
 			t.Errorf("limit 0: no worker time in abandoned requests; the test does not cover them")

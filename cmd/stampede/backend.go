@@ -28,6 +28,12 @@ type backendFlags struct {
 	routes        []string
 	timeScale     float64
 	seed          uint64
+
+	threads           int
+	boot              time.Duration
+	maxRequests       int
+	maxRequestsJitter int
+	backlogOverflow   string
 }
 
 func newBackendCmd() *cobra.Command {
@@ -35,13 +41,19 @@ func newBackendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backend [--listen ADDR] [--scenario FILE] [--workers N] [--backlog N] [--timeout D] [--route PATH=DIST]...",
 		Short: "Run a fake gunicorn backend: sync workers, a FIFO backlog, a worker timeout",
-		Long: `backend is a fake app server that behaves like gunicorn's sync workers, as
-Frappe runs them: --workers processes each serve one request; further requests
-wait first-come first-served in a --backlog; past it the connection is dropped
-(a proxy in front answers 502). A request still running --timeout after a
-worker took it is killed with its worker (connection dropped, 502). When a
-client goes away, --on-client-abort continue (the default) keeps the worker
-busy until the work ends; cancel frees it.
+		Long: `backend is a fake app server that behaves like gunicorn 20.1's sync workers, as
+Frappe runs them: --workers processes each serve one request (--threads N: the
+gthread worker, N at once); a worker accepts a connection only when it is free,
+so further connections wait first-come first-served in the kernel's listen
+--backlog (Linux queues backlog+1). Past it Linux drops the connection attempt
+and the client retries it 1, 2, 4, ... s later (--backlog-overflow drop, the
+default), or refuses it (reset: a proxy in front answers 502). A request still
+running --timeout after a worker took it is killed with its worker on the
+arbiter's next once-a-second tick (connection dropped, 502); gthread workers are
+not killed that way. A worker that exits is replaced after --boot; with
+--max-requests a worker is recycled after that many requests plus a draw up to
+--max-requests-jitter. When a client goes away, --on-client-abort continue (the
+default) keeps the worker busy until the work ends; cancel frees it.
 
 --route PATH=DIST gives the service time of paths starting with PATH (the
 longest prefix wins; repeatable). DIST is one of
@@ -71,7 +83,12 @@ length and the counters as JSON.`,
 	fl.StringVar(&f.onClientAbort, "on-client-abort", "continue", "when a client goes away: continue (the worker finishes the work) or cancel")
 	fl.StringArrayVar(&f.routes, "route", nil, "PATH=DIST: the service time of paths starting with PATH, e.g. '/slow=uniform:2m..4m' (repeatable)")
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "multiply every duration by this (0.01 = 100× faster)")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws, the arbiter's tick phase and the max-requests jitter")
+	fl.IntVar(&f.threads, "threads", 1, "requests each worker serves at once; above 1 is gunicorn's gthread worker")
+	fl.DurationVar(&f.boot, "boot", fakebackend.DefaultBoot, "how long a replacement worker takes to be ready")
+	fl.IntVar(&f.maxRequests, "max-requests", 0, "recycle a worker after this many requests; 0 means never")
+	fl.IntVar(&f.maxRequestsJitter, "max-requests-jitter", 0, "add a draw from 0 to this to each worker's --max-requests")
+	fl.StringVar(&f.backlogOverflow, "backlog-overflow", "drop", "a connection over the backlog: drop (Linux's default; the client retries) or reset (refused: 502)")
 	return cmd
 }
 
@@ -80,9 +97,13 @@ length and the counters as JSON.`,
 func backendOptions(f *backendFlags, changed func(name string) bool) (fakebackend.Options, error) {
 	opts := fakebackend.Options{
 		Pool: fakebackend.Config{
-			Workers: f.workers,
-			Backlog: f.backlog,
-			Timeout: f.timeout,
+			Workers:           f.workers,
+			Backlog:           f.backlog,
+			Timeout:           f.timeout,
+			Threads:           f.threads,
+			Boot:              f.boot,
+			MaxRequests:       f.maxRequests,
+			MaxRequestsJitter: f.maxRequestsJitter,
 		},
 		TimeScale: f.timeScale,
 		Seed:      f.seed,
@@ -141,6 +162,10 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 	if given("seed") {
 		opts.Seed = f.seed
 	}
+	if err := gunicornFlags(f, given, &opts.Pool); err != nil {
+		return opts, err
+	}
+	opts.Pool.Seed = opts.Seed
 	if changed("route") {
 		opts.Routes = nil
 		seen := map[string]bool{}
@@ -160,6 +185,43 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 		return opts, usagef("--listen %q: want HOST:PORT, e.g. 127.0.0.1:9000", f.listen)
 	}
 	return opts, nil
+}
+
+// gunicornFlags applies the flags of gunicorn's settings beyond its workers
+// to cfg.
+func gunicornFlags(f *backendFlags, given func(string) bool, cfg *fakebackend.Config) error {
+	if given("threads") {
+		if f.threads < 1 || f.threads > fakebackend.WorkerConnections {
+			return usagef("--threads %d: want 1 to %d", f.threads, fakebackend.WorkerConnections)
+		}
+		cfg.Threads = f.threads
+	}
+	if given("boot") {
+		if f.boot < 0 {
+			return usagef("--boot %v: want a duration ≥ 0, e.g. %v", f.boot, fakebackend.DefaultBoot)
+		}
+		cfg.Boot = f.boot
+	}
+	if given("max-requests") {
+		if f.maxRequests < 0 {
+			return usagef("--max-requests %d: want 0 (never) or more, e.g. 5000", f.maxRequests)
+		}
+		cfg.MaxRequests = f.maxRequests
+	}
+	if given("max-requests-jitter") {
+		if f.maxRequestsJitter < 0 {
+			return usagef("--max-requests-jitter %d: want 0 or more, e.g. 500", f.maxRequestsJitter)
+		}
+		cfg.MaxRequestsJitter = f.maxRequestsJitter
+	}
+	if given("backlog-overflow") {
+		o, err := fakebackend.ParseOverflowPolicy(f.backlogOverflow)
+		if err != nil || f.backlogOverflow == "" {
+			return usagef("--backlog-overflow %q: want drop or reset", f.backlogOverflow)
+		}
+		cfg.Overflow = o
+	}
+	return nil
 }
 
 // parseRoute reads PATH=DIST. The path ends at the first "=", since a
@@ -194,13 +256,22 @@ func runBackend(cmd *cobra.Command, f *backendFlags) error {
 		return listenErr(f.listen, err)
 	}
 	defer ln.Close()
+	// Serve sets it too; before "listening" is said, so that no
+	// connection finds the system's larger default.
+	if err := fakebackend.SetBacklog(ln, b.Backlog()); err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
 	s := b.Stats()
 	timeout := "no timeout"
 	if opts.Pool.Timeout > 0 {
 		timeout = "timeout " + opts.Pool.Timeout.String()
 	}
-	fmt.Fprintf(stderr, "backend listening on %s (%d workers, backlog %d, %s)\n", ln.Addr(), s.Workers, s.Backlog, timeout)
+	threads := ""
+	if s.Threads > 1 {
+		threads = fmt.Sprintf(" × %d threads", s.Threads)
+	}
+	fmt.Fprintf(stderr, "backend listening on %s (%d workers%s, backlog %d, %s)\n", ln.Addr(), s.Workers, threads, s.Backlog, timeout)
 	return b.Serve(cmd.Context(), ln, stderr)
 }
 

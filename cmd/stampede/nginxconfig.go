@@ -40,10 +40,11 @@ the configuration to deploy.`,
 				return asUsage(err)
 			}
 			err = limiterproxy.WriteNginx(c.OutOrStdout(), sc.Proxy.Limits, limiterproxy.NginxOptions{
-				Listen:      listen,
-				Upstream:    upstream,
-				ReadTimeout: sc.Proxy.ReadTimeout,
-				TimeScale:   timeScale,
+				Listen:         listen,
+				Upstream:       upstream,
+				ReadTimeout:    sc.Proxy.ReadTimeout,
+				TimeScale:      timeScale,
+				ConnectTimeout: sc.Proxy.ConnectTimeout,
 			})
 			return asUsage(err)
 		},

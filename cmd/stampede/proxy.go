@@ -28,6 +28,7 @@ type proxyFlags struct {
 	status      int
 	dryRun      bool
 	readTimeout time.Duration
+	connTimeout time.Duration
 	metrics     string
 	printNginx  bool
 	maxConns    int
@@ -60,6 +61,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
+	fl.DurationVar(&f.connTimeout, "connect-timeout", limiterproxy.DefaultConnectTimeout, "nginx's proxy_connect_timeout: no connection to the upstream within it answers 504")
 	fl.StringVar(&f.metrics, "metrics", "", "address to serve /metrics (Prometheus) and /debug/keys (busiest keys, JSON) on")
 	fl.BoolVar(&f.printNginx, "print-nginx", false, "print the equivalent nginx.conf and exit")
 	fl.IntVar(&f.maxConns, "max-conns", 4096, "most client connections served at once")
@@ -93,6 +95,9 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		cfg.Req = append(cfg.Req, spec)
+	}
+	if f.connTimeout <= 0 {
+		return cfg, nil, usagef("--connect-timeout %v: want a duration > 0, e.g. 60s (nginx cannot turn it off)", f.connTimeout)
 	}
 	if f.readTimeout < 0 {
 		return cfg, nil, usagef("--read-timeout %v: want a duration ≥ 0 (e.g. 120s; 0 means none)", f.readTimeout)
@@ -134,6 +139,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	if f.printNginx {
 		return asUsage(limiterproxy.WriteNginx(cmd.OutOrStdout(), cfg, limiterproxy.NginxOptions{
 			Listen: f.listen, Upstream: upstream.Host, ReadTimeout: f.readTimeout,
+			ConnectTimeout: f.connTimeout,
 		}))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -142,7 +148,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	metrics := limiterproxy.NewMetrics(policy)
 	h := &limiterproxy.Handler{
 		Policy:  policy,
-		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout}),
+		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout, ConnectTimeout: f.connTimeout}),
 		Metrics: metrics,
 	}
 	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns}
