@@ -265,6 +265,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		Tare:          tare,
 		SendLateness:  m.lateness,
 		Engine:        Engine,
+		Start:         start,
 		Wall:          elapsed,
 		Interrupted:   interrupted,
 		Backend:       end,

@@ -176,6 +176,9 @@ type tenant struct {
 	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
 	arrivals *Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
+
+	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
+	arrived int                 // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
 }
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
@@ -239,6 +242,18 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
 	byAddr := map[string]http.RoundTripper{}
+	transportFor := func(addr string) (http.RoundTripper, error) {
+		if tr, ok := byAddr[addr]; ok {
+			return tr, nil
+		}
+		tr, err := d.transport(addr)
+		if err != nil {
+			return nil, err
+		}
+		byAddr[addr] = tr
+		d.transports = append(d.transports, tr.(idleCloser))
+		return tr, nil
+	}
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -267,19 +282,30 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		if loopback {
 			addr = sc.Addr
 		}
-		tr, ok := byAddr[addr]
-		if !ok {
-			var err error
-			if tr, err = d.transport(addr); err != nil {
-				return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
-			}
-			byAddr[addr] = tr
-			d.transports = append(d.transports, tr.(idleCloser))
+		var err error
+		if t.rt, err = transportFor(addr); err != nil {
+			return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 		}
-		t.rt = tr
+		if n := sc.PoolSize(); loopback && n > 1 {
+			t.pool = make([]http.RoundTripper, n)
+			for v := range t.pool {
+				if t.pool[v], err = transportFor(sc.VisitorAddr(v)); err != nil {
+					return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
+				}
+			}
+		}
 		d.tenants = append(d.tenants, t)
 	}
 	return d, nil
+}
+
+// visitor returns the round tripper of visitor v: the one from its address
+// in the tenant's pool, or the tenant's own without a pool.
+func (t *tenant) visitor(v int) http.RoundTripper {
+	if len(t.pool) == 0 {
+		return t.rt
+	}
+	return t.pool[v%len(t.pool)]
 }
 
 // isLoopbackV4 reports whether host is an IPv4 loopback address, the only
@@ -401,7 +427,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 		if t.load.Model == scenarios.Closed {
 			for u := range t.load.Users {
 				rng := rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, u+1)))
-				producers.Go(func() { d.user(runCtx, start, t, rng, results) })
+				producers.Go(func() { d.user(runCtx, start, t, t.visitor(u), rng, results) })
 			}
 			continue
 		}
@@ -555,10 +581,12 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		}
 		t.inFlight.Add(1)
 		d.openFlight.Add(1)
+		rt := t.visitor(t.arrived) // each arrival a new visitor
+		t.arrived++
 		wg.Go(func() {
 			defer d.openFlight.Add(-1)
 			defer t.inFlight.Add(-1)
-			if r, ok := d.do(ctx, start, t, route, a.at, paced); ok {
+			if r, ok := d.do(ctx, start, t, rt, route, a.at, paced); ok {
 				out <- r
 			}
 		})
@@ -569,7 +597,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 // again, from the tenant's Start until its Stop or its Iterations. A client
 // timeout under Retry sends again (a refreshed tab: the same iteration);
 // under GiveUp the user stops.
-func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand.Rand, out chan<- Result) {
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- Result) {
 	next := t.load.Start
 	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
 		if next >= t.stop {
@@ -583,7 +611,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 			return
 		}
 		route := t.mix.Pick(rng)
-		r, ok := d.do(ctx, start, t, route, next, paced)
+		r, ok := d.do(ctx, start, t, rt, route, next, paced)
 		if !ok {
 			return
 		}
@@ -620,7 +648,7 @@ func serviceOf(h []string) time.Duration {
 // do sends one request intended at model time intended and returns its
 // result, or false when ctx's cancellation abandoned it. Paced says the
 // pacer slept for this send and should learn how late it was.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, intended time.Duration, paced bool) (Result, bool) {
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (Result, bool) {
 	res := Result{Tenant: t.index, Route: int16(route), Intended: intended}
 	reqCtx := ctx
 	if t.timeout > 0 {
@@ -658,7 +686,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, route int, 
 	if sent.Before(from) {
 		from = sent
 	}
-	resp, err := t.rt.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
 	if err == nil {
 		status = resp.StatusCode
 		service = resp.Header[fakebackend.HeaderService]

@@ -92,7 +92,7 @@ type imageState struct {
 // checkPage opens file in a new tab of browser with the network off and
 // checks it: no console errors, no request, every image decoded, the verdict
 // text present. It saves a full-page screenshot as shot.
-func checkPage(t *testing.T, browser context.Context, file, verdict, shot string) {
+func checkPage(t *testing.T, browser context.Context, file, verdict, shot string, wantLive []string) {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser)
 	defer cancel()
@@ -125,7 +125,7 @@ func checkPage(t *testing.T, browser context.Context, file, verdict, shot string
 	if err != nil {
 		t.Fatalf("listing images: %v", err)
 	}
-	if len(imgs) == 0 {
+	if len(imgs) == 0 && len(wantLive) == 0 {
 		t.Errorf("%s: no images", file)
 	}
 	for _, im := range imgs {
@@ -140,6 +140,7 @@ func checkPage(t *testing.T, browser context.Context, file, verdict, shot string
 	if !strings.Contains(text, verdict) {
 		t.Errorf("%s: verdict %q, want it to contain %q", file, text, verdict)
 	}
+	checkLiveCharts(t, ctx, file, wantLive)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100 gives a PNG, less a JPEG
 	if err != nil {
 		t.Fatalf("taking a screenshot: %v", err)
@@ -150,6 +151,96 @@ func checkPage(t *testing.T, browser context.Context, file, verdict, shot string
 	t.Logf("screenshot of %s: %s (%d bytes)", filepath.Base(filepath.Dir(file)), shot, len(png))
 	for _, p := range probs.list() {
 		t.Errorf("%s: %s", file, p)
+	}
+}
+
+// liveState is what the page says of one interactive chart after the test
+// hovered over its middle and dragged across its middle third.
+type liveState struct {
+	ID     string     `json:"id"`
+	Drawn  bool       `json:"drawn"`  // uPlot made its canvas, of some size
+	Series int        `json:"series"` // lines, the x series not counted
+	Hover  []string   `json:"hover"`  // the legend's values at the cursor
+	Before [2]float64 `json:"before"` // the x range before the drag
+	After  [2]float64 `json:"after"`  // and after
+	Synced bool       `json:"synced"` // every chart of its sync key took the new range
+}
+
+// liveCheck hovers and zooms each interactive chart with real mouse events
+// on uPlot's overlay, waiting a frame for it to draw.
+const liveCheck = `(async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const out = [];
+  for (const el of document.querySelectorAll(".ichart")) {
+    const u = el.uplot, st = {id: el.id, drawn: false, series: 0, hover: [], before: [0, 0], after: [0, 0], synced: true};
+    out.push(st);
+    if (!u) continue;
+    const cv = el.querySelector("canvas");
+    st.drawn = !!cv && cv.width > 100 && cv.height > 100;
+    st.series = u.series.length - 1;
+    const r = u.over.getBoundingClientRect(), y = r.top + r.height / 2;
+    // movementX: uPlot ignores a still mouse while a button is down.
+    const ev = (type, x, target) => (target || u.over).dispatchEvent(new MouseEvent(type, {clientX: x, clientY: y, movementX: 5, bubbles: true, button: 0, buttons: type === "mouseup" ? 0 : 1}));
+    u.over.dispatchEvent(new MouseEvent("mouseenter", {clientX: r.left + r.width / 2, clientY: y}));
+    u.over.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width / 2, clientY: y, bubbles: true}));
+    await frame();
+    st.hover = Array.from(el.querySelectorAll(".u-legend .u-series .u-value"), e => e.textContent);
+    st.before = [u.scales.x.min, u.scales.x.max];
+    ev("mousemove", r.left + r.width / 3);
+    await frame();
+    ev("mousedown", r.left + r.width / 3);
+    await frame();
+    ev("mousemove", r.left + r.width / 2);
+    await frame();
+    ev("mousemove", r.left + 2 * r.width / 3);
+    await frame();
+    ev("mouseup", r.left + 2 * r.width / 3, document);
+    await frame();
+    st.after = [u.scales.x.min, u.scales.x.max];
+    for (const o of document.querySelectorAll(".ichart")) {
+      const key = u.cursor.sync && u.cursor.sync.key, okey = o.uplot && o.uplot.cursor.sync && o.uplot.cursor.sync.key;
+      if (o !== el && key && typeof key === "string" && okey === key &&
+          (o.uplot.scales.x.min !== u.scales.x.min || o.uplot.scales.x.max !== u.scales.x.max)) st.synced = false;
+    }
+    u.over.dispatchEvent(new MouseEvent("dblclick", {bubbles: true})); // zoom back out
+    await frame();
+  }
+  return out;
+})()`
+
+// checkLiveCharts checks that the page's interactive charts are the ones
+// wanted, drawn, that hovering shows values and that dragging zooms in.
+func checkLiveCharts(t *testing.T, ctx context.Context, file string, want []string) {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]liveState](liveCheck, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: checking the interactive charts: %v", file, err)
+	}
+	var ids []string
+	for _, st := range got {
+		ids = append(ids, strings.TrimPrefix(st.ID, "ichart-"))
+		if !st.Drawn || st.Series == 0 {
+			t.Errorf("%s: chart %s: drawn %v with %d series, want drawn with some", file, st.ID, st.Drawn, st.Series)
+			continue
+		}
+		shown := 0
+		for _, v := range st.Hover {
+			if v != "" && v != "—" && v != "--" {
+				shown++
+			}
+		}
+		if shown == 0 {
+			t.Errorf("%s: chart %s: hovering shows no value (legend %q)", file, st.ID, st.Hover)
+		}
+		if !(st.After[0] > st.Before[0] && st.After[1] < st.Before[1]) {
+			t.Errorf("%s: chart %s: dragging across the middle third took x from %v to %v, want a narrower range inside it", file, st.ID, st.Before, st.After)
+		}
+		if !st.Synced {
+			t.Errorf("%s: chart %s: the charts sharing its time axis did not take its zoom", file, st.ID)
+		}
+	}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("%s: interactive charts %v, want %v", file, ids, want)
 	}
 }
 
@@ -217,6 +308,8 @@ func TestReportsInBrowser(t *testing.T) {
 	if *outDir != "" {
 		shots = dir
 	}
-	checkPage(t, browser, filepath.Join(run, "report.html"), "1 of 2 SLOs failed: other-sites p99 < 1s", filepath.Join(shots, "run.png"))
-	checkPage(t, browser, filepath.Join(cmpDir, "report.html"), "Use proxy.limit_conn.per_key = 2.", filepath.Join(shots, "comparison.png"))
+	checkPage(t, browser, filepath.Join(run, "report.html"), "1 of 2 SLOs failed: other-sites p99 < 1s", filepath.Join(shots, "run.png"),
+		[]string{"latency-time", "outcomes-1", "outcomes-0"})
+	checkPage(t, browser, filepath.Join(cmpDir, "report.html"), "Use proxy.limit_conn.per_key = 2.", filepath.Join(shots, "comparison.png"),
+		[]string{"compare-p99", "compare-ok", "compare-rejected"})
 }

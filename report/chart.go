@@ -40,6 +40,9 @@ type Chart struct {
 
 	// Width and Height are the PNG's size in pixels.
 	Width, Height int
+
+	// Caption says how to read the chart; empty for none.
+	Caption string
 }
 
 // Chart geometry: pixel sizes at chartDPI, so that a 1200 px wide image is
@@ -118,17 +121,26 @@ func runCharts(r *Results, f formats) ([]Chart, error) {
 	if r == nil {
 		return nil, errors.New("report: charts of nil results")
 	}
-	specs := []struct {
-		name, title string
-		h           int
-		draw        func(draw.Canvas, string)
-	}{
-		{"latency", "Latency percentile spectrum per group", chartHeight, func(c draw.Canvas, t string) { drawSpectrum(c, t, r) }},
-		{"outcomes", "Outcomes over time per group", outcomesHeight(r), func(c draw.Canvas, t string) { drawOutcomes(c, t, r) }},
-		{"backend", "Backend workers and queue over time", chartHeight + 100, func(c draw.Canvas, t string) { drawBackend(c, t, r) }},
-		{"keys", "In-flight requests per key (busiest keys)", chartHeight, func(c draw.Canvas, t string) { drawKeys(c, t, r) }},
-		{"fairness", "Fairness between tenants", chartHeight + 100, func(c draw.Canvas, t string) { drawFairness(c, t, r) }},
+	type spec struct {
+		name, title, caption string
+		h                    int
+		draw                 func(draw.Canvas, string)
 	}
+	specs := []spec{
+		{"latency", "Latency percentile spectrum per group", spectrumCaption(r), chartHeight, func(c draw.Canvas, t string) { drawSpectrum(c, t, r) }},
+		{"shares", "Outcome shares per group", "Every request, by how it ended: what the spectrum above, of ok responses only, leaves out.", sharesHeight(r), func(c draw.Canvas, t string) { drawShares(c, t, r) }},
+	}
+	if _, ok := latencyOverTime(r); ok {
+		specs = append(specs, spec{"latency-time", "Latency over time per group", "p50 and p99 of each group's ok responses per interval of histograms.hlog; drag across the chart to zoom, double-click to zoom out.", chartHeight, func(c draw.Canvas, t string) { drawLatencyTime(c, t, r) }})
+	}
+	specs = append(specs, spec{"outcomes", "Outcomes over time per group", "Requests per second of model time by outcome, for the busiest groups; the time axis is the same on every chart.", outcomesHeight(r), func(c draw.Canvas, t string) { drawOutcomes(c, t, r) }})
+	if BackendMeasured(r) {
+		specs = append(specs, spec{"backend", "Backend workers and queue over time", "Busy workers against the worker count, and the listen backlog, sampled once a model second.", chartHeight + 100, func(c draw.Canvas, t string) { drawBackend(c, t, r) }})
+	}
+	specs = append(specs,
+		spec{"keys", keysTitle(r), keysCaption(r), chartHeight, func(c draw.Canvas, t string) { drawKeys(c, t, r) }},
+		spec{"fairness", "Fairness between tenants", "Each tenant's share of the rejections against its share of the backend's work; tenants are named with their host.", chartHeight + 100, func(c draw.Canvas, t string) { drawFairness(c, t, r) }},
+	)
 	// The charts are independent: draw them in parallel, each goroutine
 	// writing only its own slot, and wait for all.
 	charts := make([]Chart, len(specs))
@@ -137,6 +149,7 @@ func runCharts(r *Results, f formats) ([]Chart, error) {
 	for i, s := range specs {
 		wg.Go(func() {
 			charts[i], errs[i] = render(s.name, s.title, chartWidth, s.h, f, func(c draw.Canvas) { s.draw(c, s.title) })
+			charts[i].Caption = s.caption
 		})
 	}
 	wg.Wait()
@@ -368,7 +381,10 @@ func drawSpectrum(c draw.Canvas, title string, r *Results) {
 		drawNoData(c, title, "no ok responses were recorded")
 		return
 	}
-	sub := "ok responses, model time"
+	sub := "ok responses only, model time"
+	if t := r.Totals; t.Requests > t.OK {
+		sub += "; leaves out the " + fmtPct(share(t.Requests-t.OK, t.Requests)) + " of requests that did not end ok"
+	}
 	if !fromHist {
 		sub += "; from the summary percentiles (no histograms in the results)"
 	}
@@ -382,6 +398,7 @@ func drawSpectrum(c draw.Canvas, title string, r *Results) {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	lo = math.Max(lo, 0.001)
 	hi = math.Max(hi, lo*1.5)
+	hi = math.Max(hi, addLatencySLOs(p, r, p.X.Min, p.X.Max))
 	if hi/lo > 30 {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = msLogTicks{}
@@ -460,22 +477,9 @@ func (msLogTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// fmtMS formats a tick in ms compactly: "0.5 ms", "250 ms", "1.5 s",
-// "2 min", "1 h".
-func fmtMS(ms float64) string {
-	switch {
-	case ms >= 3_600_000:
-		return trimFloat(ms/3_600_000, 1) + " h"
-	case ms >= 60_000:
-		return trimFloat(ms/60_000, 1) + " min"
-	case ms >= 1000:
-		return trimFloat(ms/1000, 1) + " s"
-	case ms >= 10:
-		return trimFloat(ms, 0) + " ms"
-	default:
-		return trimFloat(ms, 3) + " ms"
-	}
-}
+// fmtMS labels a tick in ms as every latency of the report is written
+// (FormatLatency).
+func fmtMS(ms float64) string { return formatMs(ms) }
 
 // niceTicks marks a linear axis at about eight round values (1, 2, 2.5 or 5
 // times a power of ten), labelled without needless decimals.
@@ -758,10 +762,7 @@ func drawBackend(c draw.Canvas, title string, r *Results) {
 	for i, s := range samples {
 		ts[i], busy[i], queue[i] = s.T, float64(s.Busy), float64(s.Queued)
 	}
-	t0, t1 := ts[0], math.Max(ts[len(ts)-1], r.ModelDurationS)
-	if t1 <= t0 {
-		t1 = t0 + 1
-	}
+	t0, t1 := 0.0, math.Max(ts[len(ts)-1], timeEnd(r)) // the time axis every chart shares
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: px(6)}
 
 	p := newPlot(title, fmt.Sprintf("utilization %.0f%%, at most %d busy, at most %d queued",
@@ -790,6 +791,10 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 	var keys []KeySeries
 	if r.Series != nil {
 		keys = r.Series.Keys
+		if len(keys) == 0 {
+			drawHosts(c, title, r)
+			return
+		}
 	}
 	type ks struct {
 		k    *KeySeries
@@ -833,13 +838,11 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 	} else {
 		sub += "; no limit_conn"
 	}
-	t0, t1 := math.Inf(1), r.ModelDurationS
+	t0, t1 := 0.0, timeEnd(r) // the time axis every chart shares
 	for _, e := range busy {
-		t0, t1 = math.Min(t0, e.k.T[0]), math.Max(t1, e.k.T[e.n-1])
+		t1 = math.Max(t1, e.k.T[e.n-1])
 	}
-	if t1 <= t0 {
-		t1 = t0 + 1
-	}
+	names := tenantNames(r)
 	p := newPlot(title, sub, "model time (s)", "requests in flight")
 	peak := float64(r.Series.Limit)
 	for i, e := range busy {
@@ -848,7 +851,11 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 		for j := range vs {
 			vs[j] = float64(e.k.InFlight[j])
 		}
-		peak = math.Max(peak, stepSeries(p, ts, vs, t1, paletteColor(i), e.k.Key, false))
+		name := e.k.Key
+		if n, ok := names[name]; ok {
+			name = n
+		}
+		peak = math.Max(peak, stepSeries(p, ts, vs, t1, paletteColor(i), name, false))
 	}
 	if l := r.Series.Limit; l > 0 {
 		ll := line(plotter.XYs{{X: t0, Y: float64(l)}, {X: t1, Y: float64(l)}}, color.Black, 2.2, true)
@@ -856,6 +863,39 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 		p.Legend.Add(fmt.Sprintf("limit (%d)", l), ll)
 	}
 	p.X.Min, p.X.Max = t0, t1
+	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
+	drawPlot(p, c)
+}
+
+// drawHosts draws the busiest hosts' mean requests in flight, for runs
+// whose limiter counted no keys: limit_req only, or no limit at all.
+func drawHosts(c draw.Canvas, title string, r *Results) {
+	hosts := r.Series.Hosts
+	if len(hosts) == 0 {
+		drawNoData(c, title, "no requests were sent")
+		return
+	}
+	hosts = hosts[:min(len(hosts), maxKeyLines)]
+	t1 := timeEnd(r)
+	names := tenantNames(r)
+	p := newPlot(title, fmt.Sprintf("the %d busiest hosts; mean requests in flight per %s s of model time, from the clients' side; no limit_conn",
+		len(hosts), trimFloat(r.Series.Step, 2)), "model time (s)", "requests in flight")
+	peak := 0.0
+	for i, h := range hosts {
+		ts := make([]float64, len(h.InFlight))
+		for b := range ts {
+			ts[b] = float64(b) * r.Series.Step
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		name := h.Host
+		if n, ok := names[name]; ok {
+			name = n
+		}
+		peak = math.Max(peak, stepSeries(p, ts, h.InFlight, t1, paletteColor(i), name, false))
+	}
+	p.X.Min, p.X.Max = 0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
 	drawPlot(p, c)
 }
@@ -886,7 +926,7 @@ func fairnessShares(r *Results, n int) (shares []tenantShare, exact bool) {
 	var rejTotal, useTotal float64
 	shares = make([]tenantShare, 0, len(r.Tenants))
 	for _, t := range r.Tenants {
-		s := tenantShare{name: t.Name, rejected: float64(t.Rejected), usage: t.WorkS}
+		s := tenantShare{name: tenantLabel(t.Name, t.Host), rejected: float64(t.Rejected), usage: t.WorkS}
 		if !exact {
 			s.usage = float64(t.OK) * t.Latency.Mean
 		}
@@ -1027,7 +1067,7 @@ func (q hdrQuantiler) quantileMS(p float64) float64 {
 	if p >= 1 {
 		return float64(q.h.Max()) / 1000
 	}
-	return float64(q.h.ValueAtPercentile(100*p)) / 1000
+	return float64(valueAtPercentile(q.h, 100*p)) / 1000
 }
 
 // ---- 6. comparisons ----
@@ -1077,7 +1117,7 @@ func comparisonSeries(c *Comparison, points []*Results) []pointSeries {
 func pointLabels(c *Comparison) []string {
 	out := make([]string, len(c.Points))
 	for i, p := range c.Points {
-		out[i] = strings.Join(p.Value, ", ")
+		out[i] = pointLabel1(p)
 	}
 	return out
 }
@@ -1107,28 +1147,31 @@ func comparisonCharts(c *Comparison, points []*Results, f formats) ([]Chart, err
 	if c == nil {
 		return nil, errors.New("report: charts of a nil comparison")
 	}
+	c, points = chartOrder(c, points)
 	series := comparisonSeries(c, points)
 	axis := strings.Join(c.Axis, " × ")
 	if axis == "" {
 		axis = "setting"
 	}
 	specs := []struct {
-		name, title, ylabel string
-		pick                func(pointSeries) []float64
-		pct, logY           bool
+		name, title, ylabel, metric string
+		pick                        func(pointSeries) []float64
+		pct, logY                   bool
 	}{
-		{"compare-p99", "p99 latency per group against " + axis, "p99 latency (model time)", func(s pointSeries) []float64 { return s.p99 }, false, true},
-		{"compare-ok", "Ok rate per group against " + axis, "ok (% of requests)", func(s pointSeries) []float64 { return s.okRate }, true, false},
-		{"compare-rejected", "Rejected share per group against " + axis, "rejected (% of requests)", func(s pointSeries) []float64 { return s.rejRate }, true, false},
+		{"compare-p99", "p99 latency per group against " + axis, "p99 latency (model time)", "p99", func(s pointSeries) []float64 { return s.p99 }, false, true},
+		{"compare-ok", "Ok rate per group against " + axis, "ok (% of requests)", "ok_rate", func(s pointSeries) []float64 { return s.okRate }, true, false},
+		{"compare-rejected", "Rejected share per group against " + axis, "rejected (% of requests)", "rejected_rate", func(s pointSeries) []float64 { return s.rejRate }, true, false},
 	}
 	var charts []Chart
 	for _, sp := range specs {
+		slos := comparisonSLOs(c, series, sp.metric)
 		ch, err := render(sp.name, sp.title, chartWidth, chartHeight, f, func(cv draw.Canvas) {
-			drawAgainstPoints(cv, sp.title, axis, c, series, sp.pick, sp.ylabel, sp.pct, sp.logY)
+			drawAgainstPoints(cv, sp.title, axis, c, series, sp.pick, sp.ylabel, sp.pct, sp.logY, slos)
 		})
 		if err != nil {
 			return nil, err
 		}
+		ch.Caption = "Each group at each setting, in the order of the swept value with off (no limit, ∞) at the right; dotted lines are SLOs, the dashed line marks the recommended point. Hover for values, drag to zoom."
 		charts = append(charts, ch)
 	}
 	return charts, nil
@@ -1137,13 +1180,22 @@ func comparisonCharts(c *Comparison, points []*Results, f formats) ([]Chart, err
 // drawAgainstPoints draws one line per group of the figure pick gives,
 // against the comparison's points as categories, marking the recommended
 // point.
-func drawAgainstPoints(c draw.Canvas, title, axis string, cmp *Comparison, series []pointSeries, pick func(pointSeries) []float64, ylabel string, pct, logY bool) {
+func drawAgainstPoints(c draw.Canvas, title, axis string, cmp *Comparison, series []pointSeries, pick func(pointSeries) []float64, ylabel string, pct, logY bool, slos []iLine) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, v := range pick(s) {
 			if !math.IsNaN(v) {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
+		}
+	}
+	if !math.IsInf(lo, 1) {
+		for _, l := range slos { // in the data's unit: fractions for rates
+			y := l.Y
+			if pct {
+				y /= 100
+			}
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
 		}
 	}
 	if len(cmp.Points) == 0 || math.IsInf(lo, 1) {
@@ -1184,6 +1236,15 @@ func drawAgainstPoints(c draw.Canvas, title, axis string, cmp *Comparison, serie
 		p.Legend.Add(name, rl)
 	}
 	p.X.Min, p.X.Max = -0.4, float64(len(cmp.Points))-0.6
+	for _, l := range slos {
+		y := l.Y
+		if logY && !pct {
+			y = math.Max(y, p.Y.Min)
+		}
+		sl := sloLine(plotter.XYs{{X: p.X.Min, Y: y}, {X: p.X.Max, Y: y}}, l.group)
+		p.Add(sl)
+		p.Legend.Add(l.Label, sl)
+	}
 	for gi, s := range series {
 		vals := pick(s)
 		var xys plotter.XYs

@@ -28,8 +28,8 @@ func synthResults(tenants int) *Results {
 		Settings: map[string]string{"proxy.limit_conn.per_key": "4"},
 		Backend:  BackendResult{Workers: 8, BusyMax: 8, QueueMax: 37, Utilization: 0.81},
 		SLO: []SLOResult{
-			{Name: "other-sites: p99 < 1s", Pass: false, Value: 14200, Threshold: 1000},
-			{Name: "other-sites: ok_rate >= 0.99", Pass: true, Value: 0.995, Threshold: 0.99},
+			{Name: "other-sites: p99 < 1s", Pass: false, Value: 14200, Threshold: 1000, Group: "other-sites", Metric: "p99", Op: "<"},
+			{Name: "other-sites: ok_rate >= 0.99", Pass: true, Value: 0.995, Threshold: 0.99, Group: "other-sites", Metric: "ok_rate", Op: ">="},
 		},
 	}
 	groups := []GroupResult{{Name: "noisy", Tenants: 1}, {Name: "other-sites", Tenants: tenants - 1}}
@@ -124,7 +124,46 @@ func synthResults(tenants int) *Results {
 		}
 		s.Keys = append(s.Keys, ks)
 	}
+	// One interval histogram per group and bucket with ok responses, as
+	// histograms.hlog holds them: the sites slow down while the backend
+	// is saturated (200 s to 260 s).
+	var enc v2Encoder
+	for b := 0; b < buckets; b++ {
+		for gi, g := range s.Groups {
+			n := g.Counts[b][loadgen.OK]
+			if n == 0 {
+				continue
+			}
+			h := newHist()
+			for j := uint32(0); j < n; j++ {
+				ms := (30 + 20*rng.Float64()) * math.Exp(0.6*rng.NormFloat64())
+				if gi == 0 {
+					ms = 150_000 * math.Exp(0.3*rng.NormFloat64())
+				} else if b > 200 && b < 260 {
+					ms *= 20
+				}
+				h.RecordValue(int64(ms * 1000))
+			}
+			hists.Intervals = append(hists.Intervals, IntervalSnapshot{Group: g.Name, T: float64(b), Hist: enc.encode(h)})
+		}
+	}
 	r.Series = s
+	return r
+}
+
+// hostsResults is synthResults for a run whose limiter counted no keys
+// (limit_req only, or no limit): the busiest hosts stand in for them.
+func hostsResults() *Results {
+	r := synthResults(40)
+	r.Series.Keys = nil
+	r.Series.Limit = 0
+	for k := 0; k < 12; k++ {
+		h := HostSeries{Host: fmt.Sprintf("site%d.example", k+1), Tenants: []string{r.Tenants[k].Name}, InFlight: make([]float64, 600)}
+		for b := range h.InFlight {
+			h.InFlight[b] = float64(12-k) * (1 + math.Sin(float64(b)/40)) / 2
+		}
+		r.Series.Hosts = append(r.Series.Hosts, h)
+	}
 	return r
 }
 
@@ -183,7 +222,7 @@ func TestChartsDecodeAndAreDrawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"latency", "outcomes", "backend", "keys", "fairness"}
+	want := []string{"latency", "shares", "latency-time", "outcomes", "backend", "keys", "fairness"}
 	if len(charts) != len(want) {
 		t.Fatalf("got %d charts, want %d", len(charts), len(want))
 	}
@@ -199,11 +238,17 @@ func TestChartsDecodeAndAreDrawn(t *testing.T) {
 }
 
 func TestChartsOfEmptyRunSayNoData(t *testing.T) {
-	for name, r := range map[string]*Results{
-		"empty":                   emptyResults(),
-		"series without samples":  {Scenario: "x", Series: &Series{Step: 1, Groups: []GroupSeries{{Name: "g", Counts: make([][loadgen.NumOutcomes]uint32, 3)}}}},
-		"groups without requests": {Scenario: "x", Groups: []GroupResult{{Name: "g"}}, Tenants: []TenantResult{{Name: "t"}}},
+	for name, tc := range map[string]struct {
+		r    *Results
+		want int
+	}{
+		"empty": {emptyResults(), 6},
+		// No backend samples: a --target run that did not poll its backend,
+		// whose backend chart is left out.
+		"series without samples":  {&Results{Scenario: "x", Series: &Series{Step: 1, Groups: []GroupSeries{{Name: "g", Counts: make([][loadgen.NumOutcomes]uint32, 3)}}}}, 5},
+		"groups without requests": {&Results{Scenario: "x", Groups: []GroupResult{{Name: "g"}}, Tenants: []TenantResult{{Name: "t"}}}, 6},
 	} {
+		r := tc.r
 		charts, err := runCharts(r, formatPNG|formatSVG)
 		if name != "empty" {
 			charts, err = runCharts(r, formatPNG) // the SVG path is the same drawing
@@ -211,13 +256,54 @@ func TestChartsOfEmptyRunSayNoData(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(charts) != 5 {
-			t.Fatalf("%s: got %d charts, want 5", name, len(charts))
+		if len(charts) != tc.want {
+			t.Fatalf("%s: got %d charts, want %d", name, len(charts), tc.want)
 		}
 		for _, ch := range charts {
 			checkPNG(t, ch, 3, 0.002) // title and "no data" in grey
 			if ch.SVG != nil && !strings.Contains(string(ch.SVG), "no data") {
 				t.Errorf("%s: chart %s does not say \"no data\"", name, ch.Name)
+			}
+		}
+	}
+}
+
+// TestNewChartsSayWhatTheyShow checks the charts added for latency over
+// time, outcome shares, SLO lines and the hosts' in-flight requests: each
+// decodes at its size, is drawn, and names what it must.
+func TestNewChartsSayWhatTheyShow(t *testing.T) {
+	for _, tc := range []struct {
+		r     *Results
+		chart string
+		want  []string
+	}{
+		{synthResults(250), "latency-time", []string{"other-sites p99", "noisy p50", "SLO other-sites: p99 &lt; 1s"}},
+		{synthResults(250), "latency", []string{"SLO other-sites: p99 &lt; 1s", "leaves out the 0.5% of requests"}},
+		{synthResults(250), "shares", []string{"rejected", "client timeout", "ok_rate SLOs"}},
+		{synthResults(250), "fairness", []string{"other-sites-1 (site2.example)"}},
+		{hostsResults(), "keys", []string{"Requests in flight per host", "noisy (site1.example)", "no limit_conn"}},
+	} {
+		charts, err := runCharts(tc.r, formatPNG|formatSVG)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ch *Chart
+		for i := range charts {
+			if charts[i].Name == tc.chart {
+				ch = &charts[i]
+			}
+		}
+		if ch == nil {
+			t.Fatalf("no %s chart", tc.chart)
+		}
+		checkPNG(t, *ch, 8, 0.01)
+		svg := string(ch.SVG)
+		if strings.Contains(svg, "no data") {
+			t.Errorf("chart %s says no data", tc.chart)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(svg, w) {
+				t.Errorf("chart %s does not say %q", tc.chart, w)
 			}
 		}
 	}
@@ -286,10 +372,10 @@ func TestFairnessChartExact(t *testing.T) {
 		exact.Tenants[i].WorkS = float64(exact.Tenants[i].OK) * 0.03
 	}
 	exact.Tenants[0].WorkS = 4 * exact.ModelDurationS
-	if s, x := fairnessShares(exact, fairnessTop); !x || s[0].name != "noisy" || s[0].usage < 0.5 {
+	if s, x := fairnessShares(exact, fairnessTop); !x || s[0].name != "noisy (site1.example)" || s[0].usage < 0.5 {
 		t.Fatalf("exact shares: %v (exact %v), want exact with noisy first, over half the worker time", s[:min(3, len(s))], x)
 	}
-	if s, x := fairnessShares(est, fairnessTop); x || s[0].name != "noisy" {
+	if s, x := fairnessShares(est, fairnessTop); x || s[0].name != "noisy (site1.example)" {
 		t.Fatalf("estimated shares: %v (exact %v), want estimated with noisy first", s[:min(3, len(s))], x)
 	}
 	draw := func(r *Results) Chart {

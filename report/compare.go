@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"stampede/scenarios"
 )
 
 // Comparison is comparison.json (schema stampede.comparison/v1): one
@@ -30,6 +32,25 @@ type Comparison struct {
 	Shard      *ShardInfo `json:"shard,omitempty"`
 	PointIndex []int      `json:"point_index,omitempty"`
 	GridPoints int        `json:"grid_points,omitempty"`
+
+	// Goal is the scenario's recommend: block the recommendation was chosen
+	// by, so that joining a sweep's shards chooses again by it; nil is the
+	// default objective.
+	Goal *Goal `json:"recommend,omitempty"`
+}
+
+// Goal is a scenario's recommend: block as comparison.json records it.
+type Goal struct {
+	Protect string `json:"protect,omitempty"`
+	Prefer  string `json:"prefer,omitempty"`
+}
+
+// Recommend returns g as the scenario states it; a nil Goal is the default.
+func (g *Goal) Recommend() scenarios.Recommend {
+	if g == nil {
+		return scenarios.Recommend{}
+	}
+	return scenarios.Recommend{Protect: g.Protect, Prefer: g.Prefer}
 }
 
 // Names is one name or several. JSON writes one as a plain string and
@@ -80,6 +101,9 @@ type Recommendation struct {
 	Value  Names  `json:"value"`  // nil when there are no points
 	Reason string `json:"reason"` // with the figures that decided it
 	Passed bool   `json:"passed"` // the point passes every SLO; false means "closest", not "good"
+	// Objective is what the choice optimised, in words (Objective); empty
+	// in files written before it was said.
+	Objective string `json:"objective,omitempty"`
 }
 
 // NewPoint summarises r, the results of the run at value, written at
@@ -95,109 +119,25 @@ func NewComparison(scenario string, axis Names, points []Point) *Comparison {
 	return &Comparison{Schema: ComparisonSchema, Scenario: scenario, Axis: axis, Points: points, Recommendation: Recommend(axis, points)}
 }
 
-// NoisiestGroup returns the group the limits are about: the one whose
-// requests were rejected the most, as the sum over points of the share of
-// its requests rejected (a share, so a group of 249 quiet tenants does not
-// outweigh one loud one). When no point rejected anything, it is the group
-// that sent the most requests per tenant over all points. Ties go to the
-// group listed first. It returns "" when the points have no groups.
-func NoisiestGroup(points []Point) string {
-	var names []string
-	share := map[string]float64{}
-	perTenant := map[string]float64{}
-	for _, p := range points {
-		for _, g := range p.Groups {
-			if _, ok := share[g.Name]; !ok {
-				names = append(names, g.Name)
-				share[g.Name] = 0
-			}
-			if g.Requests > 0 {
-				share[g.Name] += float64(g.Rejected) / float64(g.Requests)
-			}
-			perTenant[g.Name] += float64(g.Requests) / float64(max(g.Tenants, 1))
-		}
+// NewComparisonFor is NewComparison with the recommendation chosen by the
+// scenario's objective (RecommendFor).
+func NewComparisonFor(scenario string, axis Names, points []Point, obj scenarios.Recommend) *Comparison {
+	c := &Comparison{Schema: ComparisonSchema, Scenario: scenario, Axis: axis, Points: points, Recommendation: RecommendFor(axis, points, obj)}
+	if obj != (scenarios.Recommend{}) {
+		c.Goal = &Goal{Protect: obj.Protect, Prefer: obj.Prefer}
 	}
-	best := ""
-	for _, n := range names {
-		if best == "" || share[n] > share[best] {
-			best = n
-		}
-	}
-	if best != "" && share[best] == 0 {
-		best = ""
-		for _, n := range names {
-			if best == "" || perTenant[n] > perTenant[best] {
-				best = n
-			}
-		}
-	}
-	return best
+	return c
 }
 
-// Recommend chooses among points. Among the points that pass every SLO it
-// takes the one that serves the noisiest group (NoisiestGroup) best: the
-// highest ok rate, then the lowest p99, then the earlier point. When no point
-// passes, it names the SLOs that fail at every point and takes the point
-// that comes closest: the fewest failed SLOs, then the smallest sum of
-// relative misses (SLOResult.Miss), then the earlier point. Reason is one
-// sentence with the figures; values are labelled with the last element of
-// the axis path (per_key=4).
+// Recommend is RecommendFor with the default objective: protect every
+// group that has an SLO, and prefer the passing point with the widest
+// margin to a failing one. When no point passes, it names the SLOs that fail
+// at every point and takes the point that comes closest: the fewest failed
+// SLOs, then the smallest sum of relative misses (SLOResult.Miss), then the
+// earlier point. Reason is one sentence with the figures; values are
+// labelled with the last element of the axis path (per_key=4).
 func Recommend(axis Names, points []Point) Recommendation {
-	if len(points) == 0 {
-		return Recommendation{Reason: "there are no points to compare"}
-	}
-	noisy := NoisiestGroup(points)
-	var passing []int
-	for i, p := range points {
-		if p.Passed {
-			passing = append(passing, i)
-		}
-	}
-	if len(passing) > 0 {
-		return recommendPassing(axis, points, passing, noisy)
-	}
-	return recommendClosest(axis, points)
-}
-
-func recommendPassing(axis Names, points []Point, passing []int, noisy string) Recommendation {
-	best := passing[0]
-	for _, i := range passing[1:] {
-		if compareService(groupOf(points[i], noisy), groupOf(points[best], noisy)) > 0 {
-			best = i
-		}
-	}
-	// p99 is worth saying when it decided: another passing point has the
-	// same ok rate.
-	byP99 := false
-	bg := groupOf(points[best], noisy)
-	for _, i := range passing {
-		if i != best && sameOKRate(groupOf(points[i], noisy), bg) {
-			byP99 = true
-		}
-	}
-	p := points[best]
-	label := pointLabel(axis, p.Value)
-	var b strings.Builder
-	if len(passing) == 1 {
-		fmt.Fprintf(&b, "%s is the only point that passes every SLO", label)
-	} else {
-		fmt.Fprintf(&b, "%s passes every SLO", label)
-	}
-	if len(p.SLO) > 0 {
-		fmt.Fprintf(&b, " (%s)", sloFigures(p.SLO, 3))
-	}
-	if noisy != "" && bg != nil {
-		serve := fmt.Sprintf("%d/%d ok", bg.OK, bg.Requests)
-		if byP99 && bg.Latency.Count > 0 {
-			serve += ", p99 " + formatMs(bg.Latency.P99)
-		}
-		if len(passing) == 1 {
-			fmt.Fprintf(&b, " and serves %s %s", noisy, serve)
-		} else {
-			fmt.Fprintf(&b, " and serves %s best among passing points (%s)", noisy, serve)
-		}
-	}
-	return Recommendation{Value: p.Value, Reason: b.String(), Passed: true}
+	return RecommendFor(axis, points, scenarios.Recommend{})
 }
 
 func recommendClosest(axis Names, points []Point) Recommendation {
@@ -247,52 +187,6 @@ func recommendClosest(axis Names, points []Point) Recommendation {
 	}
 	fmt.Fprintf(&b, "; %s comes closest (%d of %d SLOs failed: %s)", pointLabel(axis, p.Value), len(failed), len(p.SLO), missFigures(failed, 3))
 	return Recommendation{Value: p.Value, Reason: b.String(), Passed: false}
-}
-
-// compareService compares how well two points serve a group: > 0 when a is
-// better (higher ok rate, then lower p99; a group without ok responses has
-// the worst p99).
-func compareService(a, b *GroupResult) int {
-	ra, rb := okRate(a), okRate(b)
-	if ra != rb {
-		if ra > rb {
-			return 1
-		}
-		return -1
-	}
-	pa, pb := p99Of(a), p99Of(b)
-	switch {
-	case pa < pb:
-		return 1
-	case pa > pb:
-		return -1
-	}
-	return 0
-}
-
-func sameOKRate(a, b *GroupResult) bool { return okRate(a) == okRate(b) }
-
-func okRate(g *GroupResult) float64 {
-	if g == nil || g.Requests == 0 {
-		return 0
-	}
-	return float64(g.OK) / float64(g.Requests)
-}
-
-func p99Of(g *GroupResult) float64 {
-	if g == nil || g.Latency.Count == 0 {
-		return math.Inf(1)
-	}
-	return g.Latency.P99
-}
-
-func groupOf(p Point, name string) *GroupResult {
-	for i := range p.Groups {
-		if p.Groups[i].Name == name {
-			return &p.Groups[i]
-		}
-	}
-	return nil
 }
 
 func sloNamed(ss []SLOResult, name string) (SLOResult, bool) {

@@ -57,55 +57,34 @@ func TestRecommend(t *testing.T) {
 	}
 	grid := []Point{sweepPoint("4", 212, 1000, 4, 4, 1), sweepPoint("4", 300, 1000, 6, 2, 1)}
 	grid[0].Value, grid[1].Value = Names{"4", "8"}, Names{"6", "16"}
+	const margin = "protect every group with an SLO; prefer the widest margin to a failing point"
 	cases := []struct {
 		name   string
 		axis   Names
 		points []Point
+		obj    scenarios.Recommend
 		want   Recommendation
 	}{
-		{"the story's sweep", axis, sweep, Recommendation{Value: Names{"4"}, Passed: true,
-			Reason: "per_key=4 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 212 ms < 1 s) and serves user-x best among passing points (4/8 ok)"}},
-		{"same ok rate: lower p99", axis, tie, Recommendation{Value: Names{"4"}, Passed: true,
-			Reason: "per_key=4 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 212 ms < 1 s) and serves user-x best among passing points (4/8 ok, p99 3.02 min)"}},
-		{"none passes, one SLO everywhere", axis, failing, Recommendation{Value: Names{"8"}, Passed: false,
+		// 2 and 4 pass, 6 fails: 2 is two steps from it, 4 only one.
+		{"the story's sweep", axis, sweep, scenarios.Recommend{}, Recommendation{Value: Names{"2"}, Passed: true, Objective: margin,
+			Reason: "per_key=2 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 150 ms < 1 s); margin: the nearest failing point, per_key=6, is 2 steps away (other-sites p99 1.4 s vs < 1 s, 40% over)"}},
+		{"strictest", axis, sweep, scenarios.Recommend{Prefer: scenarios.PreferStrictest}, Recommendation{Value: Names{"2"}, Passed: true, Objective: "protect every group with an SLO; prefer the strictest setting",
+			Reason: "per_key=2 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 150 ms < 1 s); the strictest of 2 such points"}},
+		{"loosest of one group", axis, sweep, scenarios.Recommend{Protect: "other-sites", Prefer: scenarios.PreferLoosest}, Recommendation{Value: Names{"4"}, Passed: true, Objective: "protect other-sites; prefer the loosest setting",
+			Reason: "per_key=4 passes every SLO of other-sites (other-sites ok_rate 100% > 99%, other-sites p99 212 ms < 1 s); the loosest of 2 such points"}},
+		{"all pass: the most headroom", axis, tie, scenarios.Recommend{}, Recommendation{Value: Names{"2"}, Passed: true, Objective: margin,
+			Reason: "per_key=2 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 150 ms < 1 s); every point does, and it has the most headroom"}},
+		{"none passes, one SLO everywhere", axis, failing, scenarios.Recommend{}, Recommendation{Value: Names{"8"}, Passed: false, Objective: margin,
 			Reason: "no point passes every SLO: other-sites: p99 < 1s fails at every point; per_key=8 comes closest (1 of 2 SLOs failed: other-sites p99 1.2 s vs < 1 s, 20% over)"}},
-		{"none passes, different SLOs", axis, different, Recommendation{Value: Names{"1"}, Passed: false,
+		{"none passes, different SLOs", axis, different, scenarios.Recommend{}, Recommendation{Value: Names{"1"}, Passed: false, Objective: margin,
 			Reason: "no point passes every SLO: each fails a different one; per_key=1 comes closest (1 of 2 SLOs failed: other-sites ok_rate 90% vs > 99%, 9.091% under)"}},
-		{"two axes", Names{"proxy.limit_conn.per_key", "backend.workers"}, grid, Recommendation{Value: Names{"6", "16"}, Passed: true,
-			Reason: "per_key=6, workers=16 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 300 ms < 1 s) and serves user-x best among passing points (6/8 ok)"}},
-		{"one passing point", axis, sweep[:3][2:], Recommendation{Value: Names{"4"}, Passed: true,
-			Reason: "per_key=4 is the only point that passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 212 ms < 1 s) and serves user-x 4/8 ok"}},
-		{"no points", axis, nil, Recommendation{Reason: "there are no points to compare"}},
+		{"two axes", Names{"proxy.limit_conn.per_key", "backend.workers"}, grid, scenarios.Recommend{}, Recommendation{Value: Names{"4", "8"}, Passed: true, Objective: margin,
+			Reason: "per_key=4, workers=8 passes every SLO (other-sites ok_rate 100% > 99%, other-sites p99 212 ms < 1 s); every point does, and it has the most headroom"}},
+		{"no points", axis, nil, scenarios.Recommend{}, Recommendation{Reason: "there are no points to compare", Objective: margin}},
 	}
 	for i, c := range cases {
-		if got := Recommend(c.axis, c.points); !reflect.DeepEqual(got, c.want) {
+		if got := RecommendFor(c.axis, c.points, c.obj); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("step %d: %s:\ngot  %+v\nwant %+v", i, c.name, got, c.want)
-		}
-	}
-}
-
-func TestNoisiestGroup(t *testing.T) {
-	g := func(name string, tenants int, req, rej uint64) GroupResult {
-		return GroupResult{Name: name, Tenants: tenants, Counts: Counts{Requests: req, OK: req - rej, Rejected: rej}}
-	}
-	cases := []struct {
-		name   string
-		points []Point
-		want   string
-	}{
-		{"most rejected share, not count", []Point{{Groups: []GroupResult{g("sites", 249, 30000, 40), g("x", 1, 8, 4)}}}, "x"},
-		{"summed over points", []Point{
-			{Groups: []GroupResult{g("a", 1, 10, 5), g("b", 1, 10, 0)}},
-			{Groups: []GroupResult{g("a", 1, 10, 0), g("b", 1, 10, 4)}},
-			{Groups: []GroupResult{g("a", 1, 10, 0), g("b", 1, 10, 4)}},
-		}, "b"},
-		{"no rejections: most requests per tenant", []Point{{Groups: []GroupResult{g("sites", 249, 30000, 0), g("x", 1, 100, 0)}}}, "sites"},
-		{"tie: first listed", []Point{{Groups: []GroupResult{g("a", 1, 10, 1), g("b", 1, 10, 1)}}}, "a"},
-		{"no groups", []Point{{}}, ""},
-	}
-	for i, c := range cases {
-		if got := NoisiestGroup(c.points); got != c.want {
-			t.Errorf("step %d: %s: NoisiestGroup = %q, want %q", i, c.name, got, c.want)
 		}
 	}
 }
@@ -160,7 +139,7 @@ func TestComparisonFile(t *testing.T) {
 	if p0["value"] != "off" || p0["results"] != "per_key=off/results.json" {
 		t.Errorf("point 0: value %v results %v", p0["value"], p0["results"])
 	}
-	if got, want := keysOf(doc["recommendation"].(map[string]any)), sorted("value", "reason", "passed"); !reflect.DeepEqual(got, want) {
+	if got, want := keysOf(doc["recommendation"].(map[string]any)), sorted("value", "reason", "passed", "objective"); !reflect.DeepEqual(got, want) {
 		t.Errorf("recommendation fields %v, want %v", got, want)
 	}
 
@@ -179,7 +158,7 @@ func TestComparisonFile(t *testing.T) {
 	if again.String() != buf.String() {
 		t.Errorf("comparison.json changes when read and written again")
 	}
-	if !strings.Contains(back.Recommendation.Reason, "per_key=4 is the only point that passes every SLO") || !back.Recommendation.Passed {
+	if !strings.Contains(back.Recommendation.Reason, "per_key=4 passes every SLO") || !strings.Contains(back.Recommendation.Reason, "margin: the nearest failing point") || !back.Recommendation.Passed {
 		t.Errorf("recommendation read back: %+v", back.Recommendation)
 	}
 	bad := filepath.Join(t.TempDir(), "r.json")

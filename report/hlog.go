@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -15,7 +16,11 @@ import (
 // its format, readable by HistogramLogReader): one line per
 // series bucket and group that holds ok responses, tagged with the group's
 // name (commas, spaces and line breaks replaced by '_'), in bucket order then
-// group order. Timestamps are model seconds from the start of the run, values
+// group order. The StartTime and BaseTime headers are the run's wall-clock
+// start (r.StartUnixMS, the epoch when unknown), written as the Java
+// HistogramLogWriter writes them (seconds to the millisecond), so that the
+// reference readers take the interval timestamps as relative to it.
+// Timestamps are model seconds from the start of the run, values
 // are model-time microseconds, and the Interval_Max column, which the writer
 // scales by 10⁶, is therefore in seconds. A Results without histograms or
 // series gives a log of headers only.
@@ -27,6 +32,13 @@ func WriteHlog(w io.Writer, r *Results) error {
 	comment := fmt.Sprintf("[stampede scenario %s, engine %s: ok-response latency in model-time microseconds, model seconds from the start, Interval_Max in seconds, one tag per group]",
 		sanitizeTag(r.Scenario), r.Engine)
 	if err := lw.OutputComment(comment); err != nil {
+		return err
+	}
+	// hdrhistogram-go's OutputStartTime and OutputBaseTime drop the
+	// milliseconds the Java writer keeps.
+	start := time.UnixMilli(r.StartUnixMS).UTC()
+	if _, err := fmt.Fprintf(w, "#[StartTime: %.3f (seconds since epoch), %s]\n#[BaseTime: %.3f (seconds since epoch)]\n",
+		float64(r.StartUnixMS)/1000, start.Format(time.RFC3339Nano), float64(r.StartUnixMS)/1000); err != nil {
 		return err
 	}
 	if err := lw.OutputLegend(); err != nil {

@@ -15,13 +15,14 @@ import (
 func TestWriteHlogReadsBack(t *testing.T) {
 	sc := recScenario()
 	sc.Tenants[1].Group = "user x" // a space, which a tag cannot hold
-	res := record(sc, bigRun(5000, 9)).Results(RunInfo{Engine: "sim"})
+	res := record(sc, bigRun(5000, 9)).Results(RunInfo{Engine: "sim", Start: time.UnixMilli(1764630278474)})
 	var buf bytes.Buffer
 	if err := WriteHlog(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	text := buf.String()
-	for _, want := range []string{"#[Histogram log format version 1.3]", "model-time microseconds", `"StartTimestamp","Interval_Length"`, "Tag=other-sites,", "Tag=user_x,"} {
+	for _, want := range []string{"#[Histogram log format version 1.3]", "model-time microseconds",
+		"#[StartTime: 1764630278.474 (seconds since epoch), 2025-12-01T23:04:38.474Z]\n", "#[BaseTime: 1764630278.474 (seconds since epoch)]\n", `"StartTimestamp","Interval_Length"`, "Tag=other-sites,", "Tag=user_x,"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("interval log lacks %q:\n%.400s", want, text)
 		}
@@ -40,7 +41,7 @@ func TestWriteHlogReadsBack(t *testing.T) {
 	if err := hdr.NewHistogramLogWriter(&lib).OutputIntervalPackedHistogram(h); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.SplitAfter(text, "\n")[3]; got != lib.String() {
+	if got := strings.SplitAfter(text, "\n")[5]; got != lib.String() {
 		t.Errorf("first interval line:\n%s\nthe library writes:\n%s", got, lib.String())
 	}
 
@@ -79,7 +80,7 @@ func TestWriteHlogReadsBack(t *testing.T) {
 		if uint64(count[tag]) != g.OK {
 			t.Errorf("group %s: the log holds %d ok responses, want %d", g.Name, count[tag], g.OK)
 		}
-		if got := latencyOf(merged[tag]); got != g.Latency {
+		if got := latencyOf(packed(merged[tag])); got != g.Latency {
 			t.Errorf("group %s: the log's intervals merged give %+v, want the group's %+v", g.Name, got, g.Latency)
 		}
 	}
@@ -98,8 +99,8 @@ func TestWriteHlogWithoutHistograms(t *testing.T) {
 	if err := WriteHlog(&buf, &Results{Scenario: "x", Series: &Series{Step: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(buf.String(), "\n"); n != 3 {
-		t.Errorf("a log without histograms has %d lines, want the 3 header lines:\n%s", n, buf.String())
+	if n := strings.Count(buf.String(), "\n"); n != 5 {
+		t.Errorf("a log without histograms has %d lines, want the 5 header lines:\n%s", n, buf.String())
 	}
 	bad := &Results{Series: &Series{Step: 1}, Histograms: &Snapshots{Intervals: []IntervalSnapshot{{Group: "g", T: 2, Hist: "???"}}}}
 	if err := WriteHlog(io.Discard, bad); err == nil || !strings.Contains(err.Error(), "group g at 2s") {

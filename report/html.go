@@ -111,11 +111,33 @@ type verdictView struct {
 	Text  string
 }
 
-// chartView is one inline image.
+// chartView is one inline image, or the interactive charts drawn in its
+// place with the image kept for pages without scripts.
 type chartView struct {
 	Name, Title   string
+	Caption       string
 	Src           template.URL // a data: URI
 	Width, Height int
+	Live          []string // ids of the interactive charts that show it
+}
+
+// liveView is what the page needs to draw its interactive charts.
+type liveView struct {
+	Data template.JS  // the charts' JSON
+	JS   template.JS  // uPlot and assets/charts.js
+	CSS  template.CSS // uPlot's
+}
+
+// newLiveView returns the view of charts, or nil when there are none.
+func newLiveView(charts []iChart) (*liveView, error) {
+	if len(charts) == 0 {
+		return nil, nil
+	}
+	data, err := interactiveJSON(charts)
+	if err != nil {
+		return nil, err
+	}
+	return &liveView{Data: data, JS: template.JS(uplotJS + "\n" + chartsJS), CSS: template.CSS(uplotCSS)}, nil
 }
 
 // countsRow is a table row of counts and latency.
@@ -159,12 +181,15 @@ type runView struct {
 	TenantCount int
 	Routes      []countsRow
 	Backend     BackendResult
+	Measured    bool // the backend's figures were measured
 	Info        []kv
 	Settings    []kv
+	Live        *liveView
 }
 
 func newRunView(r *Results, charts []Chart) runView {
 	v := runView{
+		Measured:    BackendMeasured(r),
 		Scenario:    r.Scenario,
 		Verdict:     verdict(r.SLO),
 		Summary:     summaryLine(r),
@@ -183,7 +208,9 @@ func newRunView(r *Results, charts []Chart) runView {
 	for _, s := range r.SLO {
 		v.SLOs = append(v.SLOs, sloView{Name: s.Name, Value: sloValue(s), Pass: s.Pass})
 	}
-	v.Charts = chartViews(charts)
+	live := runInteractive(r)
+	v.Charts = chartViews(charts, live)
+	v.Live, _ = newLiveView(live) // encoding floats and strings does not fail
 	for _, g := range r.Groups {
 		v.Groups = append(v.Groups, countsRow{Name: g.Name, Tenants: g.Tenants, Counts: g.Counts, Latency: g.Latency})
 	}
@@ -248,14 +275,22 @@ func worstFirst(a, b countsRow) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-func chartViews(charts []Chart) []chartView {
+// chartViews returns the views of charts; a chart named N is shown by the
+// interactive charts whose id is N or N-1, N-2, ….
+func chartViews(charts []Chart, live []iChart) []chartView {
 	out := make([]chartView, 0, len(charts))
 	for _, ch := range charts {
 		if len(ch.PNG) == 0 {
 			continue
 		}
 		src := "data:image/png;base64," + base64.StdEncoding.EncodeToString(ch.PNG)
-		out = append(out, chartView{Name: ch.Name, Title: ch.Title, Src: template.URL(src), Width: ch.Width, Height: ch.Height})
+		v := chartView{Name: ch.Name, Title: ch.Title, Caption: ch.Caption, Src: template.URL(src), Width: ch.Width, Height: ch.Height}
+		for _, l := range live {
+			if n, ok := strings.CutPrefix(l.ID, ch.Name+"-"); l.ID == ch.Name || ok && n != "" && strings.Trim(n, "0123456789") == "" {
+				v.Live = append(v.Live, l.ID)
+			}
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -388,21 +423,9 @@ func fmtPct(f float64) string {
 	return trimFloat(100*f, 1) + "%"
 }
 
-// fmtLatency formats milliseconds for tables: "—" for none, else "850 ms",
-// "14.2 s", "2.5 min".
-func fmtLatency(ms float64) string {
-	switch {
-	case math.IsNaN(ms) || ms < 0:
-		return "—"
-	case ms >= 120_000:
-		return strconv.FormatFloat(ms/60_000, 'f', 1, 64) + " min"
-	case ms >= 1000:
-		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
-	case ms >= 10:
-		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
-	}
-	return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
-}
+// fmtLatency is FormatLatency: tables, summary and charts say a latency
+// the same way.
+func fmtLatency(ms float64) string { return FormatLatency(ms) }
 
 // fmtSeconds formats a duration in seconds: "45 s", "10 min", "1 h 30 min".
 func fmtSeconds(s float64) string {
@@ -442,7 +465,7 @@ func RenderComparison(dir string, c *Comparison, points []*Results) error {
 		}
 	}
 	var b bytes.Buffer
-	v := newComparisonView(dir, c, charts)
+	v := newComparisonView(dir, c, charts, comparisonInteractive(c, points))
 	if err := templates.ExecuteTemplate(&b, "comparison.html.tmpl", v); err != nil {
 		return fmt.Errorf("report: writing the comparison report: %w", err)
 	}
@@ -474,10 +497,12 @@ type comparisonView struct {
 	Rows     []pointRow
 	Charts   []chartView
 	Links    []pointLink
+	Live     *liveView
 }
 
-func newComparisonView(dir string, c *Comparison, charts []Chart) comparisonView {
-	v := comparisonView{Scenario: c.Scenario, Axis: strings.Join(c.Axis, " × "), Charts: chartViews(charts)}
+func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart) comparisonView {
+	v := comparisonView{Scenario: c.Scenario, Axis: strings.Join(c.Axis, " × "), Charts: chartViews(charts, live)}
+	v.Live, _ = newLiveView(live) // encoding floats and strings does not fail
 	if v.Scenario == "" {
 		v.Scenario = "unnamed scenario"
 	}
@@ -533,6 +558,9 @@ func newComparisonView(dir string, c *Comparison, charts []Chart) comparisonView
 		}
 	}
 	v.Summary = fmt.Sprintf("%d settings of %s compared; %d pass every SLO.", len(c.Points), v.Axis, passing)
+	if rec.Objective != "" {
+		v.Summary += " Objective: " + rec.Objective + "."
+	}
 	return v
 }
 

@@ -79,7 +79,7 @@ func JoinComparisons(cs []*Comparison, names []string) (*Comparison, error) {
 	if len(lacking) > 0 {
 		return nil, fmt.Errorf("joining comparisons: run %s lacks point %s of %d (a shard interrupted before its last point?)", first.RunID, strings.Join(lacking, ", "), len(points))
 	}
-	return NewComparison(first.Scenario, slices.Clone(first.Axis), joined), nil
+	return NewComparisonFor(first.Scenario, slices.Clone(first.Axis), joined, first.Goal.Recommend()), nil
 }
 
 // PointSources returns, for a joined comparison, which of cs each of its

@@ -86,6 +86,9 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		}
 		m.ModelDurationS = max(m.ModelDurationS, r.ModelDurationS)
 		m.WallDurationS = max(m.WallDurationS, r.WallDurationS)
+		if r.StartUnixMS != 0 && (m.StartUnixMS == 0 || r.StartUnixMS < m.StartUnixMS) {
+			m.StartUnixMS = r.StartUnixMS // the shards' log starts with the first
+		}
 		m.Interrupted = m.Interrupted || r.Interrupted
 		m.Shards += max(r.Shards, 1)
 		sumInto(&totals, r.Totals)

@@ -52,6 +52,22 @@ type Series struct {
 	Backend []BackendSample `json:"backend"` // busy workers and queue length
 	Keys    []KeySeries     `json:"keys"`    // in-flight per key, the busiest keys
 	Limit   int             `json:"limit"`   // the first limit_conn's per-key limit, 0 if none
+
+	// Hosts are the busiest hosts' requests in flight as their clients
+	// saw them, for runs that sampled no limiter keys (limit_req only, or
+	// no limit at all); left out otherwise. Beyond the v1 contract.
+	Hosts []HostSeries `json:"hosts,omitempty"`
+}
+
+// HostSeries is one host's mean number of requests in flight per series
+// bucket, from the first bucket on: the time its tenants' sent requests
+// (all but dropped arrivals) spent between their intended send and their
+// end, divided by the bucket's width. Tenants names the tenants that share
+// the host.
+type HostSeries struct {
+	Host     string    `json:"host"`
+	Tenants  []string  `json:"tenants"`
+	InFlight []float64 `json:"in_flight"`
 }
 
 // GroupSeries is one group's outcome counts per bucket: Counts[b][o] for
@@ -108,6 +124,9 @@ type RunInfo struct {
 	Backend     fakebackend.Stats // the pool's counters at the end
 	Version     string
 	CommandLine string
+	// Start is the wall-clock moment the run began; the zero time leaves
+	// it out of the results.
+	Start time.Time
 
 	// Tare is the wall time the live engine measured for a request that
 	// does no work during the run (see Results.TareMS); zero for the sim.
@@ -152,6 +171,7 @@ type Recorder struct {
 	tTally []tally
 	tHist  []*hdr.PackedHistogram
 	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
+	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
 	other  tally            // results naming no known tenant
@@ -321,6 +341,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	r.tTally = make([]tally, len(r.tenants))
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
 	r.tWork = make([]time.Duration, len(r.tenants))
+	r.tBusy = make([][]float32, len(r.tenants))
 	for i := range r.tHist {
 		r.tHist[i] = newHist()
 	}
@@ -408,6 +429,9 @@ func (r *Recorder) Add(res *loadgen.Result) {
 	}
 	r.tTally[ti].add(o, res.Status)
 	r.tWork[ti] += res.Work
+	if o != loadgen.Dropped {
+		r.noteInFlight(ti, res.Intended, end)
+	}
 	if ok {
 		r.tHist[ti].RecordValue(us) // in range by micros
 	}
@@ -433,6 +457,29 @@ func (r *Recorder) Add(res *loadgen.Result) {
 	}
 }
 
+// noteInFlight adds the part of [from, to) that falls in each series bucket
+// to tenant ti's in-flight time.
+func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
+	from = max(from, 0)
+	if to <= from {
+		return
+	}
+	last := r.bucket(to - 1)
+	busy := r.tBusy[ti]
+	for len(busy) <= last {
+		busy = append(busy, 0)
+	}
+	r.tBusy[ti] = busy
+	for b := r.bucket(from); b <= last; b++ {
+		lo := max(from, time.Duration(b)*r.step)
+		hi := to
+		if b < maxBuckets-1 {
+			hi = min(to, time.Duration(b+1)*r.step)
+		}
+		busy[b] += float32((hi - lo).Seconds())
+	}
+}
+
 // Merge adds o's records to r. Both must be for the same scenario; Merge
 // panics when their tenants, routes or steps differ.
 func (r *Recorder) Merge(o *Recorder) {
@@ -443,6 +490,12 @@ func (r *Recorder) Merge(o *Recorder) {
 		r.tTally[i].merge(&o.tTally[i])
 		r.tHist[i].Merge(o.tHist[i])
 		r.tWork[i] += o.tWork[i]
+		for len(r.tBusy[i]) < len(o.tBusy[i]) {
+			r.tBusy[i] = append(r.tBusy[i], 0)
+		}
+		for b, v := range o.tBusy[i] {
+			r.tBusy[i][b] += v
+		}
 	}
 	for i := range o.rTally {
 		r.rTally[i].merge(&o.rTally[i])
@@ -619,6 +672,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		Seed:           sc.Seed,
 		Version:        info.Version,
 		CommandLine:    info.CommandLine,
+		StartUnixMS:    startMS(info.Start),
 		TareMS:         float64(info.Tare.Microseconds()) / 1000,
 		Histograms:     &Snapshots{},
 		Validity:       info.Validity,
@@ -665,7 +719,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		if i >= len(r.rTally) {
 			break
 		}
-		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(r.rHist[i])}
+		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(packed(r.rHist[i]))}
 		res.Histograms.Routes[i] = encodeDense(r.rHist[i])
 	}
 
@@ -743,21 +797,67 @@ func (r *Recorder) series() *Series {
 		}
 		s.Keys = append(s.Keys, kser)
 	}
+	if len(s.Keys) == 0 {
+		s.Hosts = r.hostSeries(n)
+	}
 	return s
 }
 
-// latencyHist is what latencyOf reads; both hdrhistogram types provide it.
-type latencyHist interface {
-	TotalCount() int64
-	Min() int64
-	Max() int64
-	Mean() float64
-	ValueAtPercentile(float64) int64
+// hostSeries returns the KeepKeys hosts whose requests were most in flight
+// at their busiest, over n buckets.
+func (r *Recorder) hostSeries(n int) []HostSeries {
+	type hostAcc struct {
+		HostSeries
+		peak, sum float64
+	}
+	at := map[string]*hostAcc{}
+	var hosts []*hostAcc
+	step := r.step.Seconds()
+	for i, t := range r.tenants {
+		busy := r.tBusy[i]
+		if len(busy) == 0 {
+			continue
+		}
+		h := at[t.Host]
+		if h == nil {
+			h = &hostAcc{HostSeries: HostSeries{Host: t.Host, InFlight: make([]float64, n)}}
+			at[t.Host] = h
+			hosts = append(hosts, h)
+		}
+		h.Tenants = append(h.Tenants, t.Name)
+		for b, v := range busy[:min(len(busy), n)] {
+			h.InFlight[b] += float64(v)
+		}
+	}
+	for _, h := range hosts {
+		for b, v := range h.InFlight {
+			v = round(v/step, 3)
+			h.InFlight[b] = v
+			h.peak = max(h.peak, v)
+			h.sum += v
+		}
+	}
+	sort.SliceStable(hosts, func(i, j int) bool {
+		a, b := hosts[i], hosts[j]
+		if a.peak != b.peak {
+			return a.peak > b.peak
+		}
+		if a.sum != b.sum {
+			return a.sum > b.sum
+		}
+		return a.Host < b.Host
+	})
+	var out []HostSeries
+	for _, h := range hosts[:min(KeepKeys, len(hosts))] {
+		out = append(out, h.HostSeries)
+	}
+	return out
 }
 
-// latencyOf summarises h (microseconds) in milliseconds with 3 decimals.
-// An empty histogram gives all zeros.
-func latencyOf(h latencyHist) Latency {
+// latencyOf summarises h (microseconds) in milliseconds with 3 decimals,
+// its percentiles by the reference libraries' rule (valueAtPercentile). An
+// empty histogram gives all zeros.
+func latencyOf(h *hdr.PackedHistogram) Latency {
 	n := h.TotalCount()
 	if n == 0 {
 		return Latency{}
@@ -767,11 +867,11 @@ func latencyOf(h latencyHist) Latency {
 		Count: uint64(n),
 		Min:   ms(h.Min()),
 		Mean:  math.Round(h.Mean()) / 1000,
-		P50:   ms(h.ValueAtPercentile(50)),
-		P90:   ms(h.ValueAtPercentile(90)),
-		P95:   ms(h.ValueAtPercentile(95)),
-		P99:   ms(h.ValueAtPercentile(99)),
-		P999:  ms(h.ValueAtPercentile(99.9)),
+		P50:   ms(valueAtPercentile(h, 50)),
+		P90:   ms(valueAtPercentile(h, 90)),
+		P95:   ms(valueAtPercentile(h, 95)),
+		P99:   ms(valueAtPercentile(h, 99)),
+		P999:  ms(valueAtPercentile(h, 99.9)),
 		Max:   ms(h.Max()),
 	}
 }
@@ -800,6 +900,15 @@ func encodeDense(h *hdr.Histogram) string {
 // decode reads one snapshot string.
 func decode(s string) (*hdr.PackedHistogram, error) {
 	return hdr.DecodePacked([]byte(s))
+}
+
+// startMS returns t in milliseconds since the Unix epoch, 0 for the zero
+// time.
+func startMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // workSeconds converts worker time to results.json's work_s: seconds to the

@@ -141,6 +141,10 @@ type Results struct {
 	Seed        uint64 `json:"seed"`
 	Version     string `json:"version,omitempty"`
 	CommandLine string `json:"command_line,omitempty"`
+	// StartUnixMS is the wall-clock moment the run began, in milliseconds
+	// since the Unix epoch: the StartTime and BaseTime of histograms.hlog.
+	// Zero (left out) when the engine did not say.
+	StartUnixMS int64 `json:"start_unix_ms,omitempty"`
 	// TareMS is the wall time, in ms, of a request through the live path
 	// that does no work: the mean of the tares the live engine took off
 	// during the run, each estimated from the probes it had just sent

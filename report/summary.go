@@ -52,8 +52,12 @@ func WriteSummary(w io.Writer, r *Results) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
-		r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	if BackendMeasured(r) {
+		fmt.Fprintf(&b, "backend: %d workers, busy max %d, queue max %d, utilization %s\n",
+			r.Backend.Workers, r.Backend.BusyMax, r.Backend.QueueMax, formatPercent(r.Backend.Utilization))
+	} else {
+		b.WriteString("backend: not measured (a --target run without --backend-stats)\n")
+	}
 	writeGenerator(&b, r)
 	if len(r.SLO) > 0 {
 		failed := 0
@@ -96,6 +100,16 @@ func formatMetric(metric string, v float64) string {
 		return formatMs(v)
 	}
 	return formatPercent(v)
+}
+
+// FormatLatency formats a model-time latency in milliseconds as the
+// summary, the reports and their charts all write it (formatMs), and "—"
+// for none (NaN or negative).
+func FormatLatency(ms float64) string {
+	if math.IsNaN(ms) || ms < 0 {
+		return "—"
+	}
+	return formatMs(ms)
 }
 
 // formatMs formats a model-time latency in milliseconds with 3 significant

@@ -76,3 +76,24 @@ func TestWriteSummaryLiveGenerator(t *testing.T) {
 		}
 	}
 }
+
+// TestBackendNotMeasured is a --target run without --backend-stats: the
+// summary and the report say so instead of showing zeros.
+func TestBackendNotMeasured(t *testing.T) {
+	res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "live"}) // no samples, no stats
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "backend: not measured") || strings.Contains(got, "busy max 0") {
+		t.Errorf("summary of an unmeasured backend:\n%s\nwant \"backend: not measured\" and no zeros", got)
+	}
+	buf.Reset()
+	if err := WriteReport(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, `id="backend-not-measured"`) || strings.Contains(page, `id="chart-backend"`) || strings.Contains(page, `<table id="backend">`) {
+		t.Errorf("the report of an unmeasured backend does not say so, or still shows the backend's chart or table")
+	}
+}

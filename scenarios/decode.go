@@ -46,14 +46,14 @@ const (
 
 // Keys each mapping of the file may hold.
 var (
-	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace"}
+	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace", "recommend"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
 	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout", "locations"}
 	locKeys     = []string{"path", "limit_conn", "limit_req"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
-	tenantKeys  = []string{"group", "count", "host", "hosts", "addr", "load"}
+	tenantKeys  = []string{"group", "count", "host", "hosts", "addr", "addrs", "load"}
 	openKeys    = []string{"arrivals", "rate", "stages", "max_in_flight"}
 	closedKeys  = []string{"users", "think", "iterations", "on_timeout"}
 	bothKeys    = []string{"model", "start", "stop", "routes", "client_timeout"}
@@ -448,6 +448,13 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		s.Sweep = d.sweep(n)
 	}
 	top.str("trace", "incident.trace", &s.TraceFile)
+	if n := top.get("recommend"); n != nil {
+		var groups []string
+		for _, tg := range s.Tenants {
+			groups = append(groups, tg.Group)
+		}
+		s.Recommend = d.recommend(n, groups)
+	}
 	if len(d.errs) == 0 {
 		d.bounds(root, s)
 	}
@@ -827,6 +834,9 @@ func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (Ten
 	}
 	if f.str("addr", "127.0.0.9", &g.Addr) {
 		d.addrTemplate(f.at("addr"), join(path, "addr"), g.Addr, g.Count)
+	}
+	if f.str("addrs", "127.1.0.0/24", &g.Addrs) {
+		d.addrPool(f.at("addrs"), join(path, "addrs"), g.Addrs, g.Count)
 	}
 	if ln := f.get("load"); ln != nil {
 		d.load(ln, join(path, "load"), duration, &g.Load)

@@ -145,6 +145,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 			kv("host", host),
 			kv("hosts", hosts),
 			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
+			kv("addrs", optStr(g.Addrs)),
 			kv("load", load)))
 	}
 
@@ -160,6 +161,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("slo", s.sloNode()),
 		kv("sweep", sweepNode(s.Sweep)),
 		kv("trace", optStr(s.TraceFile)),
+		kv("recommend", recommendNode(s.Recommend)),
 	)
 	return top, nil
 }

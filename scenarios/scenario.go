@@ -21,6 +21,7 @@
 package scenarios
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -49,6 +50,7 @@ type Scenario struct {
 	Tenants       []TenantGroup
 	SLO           []SLO
 	Sweep         []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
+	Recommend     Recommend         // what compare's recommendation optimises (the recommend: block)
 	Settings      map[string]string // the --set overrides that made this scenario, PATH → VALUE
 	File          string            // the file it was read from
 	TraceFile     string            // the trace: companion file as written, relative to File's directory; "" none
@@ -104,6 +106,7 @@ type TenantGroup struct {
 	Host  string   // template: {i} is the tenant's number from 1, {i:03} zero-padded
 	Hosts []string // when set, tenant i's host is Hosts[i-1] and Host is unused
 	Addr  string   // client address template, on loopback; "" means 127.0.0.1
+	Addrs string   // a pool of client addresses per tenant, a CIDR template (127.1.{i}.0/24); "" for none: see Tenant.VisitorAddr
 	Load  Load
 }
 
@@ -189,6 +192,9 @@ type Tenant struct {
 	Group string
 	Host  string
 	Addr  string // client address, e.g. 127.0.0.1
+	// Addrs is the tenant's pool of client addresses, one per visitor
+	// (VisitorAddr); the zero Prefix means none, every request from Addr.
+	Addrs netip.Prefix
 	Load  *Load
 	Trace []TraceArrival // model trace: this tenant's arrivals, in time order
 }
@@ -211,6 +217,7 @@ func (s *Scenario) Expand() []Tenant {
 		g := &s.Tenants[gi]
 		host := mustTemplate(g.Host)
 		addr := mustTemplate(g.Addr)
+		pool := mustTemplate(g.Addrs)
 		count := max(g.Count, 1)
 		for i := 1; i <= count; i++ {
 			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
@@ -225,6 +232,10 @@ func (s *Scenario) Expand() []Tenant {
 			}
 			if t.Addr == "" {
 				t.Addr = DefaultAddr
+			}
+			if g.Addrs != "" {
+				t.Addrs, _ = netip.ParsePrefix(pool.expand(i)) // checked when the file was read
+				t.Addrs = t.Addrs.Masked()
 			}
 			out = append(out, t)
 		}

@@ -53,14 +53,16 @@ var rateUnits = []struct {
 	per  time.Duration
 }{{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}}
 
-// parseRate reads "N/s", "N/m" or "N/h" (N may be a fraction: 0.2/s) and
-// returns requests per second.
+// parseRate reads "N/s", "N/m" or "N/h" (N may be a fraction: 0.2/s), or
+// nginx's spelling "Nr/s", "Nr/m" that the proxy's limits use, and returns
+// requests per second.
 func parseRate(s string) (float64, error) {
 	num, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
 		return 0, fmt.Errorf("%q is not a rate", s)
 	}
 	num, unit = strings.TrimSpace(num), strings.TrimSpace(unit)
+	num = strings.TrimSuffix(num, "r") // 5r/s as nginx writes it
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("%q is not a rate", s)

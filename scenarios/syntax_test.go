@@ -22,6 +22,11 @@ func TestParseRate(t *testing.T) {
 		{"1/h", 1.0 / 3600, ""},
 		{" 2 / s ", 2, ""},
 		{"0/s", 0, ""},
+		{"5r/s", 5, ""}, // as the proxy's limits write it
+		{"30r/m", 0.5, ""},
+		{"0.3r/s", 0.3, ""},
+		{"5rr/s", 0, "is not a rate"},
+		{"r/s", 0, "is not a rate"},
 		{"5", 0, "is not a rate"},
 		{"fast", 0, "is not a rate"},
 		{"5/d", 0, "unknown unit"},

@@ -117,18 +117,22 @@ type tenant struct {
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
-	// routeKeys are the keys per route when the proxy has locations: each
-	// route's path picks its location's limits.
-	routeKeys []routeKeys
-	timeout   time.Duration // client timeout; 0 none
-	cap       int           // open model: in-flight cap
-	inFlight  int           // open model: requests without a result
-	stop      time.Duration
-	closed    bool
+	// keys are the tenant's keys per visitor address and route, at
+	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
+	// the proxy has locations (each route's path picks its location's
+	// limits); empty otherwise, when reqKeys and connKeys serve every request.
+	keys     []keySet
+	arrived  int           // open model: arrivals so far, the next visitor's number
+	timeout  time.Duration // client timeout; 0 none
+	cap      int           // open model: in-flight cap
+	inFlight int           // open model: requests without a result
+	stop     time.Duration
+	closed   bool
 }
 
-// routeKeys are a tenant's keys for the limits of one route's location.
-type routeKeys struct {
+// keySet is a tenant's limiter keys for one visitor address and one route's
+// location.
+type keySet struct {
 	req  []string
 	conn limiterproxy.ConnKeys
 }
@@ -137,6 +141,7 @@ type routeKeys struct {
 type user struct {
 	t    *tenant
 	done int // iterations completed
+	k    int // the user's number within its tenant: its visitor number
 }
 
 // request is one request on its way. Requests are pooled: one is reused
@@ -145,7 +150,8 @@ type request struct {
 	job      fakebackend.Job // job.Data is the request itself
 	slots    limiterproxy.Slots
 	t        *tenant
-	user     int32 // closed model: the user; -1 for open
+	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
+	user     int32                 // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -160,39 +166,40 @@ type request struct {
 
 // engine is one run.
 type engine struct {
-	sc       *scenarios.Scenario
-	sink     loadgen.Sink
-	sampler  Sampler
-	policy   *limiterproxy.Policy
-	routePol []*limiterproxy.Policy // per route, its location's limits; nil without locations
-	pool     *fakebackend.Pool
-	dists    []fakebackend.Dist
-	tenants  []tenant
-	users    []user
-	hasConn  bool // there are keys to sample (Policy.KeysLimiter)
-	readTO   time.Duration
-	connTO   time.Duration      // the proxy's connect timeout; 0 none
-	workerTO time.Duration      // the backend's worker timeout; 0 none
-	killable bool               // the worker timeout kills (sync workers)
-	starts   []*fakebackend.Job // jobs the pool started during the current call
-	wakeAt   time.Duration      // the pending evWake; never when none
-	cancel   bool               // on_client_abort: cancel
-	maxOpen  int                // 0: no cap
-	open     int                // open-model requests without a result
-	horizon  time.Duration
-	every    time.Duration
-	busiest  int
-	keyMap   map[string]int
-	busy     []limiterproxy.KeyCount // the busiest keys of the last sample
-	arrivals arrivalTree             // the open-model tenants' next arrivals, one per tenant
-	heap     eventHeap               // every other event: requests', users', samples
-	seq      uint64
-	free     *request
-	chunks   [][]request
-	res      loadgen.Result
-	stopping bool
-	stats    Stats
-	guard    guard
+	sc        *scenarios.Scenario
+	sink      loadgen.Sink
+	sampler   Sampler
+	policy    *limiterproxy.Policy
+	routePol  []*limiterproxy.Policy // per route, its location's limits; nil without locations
+	keyRoutes int                    // routes a tenant's keys are kept for: the backend's with locations, else 1
+	pool      *fakebackend.Pool
+	dists     []fakebackend.Dist
+	tenants   []tenant
+	users     []user
+	hasConn   bool // there are keys to sample (Policy.KeysLimiter)
+	readTO    time.Duration
+	connTO    time.Duration      // the proxy's connect timeout; 0 none
+	workerTO  time.Duration      // the backend's worker timeout; 0 none
+	killable  bool               // the worker timeout kills (sync workers)
+	starts    []*fakebackend.Job // jobs the pool started during the current call
+	wakeAt    time.Duration      // the pending evWake; never when none
+	cancel    bool               // on_client_abort: cancel
+	maxOpen   int                // 0: no cap
+	open      int                // open-model requests without a result
+	horizon   time.Duration
+	every     time.Duration
+	busiest   int
+	keyMap    map[string]int
+	busy      []limiterproxy.KeyCount // the busiest keys of the last sample
+	arrivals  arrivalTree             // the open-model tenants' next arrivals, one per tenant
+	heap      eventHeap               // every other event: requests', users', samples
+	seq       uint64
+	free      *request
+	chunks    [][]request
+	res       loadgen.Result
+	stopping  bool
+	stats     Stats
+	guard     guard
 }
 
 // Run plays sc in virtual time and hands every request's result to sink
@@ -288,6 +295,11 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	e.tenants = make([]tenant, len(tenants))
 	drain := time.Duration(0)
 	unbounded := false
+	keyRoutes := 1
+	if len(policy.Locations) > 0 {
+		keyRoutes = len(sc.Backend.Routes)
+	}
+	e.keyRoutes = keyRoutes
 	for i := range tenants {
 		st := &tenants[i]
 		if st.Load == nil {
@@ -318,14 +330,23 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 			t.stop = sc.Duration
 		}
 		var conn []string
-		t.reqKeys, conn = keysOf(policy, st, "/")
+		t.reqKeys, conn = keysOf(policy, st, st.Addr, "/")
 		t.connKeys = policy.ConnKeys(conn)
-		if len(policy.Locations) > 0 {
-			t.routeKeys = make([]routeKeys, len(sc.Backend.Routes))
-			for j, r := range sc.Backend.Routes {
-				lp := policy.For(r.Path)
-				req, conn := keysOf(lp, st, r.Path)
-				t.routeKeys[j] = routeKeys{req: req, conn: lp.ConnKeys(conn)}
+		if visitors := max(st.PoolSize(), 1); visitors > 1 || keyRoutes > 1 { // scenarios.MaxPoolAddrs addresses at most
+			t.keys = make([]keySet, visitors*keyRoutes)
+			for v := range visitors {
+				addr := st.Addr
+				if visitors > 1 {
+					addr = st.VisitorAddr(v)
+				}
+				for j := range keyRoutes {
+					lp, target := policy, "/"
+					if len(policy.Locations) > 0 {
+						lp, target = policy.For(sc.Backend.Routes[j].Path), sc.Backend.Routes[j].Path
+					}
+					req, conn := keysOf(lp, st, addr, target)
+					t.keys[v*keyRoutes+j] = keySet{req, lp.ConnKeys(conn)}
+				}
 			}
 		}
 		switch {
@@ -370,10 +391,9 @@ func poolConfig(sc *scenarios.Scenario) fakebackend.Config {
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send for target (a path, with
-// its query if any): Host the tenant's host, the connection from its
-// address, no headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, target string) (req, conn []string) {
-	addr := t.Addr
+// its query if any): Host the tenant's host, the connection from addr, no
+// headers.
+func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
@@ -439,8 +459,8 @@ func (e *engine) run(ctx context.Context) error {
 			if t.load.Start >= t.stop || t.load.Iterations < 0 {
 				continue
 			}
-			for range t.load.Users {
-				e.users = append(e.users, user{t: t})
+			for k := range t.load.Users {
+				e.users = append(e.users, user{t: t, k: k})
 				e.push(max(t.load.Start, 0), evSend, int32(len(e.users)-1))
 			}
 			continue
@@ -595,28 +615,42 @@ func (e *engine) arrive(t *tenant, now time.Duration) {
 	}
 	t.inFlight++
 	e.open++
-	e.start(t, -1, route, service, now)
+	t.arrived++
+	e.start(t, -1, t.arrived-1, route, service, now)
 }
 
 // send handles a closed-model user's request at now.
 func (e *engine) send(t *tenant, u int32, now time.Duration) {
 	route := t.mix.Pick(t.rng)
 	service := e.dists[route].Sample(t.rng)
-	e.start(t, u, route, service, now)
+	e.start(t, u, e.users[u].k, route, service, now)
 }
 
 // start runs a new request through limit_req.
-func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now time.Duration) {
+func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.Duration, now time.Duration) {
 	r := e.alloc()
 	r.t, r.user, r.route, r.intended = t, u, int16(route), now
+	reqKeys := t.reqKeys
+	r.connKeys = t.connKeys
+	if len(t.keys) > 0 { // the visitor's address, as scenarios.Tenant.VisitorAddr maps it, and the route's location
+		i := 0
+		if visitors := len(t.keys) / e.keyRoutes; visitors > 1 {
+			i = visitor % visitors * e.keyRoutes
+		}
+		if e.keyRoutes > 1 {
+			i += route
+		}
+		ks := &t.keys[i]
+		reqKeys, r.connKeys = ks.req, ks.conn
+	}
 	r.job = fakebackend.Job{Service: service, Data: r}
 	r.client, r.read, r.connect = never, never, never
 	if t.timeout > 0 {
 		r.client = now + t.timeout
 	}
-	pol, reqKeys := e.policy, t.reqKeys
+	pol := e.policy
 	if e.routePol != nil {
-		pol, reqKeys = e.routePol[route], t.routeKeys[route].req
+		pol = e.routePol[route]
 	}
 	if len(pol.Req) > 0 {
 		d := pol.ReqStage(at(now), reqKeys)
@@ -636,12 +670,12 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 
 // connStage runs r through limit_conn and hands it to the backend.
 func (e *engine) connStage(r *request, now time.Duration) {
-	pol, connKeys := e.policy, &r.t.connKeys
+	pol := e.policy
 	if e.routePol != nil {
-		pol, connKeys = e.routePol[r.route], &r.t.routeKeys[r.route].conn
+		pol = e.routePol[r.route]
 	}
 	if len(pol.Conn) > 0 {
-		slots, d := pol.ConnStageKeys(*connKeys)
+		slots, d := pol.ConnStageKeys(r.connKeys)
 		if d.Verdict == limiterproxy.Rejected {
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)

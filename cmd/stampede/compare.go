@@ -28,9 +28,15 @@ func newCompareCmd() *cobra.Command {
 		Long: `compare plays the scenario once per point of a sweep (one --sweep is an axis,
 two make a grid; without --sweep the file's sweep: block is used), writes each
 point's results under -o DIR, then comparison.json and a comparison report.html
-whose recommendation is the point that passes every SLO and serves the
-noisiest tenant best.`,
-		Args: cobra.ExactArgs(1),
+whose recommendation is the point that passes every SLO farthest from a
+point that fails one. A recommend: block in the file changes that objective:
+recommend: {protect: GROUP, prefer: strictest|loosest} asks only GROUP's SLOs
+to pass and takes the strictest (or loosest) such setting; off is the loosest.
+
+` + exitCodesHelp + `
+(3: no point passes every SLO).`,
+		Example: compareExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -96,7 +102,7 @@ noisiest tenant best.`,
 				names[i] = a.Path
 			}
 			newComparison := func() *report.Comparison {
-				cmp := report.NewComparison(base.Name, names, cps)
+				cmp := report.NewComparisonFor(base.Name, names, cps, base.Recommend)
 				if sh.Count > 0 {
 					info := sh.ShardInfo
 					cmp.RunID, cmp.Shard, cmp.PointIndex, cmp.GridPoints = runID, &info, played, len(points)
@@ -137,7 +143,7 @@ noisiest tenant best.`,
 				played = append(played, i)
 			}
 			cmp := newComparison()
-			depends := recommendConclusive(cmp, names)
+			depends := recommendConclusive(cmp, names, base.Recommend)
 			if err := writeComparison(dir, cmp, results); err != nil {
 				return err
 			}
@@ -152,7 +158,7 @@ noisiest tenant best.`,
 				fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "comparison.json"))
 				return nil
 			}
-			fmt.Fprintf(w, "\nrecommendation: %s\n", cmp.Recommendation.Reason)
+			fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", cmp.Recommendation.Objective, cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
 			if depends {
 				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
@@ -166,6 +172,7 @@ noisiest tenant best.`,
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
 	sf.register(c, false)
+	registerCompletion(c)
 	return c
 }
 
@@ -174,7 +181,7 @@ noisiest tenant best.`,
 // recommendation depends on them: when no point is conclusive, or when an
 // inconclusive point, had it passed every SLO, would have been recommended
 // instead (its true result is unknown, so it might have been).
-func recommendConclusive(cmp *report.Comparison, names report.Names) bool {
+func recommendConclusive(cmp *report.Comparison, names report.Names, obj scenarios.Recommend) bool {
 	var conclusive []report.Point
 	var left []string
 	for _, p := range cmp.Points {
@@ -187,7 +194,7 @@ func recommendConclusive(cmp *report.Comparison, names report.Names) bool {
 	if len(left) == 0 {
 		return false
 	}
-	cmp.Recommendation = report.Recommend(names, conclusive)
+	cmp.Recommendation = report.RecommendFor(names, conclusive, obj)
 	cmp.Recommendation.Reason += fmt.Sprintf(" (%d inconclusive point(s) left out: %s)", len(left), strings.Join(left, "; "))
 	if len(conclusive) == 0 {
 		return true
@@ -202,7 +209,7 @@ func recommendConclusive(cmp *report.Comparison, names report.Names) bool {
 		for i := range q.SLO {
 			q.SLO[i].Pass = true
 		}
-		alt := report.Recommend(names, append(append([]report.Point(nil), conclusive...), q))
+		alt := report.RecommendFor(names, append(append([]report.Point(nil), conclusive...), q), obj)
 		if slices.Equal(alt.Value, q.Value) {
 			return true
 		}
@@ -258,7 +265,11 @@ func pointLine(p report.Point) string {
 		if g.Requests > 0 {
 			ok = 100 * float64(g.OK) / float64(g.Requests)
 		}
-		fmt.Fprintf(&b, " %s: %.1f%% ok, p99 %.0f ms;", g.Name, ok, g.Latency.P99)
+		p99 := "-"
+		if g.Latency.Count > 0 {
+			p99 = report.FormatLatency(g.Latency.P99) // as run's summary says it
+		}
+		fmt.Fprintf(&b, " %s: %.1f%% ok, p99 %s;", g.Name, ok, p99)
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }

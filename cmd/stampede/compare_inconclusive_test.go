@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"stampede/report"
+	"stampede/scenarios"
 )
 
 // TestRecommendConclusive checks that inconclusive points stay out of the
@@ -19,6 +20,9 @@ func TestRecommendConclusive(t *testing.T) {
 			Groups: []report.GroupResult{g("x", 8, okX, 8-okX, 100), g("others", 100, 100, 0, 200)}}
 	}
 	names := report.Names{"proxy.limit_conn.per_key"}
+	// Prefer the loosest passing point, so that a looser inconclusive
+	// point, had it passed, would win.
+	obj := scenarios.Recommend{Prefer: scenarios.PreferLoosest}
 	for _, c := range []struct {
 		name    string
 		points  []report.Point
@@ -30,8 +34,8 @@ func TestRecommendConclusive(t *testing.T) {
 		{"an inconclusive point that would win", []report.Point{point("4", true, false, 4), point("6", false, true, 6)}, "4", true},
 		{"nothing conclusive", []report.Point{point("4", true, true, 4)}, "", true},
 	} {
-		cmp := report.NewComparison("s", names, c.points)
-		depends := recommendConclusive(cmp, names)
+		cmp := report.NewComparisonFor("s", names, c.points, obj)
+		depends := recommendConclusive(cmp, names, obj)
 		got := ""
 		if len(cmp.Recommendation.Value) > 0 {
 			got = cmp.Recommendation.Value[0]

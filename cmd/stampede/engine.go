@@ -39,7 +39,7 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 		return playSim(ctx, sc, o, title)
 	}
 	counters := new(loadgen.Counters)
-	t := new(tally)
+	t := &tally{rejectLabel: rejectLabel(live.RejectStatuses(sc.Proxy.Limits))}
 	view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, func() time.Duration {
 		p := counters.Snapshot()
 		for i, n := range p.Outcomes {
@@ -72,7 +72,7 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 
 func playSim(ctx context.Context, sc *scenarios.Scenario, o playOptions, title string) (*report.Results, error) {
 	rec := report.NewRecorder(sc)
-	t := &tally{next: rec}
+	t := &tally{next: rec, rejectLabel: rejectLabel(live.RejectStatuses(sc.Proxy.Limits))}
 	view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, nil)
 	start := time.Now()
 	st, err := sim.Run(ctx, sc, t, sim.Options{Sampler: rec})
@@ -83,6 +83,7 @@ func playSim(ctx context.Context, sc *scenarios.Scenario, o playOptions, title s
 	}
 	info := report.RunInfo{
 		Engine:      "sim",
+		Start:       start,
 		Wall:        time.Since(start),
 		Interrupted: interrupted,
 		Backend:     st.Backend,

@@ -55,7 +55,7 @@ func joinComparison(c *cobra.Command, dirs []string, out string) error {
 	}
 	// As compare does: the recommendation leaves out the points the live
 	// engine could not play faithfully.
-	depends := recommendConclusive(joined, joined.Axis)
+	depends := recommendConclusive(joined, joined.Axis, joined.Goal.Recommend())
 	if err := writeComparison(out, joined, results); err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func joinComparison(c *cobra.Command, dirs []string, out string) error {
 	for _, p := range joined.Points {
 		fmt.Fprintf(w, "%-28s %s\n", fmt.Sprint(p.Value), pointLine(p))
 	}
-	fmt.Fprintf(w, "\nrecommendation: %s\n", joined.Recommendation.Reason)
+	fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", joined.Recommendation.Objective, joined.Recommendation.Reason)
 	fmt.Fprintf(w, "wrote %s\n", filepath.Join(out, "report.html"))
 	if depends {
 		return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully (see each point's report)"}

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -21,6 +24,10 @@ type tally struct {
 	model   atomic.Int64 // latest intended send time seen, model ns
 	total   atomic.Uint64
 	outcome [loadgen.NumOutcomes]atomic.Uint64
+
+	// rejectLabel names rejections in the line, set before the display
+	// starts: the limits' statuses ("429"); "" says "rejected".
+	rejectLabel string
 }
 
 // Add counts r and passes it on.
@@ -37,10 +44,94 @@ func (t *tally) Add(r *loadgen.Result) {
 	}
 }
 
-func (t *tally) line(rate float64) string {
-	o := func(x loadgen.Outcome) uint64 { return t.outcome[x].Load() }
-	return fmt.Sprintf("%6.0f req/s  ok %d  503 %d  502 %d  504 %d  timeout %d  dropped %d",
-		rate, o(loadgen.OK), o(loadgen.Rejected), o(loadgen.BackendError), o(loadgen.GatewayTimeout), o(loadgen.ClientTimeout), o(loadgen.Dropped))
+// progressState is what one progress line shows.
+type progressState struct {
+	wall        time.Duration // wall time since the run began
+	model       time.Duration // model time played
+	total       time.Duration // the scenario's model duration
+	done        uint64        // results so far
+	outcomes    [loadgen.NumOutcomes]uint64
+	rejectLabel string // what the limits answer: "503", "429", "503/429"
+}
+
+// state reads t at wall time wall and model time model.
+func (t *tally) state(wall, model, total time.Duration) progressState {
+	s := progressState{wall: wall, model: min(model, total), total: total, done: t.total.Load(), rejectLabel: t.rejectLabel}
+	for i := range s.outcomes {
+		s.outcomes[i] = t.outcome[i].Load()
+	}
+	if s.rejectLabel == "" {
+		s.rejectLabel = "rejected"
+	}
+	return s
+}
+
+// progressFields are a progress line's parts, the most wanted first: model
+// time, wall time elapsed and left, the outcomes that happened, the model
+// and wall rates.
+func progressFields(s progressState) []string {
+	f := []string{fmt.Sprintf("model %s/%s", roundDur(s.model), roundDur(s.total))}
+	wall := "wall " + roundDur(s.wall).String()
+	if s.model > 0 && s.model < s.total {
+		left := time.Duration(float64(s.total-s.model) * float64(s.wall) / float64(s.model))
+		wall += ", " + roundDur(left).String() + " left"
+	}
+	f = append(f, wall)
+	labels := [loadgen.NumOutcomes]string{
+		loadgen.OK: "ok", loadgen.Rejected: s.rejectLabel, loadgen.BackendError: "502", loadgen.GatewayTimeout: "504",
+		loadgen.ClientTimeout: "timeout", loadgen.Dropped: "dropped", loadgen.Error: "error",
+	}
+	var outs []string
+	for o, n := range s.outcomes {
+		if n > 0 || o == int(loadgen.OK) {
+			outs = append(outs, fmt.Sprintf("%s %d", labels[o], n))
+		}
+	}
+	f = append(f, strings.Join(outs, " "))
+	if s.model > 0 && s.wall > 0 {
+		f = append(f, fmt.Sprintf("%s req/s model, %s/s wall", shortRate(float64(s.done)/s.model.Seconds()), shortRate(float64(s.done)/s.wall.Seconds())))
+	}
+	return f
+}
+
+// progressLine joins the fields of s that fit in width columns (all of them
+// for width 0), dropping the least wanted first, so that the line degrades
+// cleanly on a narrow terminal instead of pushing the bar out.
+func progressLine(s progressState, width int) string {
+	f := progressFields(s)
+	for n := len(f); n > 0; n-- {
+		line := strings.Join(f[:n], " · ")
+		if width <= 0 || utf8.RuneCountInString(line) <= width { // one column a rune: the line is ASCII and ·
+			return line
+		}
+	}
+	if r := []rune(f[0]); len(r) > max(width, 1) {
+		return string(r[:max(width-1, 0)]) + "…"
+	}
+	return f[0]
+}
+
+// shortRate writes a rate in at most 4 digits and a suffix: 950, 1.2k, 35k.
+func shortRate(r float64) string {
+	switch {
+	case r >= 10_000:
+		return fmt.Sprintf("%.0fk", r/1000)
+	case r >= 1000:
+		return fmt.Sprintf("%.1fk", r/1000)
+	case r >= 10:
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+// rejectLabel is how the progress line labels rejections: the statuses the
+// scenario's limits answer with.
+func rejectLabel(statuses []int) string {
+	s := make([]string, len(statuses))
+	for i, st := range statuses {
+		s[i] = strconv.Itoa(st)
+	}
+	return strings.Join(s, "/")
 }
 
 // isTerminal reports whether w is a character device, where bars can be
@@ -53,6 +144,10 @@ func isTerminal(w io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// minBar is the narrowest the progress bar gets before the line beside it
+// drops fields.
+const minBar = 12
 
 // progressView shows one run's progress: an mpb bar of model time on a
 // terminal, plain lines every few seconds elsewhere, nothing when quiet.
@@ -69,23 +164,7 @@ func showProgress(w io.Writer, mode string, title string, total time.Duration, t
 		clock = func() time.Duration { return time.Duration(t.model.Load()) }
 	}
 	start := time.Now()
-	var (
-		mu       sync.Mutex
-		lastN    uint64
-		lastT    = start
-		lastRate float64
-	)
-	rate := func() float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		now := time.Now()
-		if dt := now.Sub(lastT).Seconds(); dt >= 0.5 {
-			n := t.total.Load()
-			lastRate = float64(n-lastN) / dt
-			lastN, lastT = n, now
-		}
-		return lastRate
-	}
+	state := func() progressState { return t.state(time.Since(start), clock(), total) }
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	switch mode {
@@ -94,14 +173,12 @@ func showProgress(w io.Writer, mode string, title string, total time.Duration, t
 	case "bar":
 		p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(150*time.Millisecond))
 		bar := p.New(int64(total/time.Millisecond), mpb.BarStyle().Lbound("[").Rbound("]"),
-			mpb.PrependDecorators(
-				decor.Name(title+" ", decor.WCSyncSpaceR),
-				decor.Any(func(decor.Statistics) string {
-					el := min(clock(), total)
-					return fmt.Sprintf("%s / %s (%s left)", roundDur(el), roundDur(total), roundDur(total-el))
-				}),
-			),
-			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return t.line(rate()) })),
+			mpb.PrependDecorators(decor.Name(title+" ", decor.WCSyncSpaceR)),
+			// The line takes what the terminal leaves after the title and
+			// a bar of at least minBar columns.
+			mpb.AppendDecorators(decor.Any(func(st decor.Statistics) string {
+				return " " + progressLine(state(), max(st.AvailableWidth-minBar-1, 10))
+			})),
 		)
 		go func() {
 			defer close(finished)
@@ -129,7 +206,7 @@ func showProgress(w io.Writer, mode string, title string, total time.Duration, t
 				case <-done:
 					return
 				case <-tick.C:
-					fmt.Fprintf(w, "%s %s / %s  %s\n", title, roundDur(min(clock(), total)), roundDur(total), t.line(rate()))
+					fmt.Fprintf(w, "%s %s\n", title, progressLine(state(), 0))
 				}
 			}
 		}()

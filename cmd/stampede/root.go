@@ -73,7 +73,7 @@ HTTP or in virtual time, and reports what every tenant saw.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{suggestFlag(c, err)} })
 	for _, c := range commands {
 		root.AddCommand(c())
 	}

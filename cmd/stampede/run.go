@@ -24,6 +24,8 @@ type runFlags struct {
 	allowRemote bool
 	noProgress  bool
 	transport   string
+	// backendStats is run's --backend-stats.
+	backendStats string
 }
 
 func (f *runFlags) register(c *cobra.Command) {
@@ -48,6 +50,9 @@ func (f *runFlags) check() error {
 	if f.target != "" && f.engine == "sim" {
 		return usagef("--target drives real HTTP: it needs --engine live")
 	}
+	if f.backendStats != "" && f.target == "" {
+		return usagef("--backend-stats polls the backend behind a --target: give --target too")
+	}
 	return nil
 }
 
@@ -62,9 +67,11 @@ func newRunCmd() *cobra.Command {
 	var f runFlags
 	var sf shardFlags
 	c := &cobra.Command{
-		Use:   "run SCENARIO",
-		Short: "Play a scenario and write results.json, histograms.hlog and report.html",
-		Args:  cobra.ExactArgs(1),
+		Use:     "run SCENARIO",
+		Short:   "Play a scenario and write results.json, histograms.hlog and report.html",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
@@ -87,6 +94,7 @@ func newRunCmd() *cobra.Command {
 			res, err := play(c.Context(), sc, playOptions{
 				engine:      f.engine,
 				target:      f.target,
+				statsURL:    f.backendStats,
 				allowRemote: f.allowRemote,
 				transport:   f.transport,
 				progress:    f.progressMode(c),
@@ -109,7 +117,9 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f.register(c)
-	c.Flags().StringVar(&f.target, "target", "", "drive this URL (e.g. nginx in front of `stampede backend`) instead of the built-in proxy and backend")
+	c.Flags().StringVar(&f.target, "target", "", "drive this `URL` (e.g. nginx in front of a stampede backend) instead of the built-in proxy and backend")
+	c.Flags().StringVar(&f.backendStats, "backend-stats", "", "with --target: poll the stats `URL` of the stampede backend behind it (e.g. http://127.0.0.1:9000/_stampede/stats) to measure its workers and queue")
+	registerCompletion(c)
 	c.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --target outside loopback")
 	sf.register(c, true)
 	return c

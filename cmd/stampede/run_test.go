@@ -257,11 +257,41 @@ func TestRunSimDeterministic(t *testing.T) {
 		if _, ok := m["wall_duration_s"]; !ok {
 			t.Fatalf("run %d: results.json has no wall_duration_s", i)
 		}
-		outs[i] = wallRE.ReplaceAll(b, []byte(`"wall_duration_s": 0`))
+		outs[i] = wallRE.ReplaceAll(b, []byte(`"$1": 0`))
 	}
 	if !bytes.Equal(outs[0], outs[1]) {
 		t.Errorf("two runs of the same scenario and seed differ beyond the wall time")
 	}
 }
 
-var wallRE = regexp.MustCompile(`"wall_duration_s": [0-9.e+-]+`)
+var wallRE = regexp.MustCompile(`"(wall_duration_s|start_unix_ms)": [0-9.e+-]+`)
+
+func TestRunHelpAndFlagSuggestions(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("run --help exits %d, want 0", code)
+	}
+	for _, want := range []string{"Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+	if strings.Contains(out.String(), "--target stampede") {
+		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run(context.Background(), []string{"run", "--engin", "sim", "x.yaml"}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Errorf("a mistyped flag exits %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(errb.String(), "did you mean --engine?") {
+		t.Errorf("a mistyped flag says %q, want a suggestion of --engine", errb.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("completing --sweep exits %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "proxy.limit_conn.per_key=") {
+		t.Errorf("completing --sweep proxy.limit_conn.p gives %q, want proxy.limit_conn.per_key=", out.String())
+	}
+}

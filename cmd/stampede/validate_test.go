@@ -67,3 +67,15 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateReference(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"validate", "--reference"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("validate --reference exits %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"KEY", "proxy.limit_conn.per_key", "tenants[].load.rate", "recommend.prefer", "2048"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("validate --reference lacks %q", want)
+		}
+	}
+}
