@@ -518,16 +518,28 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		dialUp   dialFunc
 	)
 	if memory {
+		overflow := memnet.Retry
+		if sc.Backend.Overflow == fakebackend.Reset {
+			overflow = memnet.Refuse
+		}
 		ml := memnet.Listen(memnet.Options{
-			Addr:    memBackendAddr,
-			Backlog: memBacklog,
+			Addr:     memBackendAddr,
+			Backlog:  memBacklog,
+			Overflow: overflow,
 			// The kernel's SYN retransmissions are model time.
-			RetryAfter: func(n int) time.Duration { return wall(memnet.SYNSchedule(n)) },
+			RetryAfter: func(n int) (time.Duration, bool) {
+				d, again := fakebackend.SYNRetry(n)
+				return wall(d), again
+			},
 		})
 		bln = ml
 		// The proxy's connect timeout (nginx proxy_connect_timeout) in
 		// model time, as everything else in an in-memory run.
-		connect := wall(limiterproxy.DefaultConnectTimeout)
+		connect := sc.Proxy.ConnectTimeout
+		if connect <= 0 {
+			connect = limiterproxy.DefaultConnectTimeout
+		}
+		connect = wall(connect)
 		dialUp = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(ctx, connect)
 			defer cancel()

@@ -47,11 +47,13 @@ const (
 // zero: Linux's default somaxconn.
 const DefaultBacklog = 4096
 
-// SYNSchedule is the Linux client's SYN retransmission schedule: the wait
-// before retry n (from 1) is 1 s doubled n-1 times. It is the default
-// Options.RetryAfter.
-func SYNSchedule(n int) time.Duration {
-	return time.Second << min(max(n-1, 0), 16)
+// SYNSchedule is the Linux client's SYN retransmission schedule, the
+// default Options.RetryAfter: the wait after the n-th SYN (from 1) is 1 s
+// doubled n-1 times, and after the sixth retransmission connect gives up
+// (tcp_syn_retries = 6; fakebackend.SYNRetry is the same rule).
+func SYNSchedule(n int) (time.Duration, bool) {
+	n = max(n, 1)
+	return time.Second << min(n-1, 6), n <= 6
 }
 
 // Options configure Listen. The zero value is a listener at 127.0.0.1:1
@@ -66,10 +68,11 @@ type Options struct {
 	Backlog int
 	// Overflow is what a dial does when the queue is full.
 	Overflow Overflow
-	// RetryAfter, with Retry, returns the wall time to wait before the
-	// n-th retry (n from 1). Nil means SYNSchedule. A time-scaled caller
-	// scales the schedule here.
-	RetryAfter func(n int) time.Duration
+	// RetryAfter, with Retry, returns the wall time to wait after the
+	// n-th attempt (n from 1) and whether to try again after it; a dial
+	// whose schedule ends fails with ETIMEDOUT. Nil means SYNSchedule. A
+	// time-scaled caller scales the schedule here.
+	RetryAfter func(n int) (time.Duration, bool)
 }
 
 // Listener is an in-memory net.Listener. It is safe for concurrent use.
@@ -79,7 +82,7 @@ type Listener struct {
 	done     chan struct{}
 	once     sync.Once
 	overflow Overflow
-	retry    func(int) time.Duration
+	retry    func(int) (time.Duration, bool)
 	ports    atomic.Uint32
 
 	refused  atomic.Uint64
@@ -200,7 +203,8 @@ func (l *Listener) Dial(ctx context.Context, from netip.Addr) (net.Conn, error) 
 			l.refused.Add(1)
 			return fail(ErrRefused)
 		}
-		t := time.NewTimer(l.retry(n))
+		wait, again := l.retry(n)
+		t := time.NewTimer(wait)
 		select {
 		case <-l.done:
 			t.Stop()
@@ -211,6 +215,9 @@ func (l *Listener) Dial(ctx context.Context, from netip.Addr) (net.Conn, error) 
 		case <-t.C:
 			// Room that appeared meanwhile is seen only now, as the
 			// kernel sees a dropped SYN's retransmission only.
+			if !again {
+				return fail(syscall.ETIMEDOUT)
+			}
 			l.retried.Add(1)
 		}
 	}

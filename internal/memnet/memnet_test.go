@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -75,7 +76,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until accepted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1, RetryAfter: func(n int) time.Duration { return 10 * SYNSchedule(n) }})
+			ln := Listen(Options{Backlog: 1, RetryAfter: func(n int) (time.Duration, bool) { d, again := SYNSchedule(n); return 10 * d, again }})
 			defer ln.Close()
 			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
 				t.Fatal(err)
@@ -119,6 +120,20 @@ func TestOverflow(t *testing.T) {
 			// 1, 2, 4, 8, 16 s: retries at 1, 3, 7, 15, 31 s; the next at 63 s is past it.
 			if got := ln.Stats().Retried; got != 5 {
 				t.Errorf("Stats().Retried = %d, want 5", got)
+			}
+		})
+	})
+	t.Run("retry until the schedule ends", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ln := Listen(Options{Backlog: 1})
+			defer ln.Close()
+			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := ln.Dial(t.Context(), netip.Addr{})
+			if !errors.Is(err, syscall.ETIMEDOUT) || time.Since(start) != 127*time.Second {
+				t.Errorf("dial into a queue that stays full: err %v after %v, want ETIMEDOUT after 127s, as Linux's connect", err, time.Since(start))
 			}
 		})
 	})
