@@ -502,7 +502,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	for i, r := range sc.Backend.Routes {
 		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
 	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -582,7 +582,9 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		}
 	}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
-		ReadTimeout: wall(sc.Proxy.ReadTimeout),
+		ReadTimeout:    wall(sc.Proxy.ReadTimeout),
+		ConnectTimeout: wall(sc.Proxy.ConnectTimeout),
+		SendTimeout:    wall(sc.Proxy.SendTimeout),
 		// A connection per request would spend a third of the run's CPU
 		// in connect and close; the pool works per request either way.
 		KeepAlive: true,

@@ -85,6 +85,15 @@ func (b Backend) PoolConfig() fakebackend.Config {
 		Threads: b.Threads, Boot: b.Boot, MaxRequests: b.MaxRequests, MaxRequestsJitter: b.MaxRequestsJitter, Overflow: b.Overflow}
 }
 
+// PoolConfig returns the backend pool's configuration seeded by the
+// scenario's seed, so that both engines draw the same arbiter tick phase
+// and max_requests jitter.
+func (s *Scenario) PoolConfig() fakebackend.Config {
+	cfg := s.Backend.PoolConfig()
+	cfg.Seed = s.Seed
+	return cfg
+}
+
 // Route is a path prefix with its service-time distribution.
 type Route struct {
 	Name    string

@@ -246,7 +246,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		sc:      sc,
 		sink:    sink,
 		policy:  policy,
-		pool:    fakebackend.NewPool(poolConfig(sc)),
+		pool:    fakebackend.NewPool(sc.PoolConfig()),
 		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		connTO:  sc.Proxy.ConnectTimeout,
@@ -379,14 +379,6 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		e.keyMap = make(map[string]int, e.busiest)
 	}
 	return e, nil
-}
-
-// poolConfig returns the backend pool's configuration for sc, seeded by the
-// scenario's seed.
-func poolConfig(sc *scenarios.Scenario) fakebackend.Config {
-	cfg := sc.Backend.PoolConfig()
-	cfg.Seed = sc.Seed
-	return cfg
 }
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key

@@ -127,7 +127,7 @@ func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
 // on a sync worker: on the arbiter's first tick past the timeout.
 func killAt(t *testing.T, sc *scenarios.Scenario, start time.Duration) time.Duration {
 	t.Helper()
-	k, ok := fakebackend.NewPool(poolConfig(sc)).KillTick(start)
+	k, ok := fakebackend.NewPool(sc.PoolConfig()).KillTick(start)
 	if !ok {
 		t.Fatalf("%s: the worker timeout kills nothing", sc.Name)
 	}
