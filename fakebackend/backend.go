@@ -53,6 +53,9 @@ type Options struct {
 	// run wants it. False uses the runtime's timers alone, which
 	// testing/synctest's fake clock needs.
 	PreciseTimers bool
+	// AccessLog, when not nil, gets a line in gunicorn's format for every
+	// request a worker served.
+	AccessLog *AccessLog
 }
 
 // Bounds New enforces, so that a typo cannot ask for a billion goroutines.
@@ -94,6 +97,7 @@ type Backend struct {
 	scale     float64
 	keepAlive bool
 	precise   bool
+	access    *AccessLog
 
 	// The model clock: model time is (wall − wallBase)/scale.
 	wallBase time.Time
@@ -167,6 +171,7 @@ func New(opts Options) (*Backend, error) {
 		keepAlive: opts.KeepAlive,
 		precise:   opts.PreciseTimers,
 		freed:     make(chan struct{}, 1),
+		access:    opts.AccessLog,
 		pool:      NewPool(c),
 		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
@@ -398,7 +403,8 @@ wait:
 	h.Set(HeaderService, fmtDur(j.Service))
 	h.Set(HeaderRoute, rt.Name)
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
+	n, _ := fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
+	b.access.logServed(r, b.wallAt(wk.end-j.Service), http.StatusOK, n)
 }
 
 // refused counts a connection the backlog refused and drops it: the proxy

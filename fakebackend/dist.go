@@ -143,10 +143,11 @@ func fmtDur(d time.Duration) string {
 // ErrDist is wrapped by every error ParseDist returns.
 var ErrDist = errors.New("bad service-time distribution")
 
-const distExamples = `want e.g. 2s, exp:1s, uniform:2m..4m or lognormal:median=30ms,p99=200ms`
+const distExamples = `want e.g. 2s, exp:1s, uniform:2m..4m, lognormal:median=30ms,p99=200ms or empirical:p0=1ms,p50=30ms,p100=4m`
 
 // ParseDist reads a service-time distribution: a constant duration ("2s"),
-// "exp:MEAN", "uniform:MIN..MAX" or "lognormal:median=D,p99=D".
+// "exp:MEAN", "uniform:MIN..MAX", "lognormal:median=D,p99=D" or a quantile
+// table, "empirical:p0=D,p50=D,...,p100=D" (see Empirical).
 func ParseDist(s string) (Dist, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s (%s)", ErrDist, s, why, distExamples)
@@ -221,6 +222,12 @@ func ParseDist(s string) (Dist, error) {
 			return nil, bad("p99 is below the median")
 		}
 		return l, nil
+	case "empirical":
+		e, err := parseEmpirical(arg)
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		return e, nil
 	}
 	return nil, bad(fmt.Sprintf("unknown kind %q", kind))
 }

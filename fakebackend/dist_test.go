@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -215,6 +216,7 @@ func FuzzParseDist(f *testing.F) {
 		"2s", "exp:1s", "exp:mean=1s", "uniform:2m..4m", "lognormal:median=30ms,p99=200ms",
 		"const:0s", "uniform:..", "lognormal:", "lognormal:median=1ns,p99=2562047h47m16.854775807s",
 		"uniform:0s..2562047h47m16.854775807s", "exp:2562047h",
+		"empirical:p0=1ms,p50=30ms,p90=200ms,p99.9=2s,p100=4m", "empirical:p0=0s,p100=0s", "empirical:p0=1s,p100",
 	} {
 		f.Add(s)
 	}
@@ -231,7 +233,7 @@ func FuzzParseDist(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseDist(%q) = %#v, whose String %q does not parse: %v", s, d, d.String(), err)
 		}
-		if back != d {
+		if !reflect.DeepEqual(back, d) {
 			t.Fatalf("ParseDist(%q) = %#v; String %q parses to %#v", s, d, d.String(), back)
 		}
 		if m := d.Mean(); m < 0 {

@@ -175,6 +175,7 @@ type tenant struct {
 	stop     time.Duration
 	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
 	arrivals *Arrivals
+	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 }
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
@@ -247,6 +248,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, fmt.Errorf("loadgen: tenant %s: no routes", sc.Name)
 		}
 		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: NewMix(sc.Load.Routes)}
+		t.trace = sc.Trace
 		for j, wr := range sc.Load.Routes {
 			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
 				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
@@ -406,6 +408,9 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 		// The arrivals draw from the tenant's own stream alone, so they are
 		// exactly NewArrivals' whatever the routes; picks come from another.
 		t.arrivals = NewArrivals(t.load, d.opts.Horizon, TenantRand(d.opts.Seed, int(t.index)))
+		if t.load.Model == scenarios.Traced {
+			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
+		}
 		t.picks = rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, 0)))
 		open = append(open, t)
 	}
@@ -533,7 +538,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		}
 		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
-		route := t.mix.Pick(t.picks)
+		route := t.route()
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {
@@ -592,7 +597,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rng *rand
 		}
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next = max(d.model(time.Since(start)), r.Intended+r.Latency) + t.load.Think
+		next = NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
 	}
 }
 

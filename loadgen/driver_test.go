@@ -365,7 +365,7 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 		{Index: 1, Name: "retry", Host: "r", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1,
 			OnTimeout: scenarios.Retry, ClientTimeout: 300 * time.Millisecond, Think: 100 * time.Millisecond, Routes: one}},
 	}
-	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: 1100 * time.Millisecond, TimeScale: 0.1})
+	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: 1300 * time.Millisecond, TimeScale: 0.1})
 	var sink resultSink
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
@@ -382,8 +382,9 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 			t.Errorf("tenant %d: latency %v, want about %v (model time)", r.Tenant, r.Latency, want)
 		}
 	}
-	// give_up: one request, then the user stops. retry: every 300+100 ms of
-	// a 1.1 s horizon, sending at 0, 400 ms and 800 ms (the same iteration).
+	// give_up: one request, then the user stops. retry: every 300 ms plus
+	// MinResend (250 ms, longer than its think time) of a 1.3 s horizon,
+	// sending at 0, 550 ms and 1.1 s (the same iteration).
 	if per[0] != 1 || per[1] != 3 {
 		t.Errorf("client timeouts: got give_up %d, retry %d; want 1 and 3", per[0], per[1])
 	}

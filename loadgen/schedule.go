@@ -39,6 +39,8 @@ type Arrivals struct {
 	gap        time.Duration // constant: the current stage's spacing
 	next       time.Duration // the arrival Next returns next
 	more       bool          // next is valid; false in the zero Arrivals
+
+	trace traceState // set by ResetTrace: the arrivals are a recorded trace
 }
 
 // NewArrivals returns the arrivals of load (Open model) between load.Start
@@ -147,6 +149,9 @@ func (a *Arrivals) poisson(t time.Duration) {
 
 // Next returns the next intended send time, or false when there is none.
 func (a *Arrivals) Next() (time.Duration, bool) {
+	if a.trace.on {
+		return a.nextTraced()
+	}
 	if !a.more {
 		return 0, false
 	}

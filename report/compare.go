@@ -20,6 +20,16 @@ type Comparison struct {
 	Axis           Names          `json:"axis"` // the swept --set paths: a string for one axis, a list for a grid
 	Points         []Point        `json:"points"`
 	Recommendation Recommendation `json:"recommendation"`
+
+	// A shard of a sweep (compare --shard I/N) plays some of its points;
+	// JoinComparisons joins the shards into the comparison one compare
+	// would write. RunID and Shard are as in Results; PointIndex is each
+	// point's place in the whole sweep, and GridPoints the whole sweep's
+	// number of points. All are empty in a whole comparison.
+	RunID      string     `json:"run_id,omitempty"`
+	Shard      *ShardInfo `json:"shard,omitempty"`
+	PointIndex []int      `json:"point_index,omitempty"`
+	GridPoints int        `json:"grid_points,omitempty"`
 }
 
 // Names is one name or several. JSON writes one as a plain string and

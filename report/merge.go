@@ -27,6 +27,10 @@ import (
 // any shard saw. The seed, version and command line are the first shard's;
 // a seed setting is kept only if every shard had the same.
 //
+// Shards of one run (each with its Shard) merge into results with their
+// RunID and no Shard; CheckShards says beforehand whether results are the
+// shards, or the copies, of one run.
+//
 // Errors: no results; shards of different scenarios or settings; a shard
 // without histograms; an undecodable histogram; different series steps.
 // One result is returned as it is, histograms or not.
@@ -59,6 +63,8 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		TimeScale:   first.TimeScale,
 		Settings:    maps.Clone(nonNil(first.Settings)),
 		Seed:        first.Seed,
+		RunID:       first.RunID,
+		StartAt:     first.StartAt,
 		Version:     first.Version,
 		CommandLine: first.CommandLine,
 		Histograms:  &Snapshots{},

@@ -155,6 +155,9 @@ type Recorder struct {
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
 	other  tally            // results naming no known tenant
+	// pos maps Result.Tenant (a Tenant's Index) to its place in tenants
+	// when the two differ (a shard's tenants); nil when they are the same.
+	pos []int32
 
 	groups     []groupRec
 	backend    []backendBucket
@@ -314,6 +317,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 			r.groups = append(r.groups, groupRec{name: tg.Group, counts: make([][numOutcomes]uint32, r.planned), hists: make([]*hdr.PackedHistogram, r.planned)})
 		}
 	}
+	r.pos = positions(r.tenants)
 	r.tTally = make([]tally, len(r.tenants))
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
 	r.tWork = make([]time.Duration, len(r.tenants))
@@ -326,6 +330,30 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 		r.rHist[i] = hdr.New(histLowest, histHighest, histDigits)
 	}
 	return r
+}
+
+// positions returns, for tenants whose Index is not their place in the
+// list, the place of each Index (-1 for none); nil when every Index is its
+// place.
+func positions(ts []scenarios.Tenant) []int32 {
+	dense, top := true, -1
+	for i, t := range ts {
+		dense = dense && t.Index == i
+		top = max(top, t.Index)
+	}
+	if dense {
+		return nil
+	}
+	pos := make([]int32, top+1)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for i, t := range ts {
+		if t.Index >= 0 {
+			pos[t.Index] = int32(i)
+		}
+	}
+	return pos
 }
 
 // Step returns the width of the series buckets.
@@ -363,6 +391,12 @@ func (r *Recorder) Add(res *loadgen.Result) {
 		r.lastEnd = end
 	}
 	ti := int(res.Tenant)
+	if r.pos != nil {
+		ti = -1
+		if i := int(res.Tenant); i >= 0 && i < len(r.pos) {
+			ti = int(r.pos[i])
+		}
+	}
 	if ti < 0 || ti >= len(r.tTally) {
 		r.other.add(o, res.Status)
 		return

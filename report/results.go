@@ -150,8 +150,16 @@ type Results struct {
 	// generator sent, in wall ms; nil for the sim.
 	SendLateness *SendLateness `json:"send_lateness_wall_ms,omitempty"`
 	Shards       int           `json:"shards,omitempty"` // results merged into these; 0 for one run
-	Series       *Series       `json:"series,omitempty"`
-	Histograms   *Snapshots    `json:"histograms,omitempty"`
+	// RunID names the run that several shards play (--run-id, or derived
+	// from the scenario, its settings and the start time); Shard says which
+	// shard of it these results are. Empty and nil for a run played whole.
+	RunID string     `json:"run_id,omitempty"`
+	Shard *ShardInfo `json:"shard,omitempty"`
+	// StartAt is the wall time the run was told to start (--start-at),
+	// RFC 3339; empty when it started when it was launched.
+	StartAt    string     `json:"start_at,omitempty"`
+	Series     *Series    `json:"series,omitempty"`
+	Histograms *Snapshots `json:"histograms,omitempty"`
 }
 
 // Validity is the live engine's verdict on its own run, apart from the SLO

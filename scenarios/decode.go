@@ -46,13 +46,13 @@ const (
 
 // Keys each mapping of the file may hold.
 var (
-	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep"}
+	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
 	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
-	tenantKeys  = []string{"group", "count", "host", "addr", "load"}
+	tenantKeys  = []string{"group", "count", "host", "hosts", "addr", "load"}
 	openKeys    = []string{"arrivals", "rate", "stages", "max_in_flight"}
 	closedKeys  = []string{"users", "think", "iterations", "on_timeout"}
 	bothKeys    = []string{"model", "start", "stop", "routes", "client_timeout"}
@@ -446,6 +446,10 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 	if n := top.get("sweep"); n != nil {
 		s.Sweep = d.sweep(n)
 	}
+	top.str("trace", "incident.trace", &s.TraceFile)
+	if len(d.errs) == 0 {
+		d.bounds(root, s)
+	}
 	return s
 }
 
@@ -753,7 +757,9 @@ func (d *decoder) tenant(n *yaml.Node, path string, duration time.Duration) (Ten
 		ok = false
 	}
 	f.integer("count", "249", 1, maxTenants, &g.Count)
-	if f.str("host", "site{i}.example.com", &g.Host) {
+	if f.has("hosts") {
+		d.hostList(f, path, &g)
+	} else if f.str("host", "site{i}.example.com", &g.Host) {
 		d.hostTemplate(f.at("host"), join(path, "host"), g.Host, g.Count)
 	} else {
 		f.missing("host", "site{i}.example.com")
@@ -849,8 +855,10 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 			l.Model = Open
 		case "closed":
 			l.Model = Closed
+		case "trace":
+			l.Model = Traced
 		default:
-			d.fail(f.at("model"), join(path, "model"), nil, "%q is not open or closed (want e.g. open)", model)
+			d.fail(f.at("model"), join(path, "model"), nil, "%q is not open, closed or trace (want e.g. open)", model)
 			return
 		}
 	}
@@ -858,15 +866,21 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 	if l.Model == Closed {
 		other, otherName, thisName = openKeys, "open", "closed"
 	}
+	if l.Model == Traced {
+		other, otherName, thisName = traceExcluded, "open or closed", "trace"
+	}
 	for _, k := range other {
 		if _, ok := f.keys[k]; ok {
 			d.fail(f.keys[k], path, nil, "%s is for the %s model and this load is %s (want model: %s, or leave out %s)", k, otherName, thisName, otherName, k)
 		}
 	}
-	if l.Model == Open {
+	switch l.Model {
+	case Open:
 		d.openLoad(f, path, l)
-	} else {
+	case Closed:
 		d.closedLoad(f, path, l)
+	case Traced:
+		f.integer("max_in_flight", "100", 0, math.MaxInt32, &l.MaxInFlight)
 	}
 	f.duration("start", "1m", &l.Start)
 	f.duration("stop", "9m", &l.Stop)
@@ -1133,6 +1147,10 @@ func (d *decoder) sweep(n *yaml.Node) []Axis {
 					continue
 				}
 				if v, ok := d.scalar(r, index(join(ep, "values"), j), "4"); ok {
+					if slices.Contains(a.Values, v) {
+						d.fail(r, index(join(ep, "values"), j), nil, "%s is already a value of this axis: each point is played once", v)
+						continue
+					}
 					a.Values = append(a.Values, v)
 					nodes = append(nodes, r)
 				}

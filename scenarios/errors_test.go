@@ -94,7 +94,7 @@ func TestBadFiles(t *testing.T) {
 		{"SLO for unknown group", withLine(19, `  site: ["p99 < 1s"]`), 19, 3, "slo", `no tenant group "site" (did you mean "sites"?)`},
 		{"closed model without users", withLine(17, "    load: {model: closed, routes: {report: 1}}"), 17, 11, "tenants[1].load.users", "missing (want e.g. users: 8)"},
 		{"open field on a closed model", withLine(17, "    load: {model: closed, users: 2, rate: 1/s, routes: {report: 1}}"), 17, 37, "tenants[1].load", "rate is for the open model"},
-		{"bad model", withLine(17, "    load: {model: half-open, users: 2, routes: {report: 1}}"), 17, 19, "tenants[1].load.model", `"half-open" is not open or closed`},
+		{"bad model", withLine(17, "    load: {model: half-open, users: 2, routes: {report: 1}}"), 17, 19, "tenants[1].load.model", `"half-open" is not open, closed or trace`},
 		{"mix required with several routes", withLine(14, "    load: {rate: 1/s}"), 14, 11, "tenants[0].load.routes", "the backend has several routes"},
 		{"bad host template", withLine(13, "    host: site{n}.example.com"), 13, 11, "tenants[0].host", "unknown placeholder {n}"},
 		{"unclosed host template", withLine(13, "    host: site{i.example.com"), 13, 11, "tenants[0].host", "{ without }"},

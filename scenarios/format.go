@@ -153,10 +153,15 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		host, hosts := strNode(g.Host), hostsNode(g.Hosts)
+		if hosts != nil {
+			host = nil
+		}
 		tenants = append(tenants, mapNode(false,
 			kv("group", strNode(g.Group)),
 			kv("count", intNode(max(g.Count, 1))),
-			kv("host", strNode(g.Host)),
+			kv("host", host),
+			kv("hosts", hosts),
 			kv("addr", strNode(orDefault(g.Addr, DefaultAddr))),
 			kv("load", load)))
 	}
@@ -172,6 +177,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("tenants", seqNode(false, tenants...)),
 		kv("slo", s.sloNode()),
 		kv("sweep", sweepNode(s.Sweep)),
+		kv("trace", optStr(s.TraceFile)),
 	)
 	return top, nil
 }
@@ -201,6 +207,8 @@ func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
 			mif.LineComment = "# the engine's default"
 		}
 		pairs = append(pairs, kv("max_in_flight", mif))
+	} else if l.Model == Traced {
+		pairs = append(pairs, kv("max_in_flight", traceInFlightNode(l.MaxInFlight)))
 	} else {
 		it := intNode(l.Iterations)
 		if l.Iterations == 0 {

@@ -55,6 +55,11 @@ func Parse(name string, data []byte) (*Scenario, error) { return ParseWith(name,
 
 // ParseWith is Parse with --set overrides, as LoadWith.
 func ParseWith(name string, data []byte, sets []string) (*Scenario, error) {
+	return parseWith(name, data, sets, nil)
+}
+
+// parseWith is ParseWith taking the trace from cached when it is not nil.
+func parseWith(name string, data []byte, sets []string, cached *Trace) (*Scenario, error) {
 	root, perr := parseDocument(name, data)
 	if perr != nil {
 		return nil, perr
@@ -82,6 +87,9 @@ func ParseWith(name string, data []byte, sets []string) (*Scenario, error) {
 		d.checkSweep(root, sc.Sweep)
 	}
 	if err := joinErrors(d.errs); err != nil {
+		return nil, err
+	}
+	if err := sc.attachTrace(name, cached); err != nil {
 		return nil, err
 	}
 	sc.Settings = settings
@@ -190,7 +198,16 @@ func (s *Scenario) With(sets ...string) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario %s: With needs a scenario made by Load or Parse", s.Name)
 	}
 	all := append(append([]string(nil), s.sets...), sets...)
-	return ParseWith(s.File, s.src, all)
+	cached := s.trace
+	if cached != nil && s.TraceFile == "" {
+		cached = nil
+	}
+	sc, err := parseWith(s.File, s.src, all, cached)
+	if err == nil && sc.TraceFile != s.TraceFile && cached != nil {
+		// An override named another trace: read that one.
+		sc, err = parseWith(s.File, s.src, all, nil)
+	}
+	return sc, err
 }
 
 // checkKey checks an nginx key expression.

@@ -60,6 +60,9 @@ func ParseSweep(s string) (Axis, error) {
 		if v == "" {
 			return Axis{}, fmt.Errorf("--sweep %q has an empty value (want e.g. %s=off,2,4)", s, path)
 		}
+		if slices.Contains(a.Values, v) {
+			return Axis{}, fmt.Errorf("--sweep %q has the value %s twice: each point is played once", s, v)
+		}
 		a.Values = append(a.Values, v)
 	}
 	if len(a.Values) > maxAxisSize {

@@ -21,6 +21,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,9 +51,14 @@ type Scenario struct {
 	Sweep         []Axis            // a sweep: block in the file (compare uses it when --sweep is absent)
 	Settings      map[string]string // the --set overrides that made this scenario, PATH → VALUE
 	File          string            // the file it was read from
+	TraceFile     string            // the trace: companion file as written, relative to File's directory; "" none
+	trace         *Trace            // read from TraceFile
 
 	src  []byte   // the file's contents, for With
 	sets []string // the overrides applied, in order, for With
+
+	part  []Tenant // a shard's tenants (Shard); nil for a whole run
+	shard ShardOf
 }
 
 // Backend is the fake gunicorn backend.
@@ -95,8 +101,9 @@ type Proxy struct {
 type TenantGroup struct {
 	Group string
 	Count int
-	Host  string // template: {i} is the tenant's number from 1, {i:03} zero-padded
-	Addr  string // client address template, on loopback; "" means 127.0.0.1
+	Host  string   // template: {i} is the tenant's number from 1, {i:03} zero-padded
+	Hosts []string // when set, tenant i's host is Hosts[i-1] and Host is unused
+	Addr  string   // client address template, on loopback; "" means 127.0.0.1
 	Load  Load
 }
 
@@ -183,13 +190,18 @@ type Tenant struct {
 	Host  string
 	Addr  string // client address, e.g. 127.0.0.1
 	Load  *Load
+	Trace []TraceArrival // model trace: this tenant's arrivals, in time order
 }
 
 // Expand returns every tenant, group by group in file order, numbered from
 // 1 within a group: a group of one is named for the group, a larger group's
 // tenants group-1, group-2, …, with {i} in Host and Addr filled in. Each
-// Tenant's Load points into s.Tenants.
+// Tenant's Load points into s.Tenants. A shard (Scenario.Shard) expands to
+// its own tenants only, with the Index each has in the whole run.
 func (s *Scenario) Expand() []Tenant {
+	if s.part != nil {
+		return slices.Clone(s.part)
+	}
 	n := 0
 	for _, g := range s.Tenants {
 		n += max(g.Count, 1)
@@ -202,6 +214,12 @@ func (s *Scenario) Expand() []Tenant {
 		count := max(g.Count, 1)
 		for i := 1; i <= count; i++ {
 			t := Tenant{Index: len(out), Name: g.Group, Group: g.Group, Host: host.expand(i), Addr: addr.expand(i), Load: &g.Load}
+			if len(g.Hosts) >= i {
+				t.Host = g.Hosts[i-1]
+			}
+			if g.Load.Model == Traced {
+				t.Trace = s.TraceOf(g.Group, i)
+			}
 			if count > 1 {
 				t.Name = g.Group + "-" + strconv.Itoa(i)
 			}
@@ -226,6 +244,9 @@ func mustTemplate(s string) template {
 
 // TenantCount returns the number of tenants Expand returns.
 func (s *Scenario) TenantCount() int {
+	if s.part != nil {
+		return len(s.part)
+	}
 	n := 0
 	for _, g := range s.Tenants {
 		n += max(g.Count, 1)
@@ -264,6 +285,9 @@ func (l *Load) End(duration time.Duration) time.Duration {
 
 // String returns the model as the file writes it.
 func (m Model) String() string {
+	if m == Traced {
+		return "trace"
+	}
 	if m == Closed {
 		return "closed"
 	}

@@ -74,6 +74,9 @@ type Options struct {
 	// tenant has neither, which bounds every request that was not delayed
 	// by limit_req; negative means no drain.
 	Drain time.Duration
+	// MaxEvents stops the run with an error wrapping ErrEventLimit after
+	// this many events. Zero means no limit but the stall guard (ErrStalled).
+	MaxEvents uint64
 }
 
 // Stats are what a run counted. Times are model time.
@@ -111,6 +114,7 @@ type tenant struct {
 	rng      *rand.Rand
 	mix      loadgen.Mix
 	arrivals loadgen.Arrivals
+	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
 	timeout  time.Duration         // client timeout; 0 none
@@ -179,6 +183,7 @@ type engine struct {
 	res      loadgen.Result
 	stopping bool
 	stats    Stats
+	guard    guard
 }
 
 // Run plays sc in virtual time and hands every request's result to sink
@@ -293,6 +298,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		t.load = st.Load
 		t.rng = loadgen.TenantRand(sc.Seed, st.Index)
 		t.mix = loadgen.NewMix(st.Load.Routes)
+		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
 		t.cap = st.Load.MaxInFlight
@@ -326,6 +332,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		drain = 0
 	}
 	e.horizon = max(sc.Duration, 0) + drain
+	e.guard = newGuard(sc, len(e.tenants), opts.MaxEvents)
 	if e.hasConn && e.busiest > 0 {
 		e.keyMap = make(map[string]int, e.busiest)
 	}
@@ -408,6 +415,9 @@ func (e *engine) run(ctx context.Context) error {
 			continue
 		}
 		t.arrivals.Reset(t.load, t.stop, t.rng)
+		if t.load.Model == scenarios.Traced {
+			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
+		}
 		if next, ok := t.arrivals.Next(); ok {
 			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
 		}
@@ -433,6 +443,9 @@ func (e *engine) run(ctx context.Context) error {
 				}
 				e.stats.Events++
 				e.stats.End = a.at
+				if !e.guard.ok(a.at) {
+					return e.fail(e.guard.err())
+				}
 				// The arrival stays on top while it is handled (what it
 				// schedules goes to the other heap) and is then replaced
 				// by the tenant's next.
@@ -452,6 +465,9 @@ func (e *engine) run(ctx context.Context) error {
 		ev := e.heap.pop()
 		e.stats.Events++
 		e.stats.End = ev.at
+		if !e.guard.ok(ev.at) {
+			return e.fail(e.guard.err())
+		}
 		switch ev.kind {
 		case evSend:
 			u := &e.users[ev.ref]
@@ -539,7 +555,7 @@ func (e *engine) request(id int32) *request {
 
 // arrive handles an open-model arrival at now.
 func (e *engine) arrive(t *tenant, now time.Duration) {
-	route := t.mix.Pick(t.rng)
+	route := t.route()
 	service := e.dists[route].Sample(t.rng)
 	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
 		e.res = loadgen.Result{Tenant: t.index, Route: int16(route), Outcome: loadgen.Dropped, Intended: now}
@@ -736,7 +752,7 @@ func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status
 	}
 	e.emit()
 	if r.user >= 0 && !e.stopping {
-		e.next(r.user, now, o)
+		e.next(r.user, r.intended, now, o)
 	}
 }
 
@@ -785,10 +801,11 @@ func (e *engine) emit() {
 	e.sink.Add(&e.res)
 }
 
-// next plans a closed-model user's next request after one ended at now with
-// outcome o: a client timeout is retried (the same iteration) or ends the
-// user; anything else completes an iteration.
-func (e *engine) next(ui int32, now time.Duration, o loadgen.Outcome) {
+// next plans a closed-model user's next request after one intended at
+// intended ended at now with outcome o: a client timeout is retried (the
+// same iteration) or ends the user; anything else completes an iteration.
+// When is loadgen.NextSend's rule, the live driver's.
+func (e *engine) next(ui int32, intended, now time.Duration, o loadgen.Outcome) {
 	u := &e.users[ui]
 	t := u.t
 	if o == loadgen.ClientTimeout {
@@ -801,7 +818,7 @@ func (e *engine) next(ui int32, now time.Duration, o loadgen.Outcome) {
 	if t.load.Iterations > 0 && u.done >= t.load.Iterations {
 		return
 	}
-	if at := now + max(t.load.Think, 0); at < t.stop {
+	if at := loadgen.NextSend(intended, now, t.load.Think, o); at < t.stop {
 		e.push(at, evSend, ui)
 	}
 }

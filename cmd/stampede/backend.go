@@ -34,6 +34,7 @@ type backendFlags struct {
 	maxRequests       int
 	maxRequestsJitter int
 	backlogOverflow   string
+	accessLog         string
 }
 
 func newBackendCmd() *cobra.Command {
@@ -61,6 +62,7 @@ longest prefix wins; repeatable). DIST is one of
     exp:1s                             exponential with that mean
     uniform:2m..4m                     uniform between the two
     lognormal:median=30ms,p99=200ms    log-normal with that median and p99
+    empirical:p0=1ms,p50=30ms,p100=4m  a quantile table, uniform between its points
 Without --route every path is served at once; with routes, a path none matches
 is answered 404 without a worker (add a "/" route to catch all).
 --time-scale multiplies every duration: 0.01 plays 2 minutes in 1.2 seconds.
@@ -89,6 +91,7 @@ length and the counters as JSON.`,
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "recycle a worker after this many requests; 0 means never")
 	fl.IntVar(&f.maxRequestsJitter, "max-requests-jitter", 0, "add a draw from 0 to this to each worker's --max-requests")
 	fl.StringVar(&f.backlogOverflow, "backlog-overflow", "drop", "a connection over the backlog: drop (Linux's default; the client retries) or reset (refused: 502)")
+	fl.StringVar(&f.accessLog, "access-log", "", "append gunicorn-format access-log lines with the worker time (%(D)s) to this file, for stampede import --gunicorn-log")
 	return cmd
 }
 
@@ -246,6 +249,13 @@ func runBackend(cmd *cobra.Command, f *backendFlags) error {
 	opts, err := backendOptions(f, cmd.Flags().Changed)
 	if err != nil {
 		return err
+	}
+	if f.accessLog != "" {
+		done, err := openAccessLog(f.accessLog, &opts)
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	b, err := fakebackend.New(opts)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ func init() { commands = append(commands, newCompareCmd) }
 func newCompareCmd() *cobra.Command {
 	var (
 		f      runFlags
+		sf     shardFlags
 		sweeps []string
 	)
 	c := &cobra.Command{
@@ -54,7 +56,22 @@ noisiest tenant best.`,
 			if len(axes) > 2 {
 				return usagef("%d sweep axes: compare takes one or two", len(axes))
 			}
+			if err := distinctAxes(axes); err != nil {
+				return err
+			}
 			points := grid(axes)
+			sh, err := sf.resolve(getenv)
+			if err != nil {
+				return err
+			}
+			sh.start = time.Time{} // each point starts when it is its turn
+			mine := sh.shardPoints(len(points))
+			runID := ""
+			if sh.Count > 0 || sh.runID != "" {
+				if runID, err = sh.runIDOf(base, sweepKey(axes)); err != nil {
+					return err
+				}
+			}
 			// Check every point loads before playing any of them.
 			scs := make([]*scenarios.Scenario, len(points))
 			for i, p := range points {
@@ -64,7 +81,7 @@ noisiest tenant best.`,
 			}
 			dir := f.out
 			if dir == "" {
-				dir = filepath.Join("stampede-out", base.Name+"-compare")
+				dir = sh.defaultDir(filepath.Join("stampede-out", base.Name+"-compare"))
 			}
 			if f.engine == "live" && len(points) > 3 {
 				fmt.Fprintf(c.ErrOrStderr(), "%d points played live; --engine sim plays the same sweep in virtual time in seconds\n", len(points))
@@ -72,12 +89,22 @@ noisiest tenant best.`,
 			var (
 				cps     []report.Point
 				results []*report.Results
+				played  []int // the grid index of each of cps
 			)
 			names := make(report.Names, len(axes))
 			for i, a := range axes {
 				names[i] = a.Path
 			}
-			for i, p := range points {
+			newComparison := func() *report.Comparison {
+				cmp := report.NewComparison(base.Name, names, cps)
+				if sh.Count > 0 {
+					info := sh.ShardInfo
+					cmp.RunID, cmp.Shard, cmp.PointIndex, cmp.GridPoints = runID, &info, played, len(points)
+				}
+				return cmp
+			}
+			for _, i := range mine {
+				p := points[i]
 				res, err := play(c.Context(), scs[i], playOptions{
 					engine:      f.engine,
 					transport:   f.transport,
@@ -89,6 +116,7 @@ noisiest tenant best.`,
 				if res == nil {
 					return fmt.Errorf("point %s: %w", p.label, err)
 				}
+				sh.stamp(res, runID)
 				sub := filepath.Join(dir, p.dir)
 				if err := writeRun(sub, res); err != nil {
 					return err
@@ -98,23 +126,31 @@ noisiest tenant best.`,
 					// comparison: a run stopped before its overload
 					// would pass its SLOs and be recommended.
 					// Keep what was played: the comparison of the points so far.
-					cmp := report.NewComparison(base.Name, names, cps)
+					cmp := newComparison()
 					if werr := writeComparison(dir, cmp, results); werr != nil {
 						return werr
 					}
-					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points compared in %s", p.label, len(cps), len(points), dir)}
+					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points compared in %s", p.label, len(cps), len(mine), dir)}
 				}
 				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
 				results = append(results, res)
+				played = append(played, i)
 			}
-			cmp := report.NewComparison(base.Name, names, cps)
+			cmp := newComparison()
 			depends := recommendConclusive(cmp, names)
 			if err := writeComparison(dir, cmp, results); err != nil {
 				return err
 			}
 			w := c.OutOrStdout()
-			for i, p := range cps {
-				fmt.Fprintf(w, "%-28s %s\n", points[i].label, pointLine(p))
+			for k, p := range cps {
+				fmt.Fprintf(w, "%-28s %s\n", points[played[k]].label, pointLine(p))
+			}
+			if sh.Count > 0 {
+				// The verdict is the joined sweep's: a shard that fails
+				// its points' SLOs has still done its part.
+				fmt.Fprintf(w, "\nshard %s of run %s: %d of %d points; join every shard's directory with stampede report --comparison DIR... -o DIR\n", sh.ShardInfo, runID, len(cps), len(points))
+				fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "comparison.json"))
+				return nil
 			}
 			fmt.Fprintf(w, "\nrecommendation: %s\n", cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
@@ -129,6 +165,7 @@ noisiest tenant best.`,
 	}
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
+	sf.register(c, false)
 	return c
 }
 
@@ -174,13 +211,34 @@ func recommendConclusive(cmp *report.Comparison, names report.Names) bool {
 }
 
 func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	return writeSet(dir, func(dir string) error {
+		if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
+			return err
+		}
+		return report.RenderComparison(dir, cmp, results)
+	})
+}
+
+// distinctAxes refuses a path swept twice: its points would be played
+// twice, one value overriding the other.
+func distinctAxes(axes []scenarios.Axis) error {
+	for i, a := range axes {
+		for _, b := range axes[:i] {
+			if a.Path == b.Path {
+				return usagef("--sweep %s is given twice: give its values once, %s=V1,V2,...", a.Path, a.Path)
+			}
+		}
 	}
-	if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
-		return err
+	return nil
+}
+
+// sweepKey is the axes as one string, for a sweep's run id.
+func sweepKey(axes []scenarios.Axis) string {
+	var b strings.Builder
+	for _, a := range axes {
+		b.WriteString(a.Path + "=" + strings.Join(a.Values, ",") + "\n")
 	}
-	return report.RenderComparison(dir, cmp, results)
+	return b.String()
 }
 
 // pointLine is a point's one-line summary: SLO verdict and each group's ok

@@ -13,7 +13,11 @@ import (
 func init() { commands = append(commands, newReportCmd) }
 
 func newReportCmd() *cobra.Command {
-	var out string
+	var (
+		out        string
+		force      bool
+		comparison bool
+	)
 	c := &cobra.Command{
 		Use:   "report RESULTS.json... -o DIR",
 		Short: "Re-render a report from saved results, or merge the shards of one run into one",
@@ -22,23 +26,45 @@ shards of one run (the same scenario and settings, played on several machines) a
 are merged exactly: their HdrHistograms are merged bucket by bucket and percentiles
 and SLO verdicts computed again, never averaged.
 
+Shards of one run (run --shard I/N) must all be given, each once, all of one run;
+copies of a whole run played on several machines must be of one engine and have
+different seeds (--force merges them anyway).
+
+With --comparison the arguments are the directories that the shards of one sweep
+(compare --sweep ... --shard I/N) wrote; they are joined into the comparison and
+recommendation one compare would have written, each point's results copied under
+DIR.
+
 It writes DIR/results.json, DIR/histograms.hlog and DIR/report.html and prints the
-summary. Exit status: 2 for unreadable input or results that are not shards of one
-run, 3 when an SLO of the (merged) results fails.`,
+summary. Exit status: 2 for unreadable or invalid input or results that are not
+shards of one run, 3 when an SLO of the (merged) results fails.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("report: -o DIR is required")
 			}
+			args, err := expandGlobs(args)
+			if err != nil {
+				return err
+			}
+			if comparison {
+				return joinComparison(c, args, out)
+			}
 			rs := make([]*report.Results, 0, len(args))
 			for _, p := range args {
-				r, err := report.ReadResults(p)
+				r, err := readValidResults(p)
 				if err != nil {
-					return asUsage(err)
+					return err
 				}
 				rs = append(rs, r)
 			}
+			if err := report.CheckShards(rs, args, force); err != nil {
+				return asUsage(err)
+			}
 			res, err := report.MergeResults(rs...)
+			if sh := rs[0].Shard; err == nil && sh != nil && res.Shards < sh.Count {
+				fmt.Fprintf(c.ErrOrStderr(), "stampede: merged %d of the %d shards of run %s (--force): the other shards' tenants are missing\n", max(res.Shards, 1), sh.Count, rs[0].RunID)
+			}
 			if err != nil {
 				return asUsage(err)
 			}
@@ -63,5 +89,7 @@ run, 3 when an SLO of the (merged) results fails.`,
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "output directory (required)")
+	c.Flags().BoolVar(&force, "force", false, "merge results that are not shards of one run (other engines, the same seed), or the shards there are of a run that lacks some")
+	c.Flags().BoolVar(&comparison, "comparison", false, "join the directories of the shards of one sweep (compare --shard) into one comparison")
 	return c
 }

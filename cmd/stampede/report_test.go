@@ -67,7 +67,9 @@ func reportCLI(args ...string) (code int, stdout, stderr string) {
 func TestReportCommandMergesShards(t *testing.T) {
 	sc := shardScenario("mini")
 	a := writeShard(t, sc, 30, 4, 4) // user-x 4/8: passes
-	b := writeShard(t, sc, 20, 0, 8) // user-x 0/8: fails alone
+	sc2 := shardScenario("mini")
+	sc2.Seed = 2                      // another copy of the run, not the same requests again
+	b := writeShard(t, sc2, 20, 0, 8) // user-x 0/8: fails alone
 	cases := []struct {
 		name     string
 		inputs   []string
@@ -111,6 +113,12 @@ func TestReportCommandBadInput(t *testing.T) {
 	os.WriteFile(notResults, []byte(`{"schema": "stampede.comparison/v1"}`), 0o644)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte(`not json`), 0o644)
+	nullGroups := filepath.Join(dir, "null-groups.json")
+	if b, err := os.ReadFile(good); err == nil {
+		os.WriteFile(nullGroups, []byte(strings.Replace(string(b), `"groups": [`, `"groups": null, "x": [`, 1)), 0o644)
+	}
+	negative := filepath.Join(dir, "negative.json")
+	os.WriteFile(negative, []byte(`{"schema": "stampede.results/v1", "scenario": "s", "totals": {"requests": -3}}`), 0o644)
 	out := filepath.Join(dir, "out")
 	cases := []struct {
 		name string
@@ -122,7 +130,9 @@ func TestReportCommandBadInput(t *testing.T) {
 		{"missing file", []string{filepath.Join(dir, "nope.json"), "-o", out}, "nope.json"},
 		{"not results", []string{notResults, "-o", out}, `schema is "stampede.comparison/v1"`},
 		{"not json", []string{garbage, "-o", out}, "garbage.json"},
-		{"different scenarios", []string{good, other, "-o", out}, `shard 2 is scenario "other", shard 1 is "mini": not shards of one run`},
+		{"null groups", []string{nullGroups, "-o", out}, `null-groups.json: invalid results: "groups" is null`},
+		{"negative count", []string{negative, "-o", out}, "totals.requests"},
+		{"different scenarios", []string{good, other, "-o", out}, `is scenario "other", `},
 	}
 	for i, c := range cases {
 		code, _, stderr := reportCLI(c.args...)

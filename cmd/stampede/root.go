@@ -65,6 +65,12 @@ HTTP or in virtual time, and reports what every tenant saw.`,
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	// No subcommand is bad usage: say what there is, exit 2.
+	root.RunE = func(c *cobra.Command, args []string) error {
+		c.SetOut(c.ErrOrStderr())
+		_ = c.Help()
+		return exitCodeError{exitUsage, "no command given"}
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })

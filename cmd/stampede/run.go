@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,7 @@ func (f *runFlags) progressMode(c *cobra.Command) string {
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
+	var sf shardFlags
 	c := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Play a scenario and write results.json, histograms.hlog and report.html",
@@ -71,9 +73,16 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return asUsage(err)
 			}
+			sc, sh, runID, err := runShard(c.ErrOrStderr(), &f, &sf, sc)
+			if err != nil {
+				return err
+			}
 			dir := f.out
 			if dir == "" {
-				dir = filepath.Join("stampede-out", sc.Name)
+				dir = sh.defaultDir(filepath.Join("stampede-out", sc.Name))
+			}
+			if err := sh.waitStart(c.Context(), c.ErrOrStderr(), time.Now); err != nil {
+				return err
 			}
 			res, err := play(c.Context(), sc, playOptions{
 				engine:      f.engine,
@@ -87,6 +96,7 @@ func newRunCmd() *cobra.Command {
 			if res == nil {
 				return err
 			}
+			sh.stamp(res, runID)
 			if werr := writeRun(dir, res); werr != nil {
 				return werr
 			}
@@ -95,27 +105,29 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return verdict(res)
+			return sh.verdict(res)
 		},
 	}
 	f.register(c)
 	c.Flags().StringVar(&f.target, "target", "", "drive this URL (e.g. nginx in front of `stampede backend`) instead of the built-in proxy and backend")
 	c.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow a --target outside loopback")
+	sf.register(c, true)
 	return c
 }
 
 // writeRun writes a run's results.json, histograms.hlog and report into dir.
+// They are written as one set (writeSet): a kill leaves the old set or
+// the new one.
 func writeRun(dir string, res *report.Results) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, "results.json"), func(f *os.File) error { return report.WriteJSON(f, res) }); err != nil {
-		return err
-	}
-	if err := writeFile(filepath.Join(dir, "histograms.hlog"), func(f *os.File) error { return report.WriteHlog(f, res) }); err != nil {
-		return err
-	}
-	return report.RenderReport(dir, res)
+	return writeSet(dir, func(dir string) error {
+		if err := writeFile(filepath.Join(dir, "results.json"), func(f *os.File) error { return report.WriteJSON(f, res) }); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, "histograms.hlog"), func(f *os.File) error { return report.WriteHlog(f, res) }); err != nil {
+			return err
+		}
+		return report.RenderReport(dir, res)
+	})
 }
 
 // writeFile writes path through a temporary file, so an interrupted write

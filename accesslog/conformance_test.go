@@ -1,0 +1,200 @@
+package accesslog
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"stampede/internal/nginxtest"
+)
+
+// TestNginxWritesWhatWeRead has real nginx log requests with quotes,
+// backslashes and bytes outside ASCII under its default escaping and under
+// escape=json, and holds what the parser reads from its lines to what was
+// sent.
+func TestNginxWritesWhatWeRead(t *testing.T) {
+	dir := t.TempDir()
+	plain := `log_format plain '$host $remote_addr [$time_local] "$request" $status $body_bytes_sent $msec $request_time "$http_user_agent"';`
+	json := `log_format js escape=json '{"host":"$host","t":$msec,"req":"$request","st":$status,"rt":$request_time,"ua":"$http_user_agent"}';`
+	url := nginxtest.Start(t, func(w io.Writer, listen string) error {
+		_, err := fmt.Fprintf(w, `pid nginx.pid;
+events { worker_connections 64; }
+http {
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    %s
+    %s
+    access_log %s plain;
+    access_log %s js;
+    server {
+        listen %s;
+        location / { return 200 "ok\n"; }
+    }
+}
+`, strings.TrimSuffix(plain, ";")+";", strings.TrimSuffix(json, ";")+";", filepath.Join(dir, "plain.log"), filepath.Join(dir, "json.log"), listen)
+		return err
+	})
+	type sent struct{ host, path, ua string }
+	reqs := []sent{
+		{"site1.example.com", "/app/item/12", `Mozilla/5.0 "quoted" \back\slash`},
+		{"Site2.Example.COM", "/caf%C3%A9/x", "caf\u00e9 bot"},
+		{"x.example.com", "/api/method/frappe.client.get", "tab\there"},
+	}
+	for i, r := range reqs {
+		req, _ := http.NewRequest("GET", url+r.path+"?q=1", nil)
+		req.Host = r.host
+		req.Header.Set("User-Agent", r.ua)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for _, lf := range []struct{ file, format string }{{"plain.log", plain}, {"json.log", json}} {
+		f := mustNginx(t, lf.format)
+		var lines []string
+		deadline := time.Now().Add(5 * time.Second)
+		for len(lines) < len(reqs) && time.Now().Before(deadline) {
+			data, _ := os.ReadFile(filepath.Join(dir, lf.file))
+			lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) < len(reqs) {
+				<-time.After(20 * time.Millisecond)
+			}
+		}
+		if len(lines) != len(reqs) {
+			t.Fatalf("%s: %d lines, want %d", lf.file, len(lines), len(reqs))
+		}
+		for i, line := range lines {
+			var e Entry
+			if err := f.Parse([]byte(line), &e); err != nil {
+				t.Fatalf("%s line %d: %v", lf.file, i+1, err)
+			}
+			if got, want := string(e.Host), strings.ToLower(reqs[i].host); got != want {
+				t.Errorf("%s line %d: Host = %q, want %q", lf.file, i+1, got, want)
+			}
+			if got, want := string(e.Path), reqs[i].path; got != want {
+				t.Errorf("%s line %d: Path = %q, want %q", lf.file, i+1, got, want)
+			}
+			if e.Status != 200 || e.Precision != time.Millisecond || e.RequestTime < 0 || e.End == 0 {
+				t.Errorf("%s line %d: Status, Precision, RequestTime, End = %d, %v, %v, %d", lf.file, i+1, e.Status, e.Precision, e.RequestTime, e.End)
+			}
+		}
+	}
+}
+
+// gunicornPath is where Debian installs gunicorn.
+const gunicornPath = "/usr/bin/gunicorn"
+
+// TestGunicornWritesWhatWeRead runs real gunicorn with the worker-time
+// format stampede's backend writes and holds what the parser reads from its
+// access log to what the app did: %(D)s at least the app's sleep, the Host
+// header, the path.
+func TestGunicornWritesWhatWeRead(t *testing.T) {
+	if _, err := os.Stat(gunicornPath); err != nil {
+		if os.Getenv("STAMPEDE_REQUIRE_GUNICORN") == "1" {
+			t.Fatalf("gunicorn is required (STAMPEDE_REQUIRE_GUNICORN=1) but not at %s", gunicornPath)
+		}
+		t.Skipf("gunicorn is not at %s (apt-get install gunicorn); set STAMPEDE_REQUIRE_GUNICORN=1 to make this a failure", gunicornPath)
+	}
+	dir := t.TempDir()
+	app := `import time
+def app(environ, start_response):
+    ms = int(environ.get('QUERY_STRING', 'ms=0').split('=')[1])
+    time.sleep(ms / 1000.0)
+    start_response('200 OK', [('Content-Type', 'text/plain')])
+    return [b'ok\n']
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(app), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logPath := filepath.Join(dir, "access.log")
+	cmd := exec.Command(gunicornPath, "--chdir", dir, "-w", "1", "-b", addr, "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gunicorn does not listen on %s: %s", addr, stderr.String())
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+	sleeps := []int{0, 60, 120}
+	for i, ms := range sleeps {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://%s/api/method/x%d?ms=%d", addr, i, ms), nil)
+		req.Host = fmt.Sprintf("site%d.example.com", i)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	f, err := CompileGunicorn(GunicornWorkerTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for time.Now().Before(deadline.Add(5 * time.Second)) {
+		fh, err := os.Open(logPath)
+		if err == nil {
+			lines = lines[:0]
+			sc := bufio.NewScanner(fh)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			fh.Close()
+		}
+		if len(lines) >= len(sleeps) {
+			break
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+	if len(lines) != len(sleeps) {
+		t.Fatalf("gunicorn logged %d lines, want %d: %q", len(lines), len(sleeps), lines)
+	}
+	for i, line := range lines {
+		var e Entry
+		if err := f.Parse([]byte(line), &e); err != nil {
+			t.Fatalf("line %d %q: %v", i+1, line, err)
+		}
+		if min := time.Duration(sleeps[i]) * time.Millisecond; e.RequestTime < min || e.RequestTime > min+2*time.Second {
+			t.Errorf("line %d: worker time %v, want at least the app's %v", i+1, e.RequestTime, min)
+		}
+		if got, want := string(e.Host), fmt.Sprintf("site%d.example.com", i); got != want {
+			t.Errorf("line %d: Host = %q, want %q", i+1, got, want)
+		}
+		if got, want := string(e.Path), fmt.Sprintf("/api/method/x%d", i); got != want || e.Status != 200 || e.Precision != time.Second {
+			t.Errorf("line %d: Path, Status, Precision = %q, %d, %v; want %q, 200, 1s", i+1, got, e.Status, e.Precision, want)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package scenarios
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const traceScenario = `name: replay
+duration: 10s
+backend:
+  workers: 2
+  routes:
+    - {name: page, path: /page, service: "empirical:p0=1ms,p50=20ms,p100=50ms"}
+    - {name: report, path: /report, service: 2s}
+tenants:
+  - group: heavy
+    host: heavy.example.com
+    load: {model: trace, routes: {report: 3, page: 1}}
+  - group: rest
+    hosts: [a.example.com, b.example.com]
+    load: {model: trace, routes: {page: 1}}
+trace: replay.trace
+`
+
+func writeTraceScenario(t *testing.T, trace string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "replay.yaml"), []byte(traceScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "replay.trace"), []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "replay.yaml")
+}
+
+func TestTraceLoads(t *testing.T) {
+	path := writeTraceScenario(t, "# comment\nt heavy 1\nr report 1000000 1000000\nr page 500000\nr report 1000000\nt rest 2\nr page 10 20\n")
+	sc, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants := sc.Expand()
+	if got := len(tenants); got != 3 {
+		t.Fatalf("Expand: %d tenants, want 3", got)
+	}
+	ms := time.Millisecond
+	want := [][]TraceArrival{
+		{{500 * ms, 0}, {1000 * ms, 1}, {2000 * ms, 1}, {3000 * ms, 1}},
+		nil,
+		{{10 * time.Microsecond, 0}, {30 * time.Microsecond, 0}},
+	}
+	for i, tn := range tenants {
+		if got := tn.Trace; len(got) != len(want[i]) || len(got) > 0 && !equalArrivals(got, want[i]) {
+			t.Errorf("tenant %s: trace %v, want %v", tn.Name, got, want[i])
+		}
+	}
+	if got, want := tenants[2].Host, "b.example.com"; got != want {
+		t.Errorf("tenant rest-2's host = %q, want %q", got, want)
+	}
+	if got, want := sc.Tenants[0].Load.Rate, 0.4; got != want {
+		t.Errorf("heavy's mean rate = %v, want %v", got, want)
+	}
+	// Format writes what loads again to the same arrivals.
+	var buf bytes.Buffer
+	if err := sc.Format(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back := filepath.Join(filepath.Dir(path), "back.yaml")
+	os.WriteFile(back, buf.Bytes(), 0o644)
+	sc2, err := LoadFile(back)
+	if err != nil {
+		t.Fatalf("loading Format's output: %v\n%s", err, buf.String())
+	}
+	if got := sc2.Expand()[0].Trace; !equalArrivals(got, want[0]) {
+		t.Errorf("after Format: heavy's trace %v, want %v", got, want[0])
+	}
+	// With keeps the trace.
+	sc3, err := sc.With("backend.workers=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc3.Expand()[0].Trace; !equalArrivals(got, want[0]) {
+		t.Errorf("after With: heavy's trace %v, want %v", got, want[0])
+	}
+	// WriteTrace writes what reads back the same.
+	var tb bytes.Buffer
+	if err := WriteTrace(&tb, sc.LoadedTrace(), []string{"page", "report"}); err != nil {
+		t.Fatal(err)
+	}
+	path2 := writeTraceScenario(t, tb.String())
+	sc4, err := LoadFile(path2)
+	if err != nil {
+		t.Fatalf("reading WriteTrace's output: %v\n%s", err, tb.String())
+	}
+	for i, tn := range sc4.Expand() {
+		if !equalArrivals(tn.Trace, want[i]) {
+			t.Errorf("WriteTrace round trip: tenant %s: %v, want %v", tn.Name, tn.Trace, want[i])
+		}
+	}
+}
+
+func equalArrivals(a, b []TraceArrival) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestTraceBad(t *testing.T) {
+	for _, tc := range []struct{ name, trace, want string }{
+		{"no group", "t nobody 1\n", `no tenant group "nobody"`},
+		{"tenant out of range", "t rest 3\n", "want a number from 1 to 2"},
+		{"twice", "t rest 1\nt rest 1\n", "appears twice"},
+		{"r first", "r page 1\n", "before any t line"},
+		{"unknown route", "t heavy 1\nr nope 1\n", `no route "nope"`},
+		{"route not in mix", "t rest 1\nr report 1\n", "not among group rest's load.routes"},
+		{"bad gap", "t rest 1\nr page x\n", `"x" is not a gap`},
+		{"past the end", "t rest 1\nr page 9000000 2000000\n", "not before the end of the run"},
+		{"bad record", "q\n", `"q" is not t GROUP N`},
+	} {
+		path := writeTraceScenario(t, tc.trace)
+		_, err := LoadFile(path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadFile = %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "trace: replay.trace\n", "", 1)), 0o644)
+	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "names no trace") {
+		t.Errorf("model trace without a trace file: LoadFile = %v, want an error saying so", err)
+	}
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
+	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
+		t.Errorf("trace with a rate: LoadFile = %v, want an error saying so", err)
+	}
+}
+
+func FuzzParseTrace(f *testing.F) {
+	for _, s := range []string{"t heavy 1\nr report 1000000 1000000\nr page 500000\n", "t rest 2\nr page 10 20\n", "# c\n\nt rest 1\nr page 1\nr page 1\n", "r x", "t heavy 0"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	path := filepath.Join(dir, "replay.yaml")
+	os.WriteFile(path, []byte(traceScenario), 0o644)
+	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
+	sc, err := LoadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tr, err := parseTrace(strings.NewReader(s), sc)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") {
+				t.Fatalf("parseTrace(%q): error %q names no line", s, err)
+			}
+			return
+		}
+		for g, tenants := range tr.Groups {
+			for i, arr := range tenants {
+				for j, a := range arr {
+					if a.At < 0 || a.At >= sc.Duration || j > 0 && a.At < arr[j-1].At {
+						t.Fatalf("parseTrace(%q): group %s tenant %d arrival %d at %v: out of order or range", s, g, i+1, j, a.At)
+					}
+				}
+			}
+		}
+	})
+}
