@@ -3,9 +3,9 @@ package limiterproxy
 import "testing"
 
 // TestDryRunMetricsHoldNothing: a request a dry-run limit_conn would reject
-// holds no slot and never reaches the later limits, so the metrics must not
-// count it in flight or passed anywhere but as the dry-run rule's
-// rejected_dry_run.
+// holds no slot of the dry-run limits, so the metrics must not count it in
+// flight or passed for them but as the dry-run rule's rejected_dry_run; the
+// enforced limit beside it counts it as it would without the dry-run one.
 func TestDryRunMetricsHoldNothing(t *testing.T) {
 	g := newGate(4)
 	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 5}}}, g, ProxyOptions{})
@@ -14,16 +14,16 @@ func TestDryRunMetricsHoldNothing(t *testing.T) {
 
 	c := sendAll(st.front.Client(), st.front.URL, repeat("site1", 2))
 	g.await(t, 2)
-	if got := st.policy.Conn[1].Limiter.InFlight("site1"); got != 1 {
-		t.Fatalf("limit_conn[1] holds %d slots for site1, want 1 (the dry-run reject holds none)", got)
+	if got := st.policy.Conn[1].Limiter.InFlight("site1"); got != 2 {
+		t.Fatalf("limit_conn[1] holds %d slots for site1, want 2 (the dry-run limit changes nothing)", got)
 	}
 	for _, tt := range []struct {
 		name, limit string
 		want        float64
 	}{
 		{"stampede_limit_in_flight", "limit_conn[0]", 1},
-		{"stampede_limit_in_flight", "limit_conn[1]", 1},
-		{"stampede_limit_passed_total", "limit_conn[1]", 1},
+		{"stampede_limit_in_flight", "limit_conn[1]", 2},
+		{"stampede_limit_passed_total", "limit_conn[1]", 2},
 		{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 1},
 	} {
 		if got := metricValue(t, st.metrics, tt.name, tt.limit); got != tt.want {

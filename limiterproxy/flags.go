@@ -2,6 +2,7 @@ package limiterproxy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -172,4 +173,41 @@ func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
 	if dryRun {
 		b.WriteString(",dry_run")
 	}
+}
+
+// SplitLocationFlag splits the location off a --limit-conn or --limit-req
+// value: "/api/method/stock_balance:$host=4" is the limit "$host=4" of the
+// location /api/method/stock_balance, and "/a,/b:$host=4" that of one
+// location with the two prefixes /a and /b. A value that does not start
+// with "/" has no location (paths nil): a limit of the server. The paths
+// end at the first ":", so a path holding ":" or "," cannot be given this
+// way (use a scenario file).
+func SplitLocationFlag(s string) (paths []string, limit string, err error) {
+	if !strings.HasPrefix(s, "/") {
+		return nil, s, nil
+	}
+	list, limit, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
+	}
+	for _, p := range strings.Split(list, ",") {
+		if err := CheckLocationPath(p); err != nil {
+			return nil, "", fmt.Errorf("%q: %v", s, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, limit, nil
+}
+
+// AddLocationLimits adds conn and req to the location of cfg whose paths
+// are paths, creating it at the end of cfg.Locations if there is none.
+func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSpec) {
+	for i := range cfg.Locations {
+		if l := &cfg.Locations[i]; slices.Equal(l.Paths, paths) {
+			l.Conn = append(l.Conn, conn...)
+			l.Req = append(l.Req, req...)
+			return
+		}
+	}
+	cfg.Locations = append(cfg.Locations, Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
 }

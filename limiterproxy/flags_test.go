@@ -145,3 +145,34 @@ func FuzzParseReqFlag(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitLocationFlag(t *testing.T) {
+	for _, tt := range []struct {
+		in, limit, paths, err string
+	}{
+		{"$host=4", "$host=4", "", ""},
+		{"/api/method/stock_balance:$host=4", "$host=4", "/api/method/stock_balance", ""},
+		{"/a,/b:$host:$remote_addr=4", "$host:$remote_addr=4", "/a /b", ""},
+		{"/a", "", "", "PATH:LIMIT"},
+		{"/a,b:$host=4", "", "", `"b" does not start with "/"`},
+		{"/a b:$host=4", "", "", `has ' '`},
+	} {
+		paths, limit, err := SplitLocationFlag(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("SplitLocationFlag(%q) error = %v, want one containing %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || limit != tt.limit || strings.Join(paths, " ") != tt.paths {
+			t.Errorf("SplitLocationFlag(%q) = %q, %q, %v; want %q, %q", tt.in, paths, limit, err, tt.paths, tt.limit)
+		}
+	}
+	var cfg Config
+	AddLocationLimits(&cfg, []string{"/a"}, []ConnSpec{{Key: "$host", PerKey: 1}}, nil)
+	AddLocationLimits(&cfg, []string{"/a"}, nil, []ReqSpec{{Key: "$host", Rate: "1r/s"}})
+	AddLocationLimits(&cfg, []string{"/a", "/b"}, []ConnSpec{{Key: "$host", PerKey: 2}}, nil)
+	if len(cfg.Locations) != 2 || len(cfg.Locations[0].Conn) != 1 || len(cfg.Locations[0].Req) != 1 || len(cfg.Locations[1].Conn) != 1 {
+		t.Errorf("AddLocationLimits: got %+v, want /a with one limit of each kind and /a,/b with one limit_conn", cfg.Locations)
+	}
+}

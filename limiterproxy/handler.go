@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"stampede/clock"
@@ -37,9 +38,13 @@ var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
 // with huge headers does not pin memory.
 const maxPooledKeyBytes = 64 << 10
 
-// ServeHTTP applies the Policy to r: every limit_req (waiting out a delay
-// on r's context), then every limit_conn in order, then Next with the
-// limit_conn slots held until Next returns or panics. A rejected request is
+// ServeHTTP applies the Policy to r, the limits of r's location (see
+// Policy.For): every limit_req (waiting out a delay on r's context), then
+// every limit_conn in order, then Next with the limit_conn slots held until
+// Next returns or panics. Before it rejects a request for a key, it frees
+// the slots of that key's holders whose clients have already hung up (see
+// gone.go), as nginx would have; that needs the server's ConnContext hook,
+// which NewServer sets. A rejected request is
 // answered with the limit's status, a short text body and LimitHeader. A
 // request whose client goes away during a limit_req delay is answered with
 // nothing and never takes a slot.
@@ -58,6 +63,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Next.ServeHTTP(w, r)
 		return
 	}
+	reqM, connM := h.Metrics, h.Metrics
+	if len(p.Locations) > 0 && r.URL != nil {
+		if loc := p.For(r.URL.Path); loc != p {
+			// The metrics are the server's limits'; a location's own are
+			// not among them, the server's it inherits are.
+			if !sameRules(loc.Req, p.Req) {
+				reqM = nil
+			}
+			if !sameRules(loc.Conn, p.Conn) {
+				connM = nil
+			}
+			p = loc
+		}
+	}
 	ks := keyScratchPool.Get().(*keyScratch)
 	defer putKeyScratch(ks)
 	reqKeys, connKeys := ks.eval(p, r)
@@ -65,13 +84,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(p.Req) > 0 {
 		start := time.Now()
 		rd := p.ReqStage(h.modelTime(start), reqKeys)
-		h.Metrics.countReq(reqKeys, rd)
+		reqM.countReq(reqKeys, rd)
 		switch rd.Verdict {
 		case Rejected:
-			reject(w, LimitName("limit_req", rd.Rule), p.Req[rd.Rule].Key.String(), rd.Status)
+			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
 			return
 		case RejectedDryRun:
-			w.Header().Add(DryRunHeader, LimitName("limit_req", rd.Rule)+" "+p.Req[rd.Rule].Key.String())
+			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
 		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
 			return
@@ -79,20 +98,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	slots, cd := p.ConnStage(connKeys)
-	defer slots.Release()
+	if (cd.Verdict == Rejected || cd.Verdict == RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
+		// A holder's client had hung up before this request came: nginx
+		// would have freed its slot first. Give back what this pass took
+		// (the enforced limits' slots beside a dry-run rejection) and
+		// take them again.
+		slots.Release()
+		slots, cd = p.ConnStage(connKeys)
+	}
+	if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok && slots.Len() > 0 {
+		defer h.holders.release(h.holders.hold(slots, connKeys, rc))
+	} else {
+		defer slots.Release()
+	}
 	switch cd.Verdict {
 	case Rejected:
-		h.Metrics.connVerdict(cd.Rule, Rejected)
-		reject(w, LimitName("limit_conn", cd.Rule), p.Conn[cd.Rule].Key.String(), cd.Status)
+		connM.connVerdict(cd.Rule, Rejected)
+		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
 		return
 	case RejectedDryRun:
-		w.Header().Add(DryRunHeader, LimitName("limit_conn", cd.Rule)+" "+p.Conn[cd.Rule].Key.String())
+		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
-	if m := h.Metrics; m != nil && len(connKeys) > 0 {
-		m.connAdmitted(connKeys, cd, 1)
-		defer m.connAdmitted(connKeys, cd, -1)
+	if connM != nil && len(connKeys) > 0 {
+		connM.connAdmitted(p, connKeys, cd, 1)
+		defer connM.connAdmitted(p, connKeys, cd, -1)
 	}
 	h.Next.ServeHTTP(w, r)
+}
+
+// sameRules reports whether a and b are the same rules, not copies: a
+// location's inherited ones.
+func sameRules[R any](a, b []R) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // eval evaluates every rule's key for r into one shared string, limit_req
@@ -198,17 +235,18 @@ func (m *Metrics) countReq(keys []string, d ReqDecision) {
 // connAdmitted counts an admitted request (delta 1) and its end (delta -1)
 // for every limit_conn that counted it: the in-flight gauge of each rule
 // holding a slot, and on admission passed or rejected_dry_run.
-func (m *Metrics) connAdmitted(keys []string, d ConnDecision, delta float64) {
-	if d.Verdict == RejectedDryRun {
-		// The pass stopped at the dry-run rule and released what it had
-		// taken: the request holds no slot, and later rules never saw it.
-		if delta > 0 {
-			m.connVerdict(d.Rule, RejectedDryRun)
-		}
-		return
+func (m *Metrics) connAdmitted(p *Policy, keys []string, d ConnDecision, delta float64) {
+	if d.Verdict == RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, RejectedDryRun)
 	}
 	for i, k := range keys {
 		if k == "" {
+			continue
+		}
+		if d.Verdict == RejectedDryRun && p.Conn[i].Spec.DryRun {
+			// The dry-run pass stopped at its rejecting rule and released
+			// what it had taken: no dry-run rule holds a slot, and later
+			// ones never saw the request. Enforced rules beside them do.
 			continue
 		}
 		if delta > 0 {

@@ -17,6 +17,7 @@ const (
 	partHeader                  // $http_NAME; lit is the canonical header name
 	partHTTPHost                // $http_host: Go keeps the Host header in r.Host
 	partCookie                  // $http_cookie: values joined with "; " as nginx does
+	partArg                     // $arg_NAME; lit is "arg_" and the lower-cased NAME
 )
 
 // MaxConnKey and MaxReqKey are the longest key values nginx counts; longer
@@ -26,7 +27,7 @@ const (
 	MaxReqKey  = 65535
 )
 
-const supportedVars = "$host, $binary_remote_addr, $remote_addr, $http_NAME"
+const supportedVars = "$host, $binary_remote_addr, $remote_addr, $http_NAME, $arg_NAME"
 
 // ParseKey compiles an nginx key expression. A leading "$" may be left out
 // when the whole key is one variable ("host" means "$host"). Variables are
@@ -97,6 +98,9 @@ func varPart(name string) (keyPart, error) {
 		return keyPart{kind: partHTTPHost, lit: name}, nil
 	case "http_cookie":
 		return keyPart{kind: partCookie, lit: name}, nil
+	}
+	if a, ok := strings.CutPrefix(name, "arg_"); ok && a != "" {
+		return keyPart{kind: partArg, lit: name}, nil
 	}
 	if h, ok := strings.CutPrefix(name, "http_"); ok && h != "" {
 		return keyPart{kind: partHeader, lit: textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(h, "_", "-"))}, nil
@@ -201,9 +205,56 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 			dst = appendHeader(dst, r.Header[p.lit], ", ")
 		case partCookie:
 			dst = appendHeader(dst, r.Header["Cookie"], "; ")
+		case partArg:
+			if r.URL != nil {
+				dst = appendArg(dst, r.URL.RawQuery, p.lit[len("arg_"):])
+			}
 		}
 	}
 	return dst
+}
+
+// appendArg appends the value of the query argument name in the raw query
+// q as nginx's $arg_NAME gives it: the first argument whose name matches
+// (ASCII case-insensitively) and that has "=", its value as sent, not
+// unescaped, up to the next "&". An argument without "=" is not a match.
+func appendArg(dst []byte, q, name string) []byte {
+	for i := 0; i+len(name) < len(q); {
+		if q[i+len(name)] == '=' && asciiEqualFold(q[i:i+len(name)], name) {
+			v := q[i+len(name)+1:]
+			if j := strings.IndexByte(v, '&'); j >= 0 {
+				v = v[:j]
+			}
+			return append(dst, v...)
+		}
+		j := strings.IndexByte(q[i:], '&')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return dst
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII letters only, as nginx
+// compares: no Unicode folding of the raw bytes of a query.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x >= 'A' && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if y >= 'A' && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func appendHeader(dst []byte, vs []string, sep string) []byte {

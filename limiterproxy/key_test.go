@@ -2,6 +2,7 @@ package limiterproxy
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -26,6 +27,10 @@ func TestParseKeyForms(t *testing.T) {
 		{"site-$host", "site-$host", []string{"host"}},
 		{"all-requests", "all-requests", nil},
 		{"$host$host", "$host$host", []string{"host"}},
+		{"$arg_site", "$arg_site", []string{"arg_site"}},
+		{"$ARG_Site", "$arg_site", []string{"arg_site"}},
+		{"arg_c", "$arg_c", []string{"arg_c"}},
+		{"$binary_remote_addr$arg_c", "$binary_remote_addr$arg_c", []string{"binary_remote_addr", "arg_c"}},
 	}
 	for _, tt := range tests {
 		k, err := ParseKey(tt.in)
@@ -46,8 +51,9 @@ func TestParseKeyErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "empty key"},
 		{"hots", `unknown variable "$hots"`},
-		{"$foo", "supported: $host, $binary_remote_addr, $remote_addr, $http_NAME"},
+		{"$foo", "supported: $host, $binary_remote_addr, $remote_addr, $http_NAME, $arg_NAME"},
 		{"$http_", `unknown variable "$http_"`},
+		{"$arg_", `unknown variable "$arg_"`},
 		{"$host$", `not followed by a variable name`},
 		{"${host", `unterminated`},
 		{"${}", `is not a variable name`},
@@ -110,6 +116,36 @@ func TestKeyAppend(t *testing.T) {
 		}
 		if got := string(k.Append(nil, tt.r)); got != tt.want {
 			t.Errorf("%s for Host %q RemoteAddr %q = %q, want %q", tt.key, tt.r.Host, tt.r.RemoteAddr, got, tt.want)
+		}
+	}
+}
+
+// TestKeyAppendArg holds $arg_NAME to nginx's ngx_http_arg: the first
+// argument of that name with "=", its raw value up to "&".
+func TestKeyAppendArg(t *testing.T) {
+	tests := []struct{ key, query, want string }{
+		{"$arg_c", "c=2", "2"},
+		{"$arg_c", "a=1&c=2&c=3", "2"},
+		{"$arg_c", "C=2", "2"},
+		{"$arg_C", "c=2", "2"},
+		{"$arg_c", "c&c=3", "3"},
+		{"$arg_c", "bc=1&c=4", "4"},
+		{"$arg_c", "c=", ""},
+		{"$arg_c", "c=a%20b+c", "a%20b+c"},
+		{"$arg_c", "c=1;d=2", "1;d=2"},
+		{"$arg_c", "", ""},
+		{"$arg_c", "cc=1", ""},
+		{"$arg_site", "site=s1&x=y", "s1"},
+		{"k-$arg_a-$arg_b", "b=2&a=1", "k-1-2"},
+	}
+	for _, tt := range tests {
+		k, err := ParseKey(tt.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &http.Request{URL: &url.URL{Path: "/", RawQuery: tt.query}, Header: http.Header{}}
+		if got := string(k.Append(nil, r)); got != tt.want {
+			t.Errorf("%s for query %q = %q, want %q", tt.key, tt.query, got, tt.want)
 		}
 	}
 }

@@ -42,6 +42,42 @@ var nginxCases = []struct {
 		},
 		Conn: []ConnSpec{{Key: "$host", PerKey: 4}},
 	}, NginxOptions{ReadTimeout: 120 * time.Second, TimeScale: 0.3}},
+	{"locations", Config{
+		Req:  []ReqSpec{{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, DryRun: true}},
+		Conn: []ConnSpec{{Key: "$host", PerKey: 8}},
+		Locations: []Location{
+			{Paths: []string{"/api/method/stock_balance", "/api/method/general_ledger"}, Conn: []ConnSpec{{Key: "$host", PerKey: 4, Status: 429}}},
+			{Paths: []string{"/api/method/login"}, Req: []ReqSpec{{Key: "$binary_remote_addr$arg_usr", Rate: "5r/m", Burst: 3}}},
+			{Paths: []string{"/assets"}},
+		},
+	}, NginxOptions{ReadTimeout: 120 * time.Second}},
+	{"locations-no-headers", Config{
+		Conn:      []ConnSpec{{Key: "$host", PerKey: 8}},
+		Locations: []Location{{Paths: []string{"/"}, Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}},
+	}, NginxOptions{NoHeaders: true}},
+}
+
+// TestWriteNginxSnippetGolden holds the snippet form to its golden file.
+func TestWriteNginxSnippetGolden(t *testing.T) {
+	for _, tc := range nginxCases[len(nginxCases)-2:] {
+		var buf bytes.Buffer
+		if err := WriteNginxSnippet(&buf, tc.cfg, tc.opts); err != nil {
+			t.Fatalf("%s: WriteNginxSnippet: %v", tc.name, err)
+		}
+		golden := filepath.Join("testdata", "nginx", tc.name+".snippet")
+		if *update {
+			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestWriteNginxSnippetGolden -update)", err)
+		}
+		if got := buf.String(); got != string(want) {
+			t.Errorf("WriteNginxSnippet differs from %s (rerun with -update if intended):\n%s", golden, lineDiff(string(want), got))
+		}
+	}
 }
 
 func TestWriteNginxGolden(t *testing.T) {
@@ -137,6 +173,9 @@ func TestWriteNginxErrors(t *testing.T) {
 		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, Status: 302}}}, NginxOptions{}, "status 302"},
 		{Config{}, NginxOptions{TimeScale: -1}, "time scale -1"},
 		{Config{}, NginxOptions{Upstream: "127.0.0.1:9000/app"}, "is not a host:port"},
+		{Config{Locations: []Location{{Paths: []string{"/a"}, Conn: []ConnSpec{{Key: "$host", PerKey: 1}, {Key: "$host", PerKey: 2, DryRun: true}}}}}, NginxOptions{},
+			"locations[0].limit_conn[0] has dry_run=false but locations[0].limit_conn[1] has dry_run=true"},
+		{Config{Locations: []Location{{Paths: []string{"a"}}}}, NginxOptions{}, `does not start with "/"`},
 	}
 	for i, tt := range tests {
 		var buf bytes.Buffer

@@ -37,23 +37,63 @@ type ReqSpec struct {
 	DryRun  bool   // as in ConnSpec
 }
 
-// Config is a location's limits, in the order nginx applies them: every
-// limit_req, then every limit_conn.
+// Config is the server's limits, in the order nginx applies them: every
+// limit_req, then every limit_conn; and the locations with limits of their
+// own. The zero Config limits nothing.
 type Config struct {
-	Conn []ConnSpec
-	Req  []ReqSpec
+	Conn      []ConnSpec
+	Req       []ReqSpec
+	Locations []Location // longest prefix wins; none matching: Conn and Req
 }
 
 // Policy is a compiled Config: the limiters with their zones. Both stages are
 // pure (explicit time, no goroutines) so the simulator drives them in
 // virtual time. A Policy is safe for concurrent use.
+//
+// The enforced limits of a kind decide as one nginx pass, exactly as if the
+// dry-run limits of that kind were not there; the dry-run limits are a pass
+// of their own, as nginx runs the limits of a location with limit_req_dry_run
+// or limit_conn_dry_run on, over the requests the enforced pass admitted. A
+// kind whose limits are all enforced or all dry-run is one pass, nginx's
+// own.
 type Policy struct {
 	Conn []ConnRule
 	Req  []ReqRule
+
+	// Locations are the locations with their compiled limits; a request
+	// that matches none gets Conn and Req. See For.
+	Locations []LocationPolicy
+
+	// The rules of each kind in passes: enforced first, then dry-run;
+	// one pass when the kind does not mix them.
+	reqPasses, connPasses [][]int
+}
+
+// passes splits rules 0..n-1 into the enforced ones and the dry-run ones,
+// each in order; one pass of all when they do not mix.
+func passes(n int, dry func(int) bool) [][]int {
+	var enforced, dryRun []int
+	for i := range n {
+		if dry(i) {
+			dryRun = append(dryRun, i)
+		} else {
+			enforced = append(enforced, i)
+		}
+	}
+	switch {
+	case len(enforced) == 0 && len(dryRun) == 0:
+		return nil
+	case len(enforced) == 0:
+		return [][]int{dryRun}
+	case len(dryRun) == 0:
+		return [][]int{enforced}
+	}
+	return [][]int{enforced, dryRun}
 }
 
 // ConnRule is one compiled limit_conn.
 type ConnRule struct {
+	Name    string // "limit_conn[0]", or "locations[1].limit_conn[0]" for a location's own
 	Spec    ConnSpec
 	Key     Key
 	Limiter *ConnLimiter
@@ -61,19 +101,36 @@ type ConnRule struct {
 
 // ReqRule is one compiled limit_req.
 type ReqRule struct {
+	Name    string // "limit_req[0]", or "locations[1].limit_req[0]" for a location's own
 	Spec    ReqSpec
 	Key     Key
 	Limiter *ReqLimiter
 }
 
 // NewPolicy validates and compiles cfg. Errors name the limit (by kind and
-// index) and the bad field ("limit_conn[0].per_key: ..."). The compiled
-// rules' Specs have the defaults filled in (Status 503, Zone 10m) and Key
-// written as nginx writes it ("host" becomes "$host").
+// index, under its location if it has one) and the bad field
+// ("limit_conn[0].per_key: ...", "locations[1].limit_req[0].rate: ...").
+// The compiled rules' Specs have the defaults filled in (Status 503, Zone
+// 10m) and Key written as nginx writes it ("host" becomes "$host"). The
+// returned Policy holds the server's limits; For gives a request's
+// location's.
 func NewPolicy(cfg Config) (*Policy, error) {
+	p, err := newRules(cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	p.split()
+	if err := p.compileLocations(cfg); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newRules compiles cfg's own limits, naming them after prefix.
+func newRules(cfg Config, prefix string) (*Policy, error) {
 	p := &Policy{}
 	for i, spec := range cfg.Conn {
-		name := fmt.Sprintf("limit_conn[%d]", i)
+		name := prefix + LimitName("limit_conn", i)
 		key, err := ParseKey(spec.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%s.key: %w", name, err)
@@ -86,10 +143,10 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		spec.Key = key.String()
-		p.Conn = append(p.Conn, ConnRule{Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
+		p.Conn = append(p.Conn, ConnRule{Name: name, Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
 	}
 	for i, spec := range cfg.Req {
-		name := fmt.Sprintf("limit_req[%d]", i)
+		name := prefix + LimitName("limit_req", i)
 		key, err := ParseKey(spec.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%s.key: %w", name, err)
@@ -109,9 +166,15 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 		spec.Key = key.String()
-		p.Req = append(p.Req, ReqRule{Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
+		p.Req = append(p.Req, ReqRule{Name: name, Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
 	}
 	return p, nil
+}
+
+// split sorts p's rules into their passes.
+func (p *Policy) split() {
+	p.reqPasses = passes(len(p.Req), func(i int) bool { return p.Req[i].Spec.DryRun })
+	p.connPasses = passes(len(p.Conn), func(i int) bool { return p.Conn[i].Spec.DryRun })
 }
 
 // common checks the zone and status every limit has, fills in their
@@ -170,34 +233,62 @@ type ReqDecision struct {
 // (keys[i] for p.Req[i], as Key.Append gives them; "" means not counted) at
 // now, with nginx's lookup-then-account semantics across several limits.
 //
-// As in nginx, every limit but the last counted one is first only checked
-// against its burst, holding its key; the last is checked and accounted;
-// then the held ones are accounted and the longest delay wins. When a limit
-// rejects, the held keys are let go unaccounted and nothing is charged.
-// A rejecting dry-run limit gives RejectedDryRun (let the request through,
-// nothing charged, as nginx). A dry-run limit's delay is charged as nginx
-// charges it but not waited for: if no other limit delays, the decision is
-// Passed with Rule naming the dry-run limit that would have delayed.
+// As in nginx, every limit of a pass but the last counted one is first only
+// checked against its burst, holding its key; the last is checked and
+// accounted; then the held ones are accounted and the longest delay wins.
+// When a limit rejects, the held keys are let go unaccounted and nothing is
+// charged. A rejecting dry-run limit gives RejectedDryRun (let the request
+// through, nothing charged by its pass, as nginx). A dry-run limit's delay
+// is charged as nginx charges it but not waited for: if no enforced limit
+// delays, the decision is Passed with Rule naming the dry-run limit that
+// would have delayed. With enforced and dry-run limits mixed, a request the
+// enforced pass rejects never reaches the dry-run pass; one it admits keeps
+// the enforced pass's delay, whatever the dry-run pass says.
 func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision {
+	switch len(p.reqPasses) {
+	case 0:
+		return ReqDecision{Verdict: Skipped, Rule: -1}
+	case 1:
+		return p.reqPass(now, keys, p.reqPasses[0])
+	}
+	e := p.reqPass(now, keys, p.reqPasses[0])
+	if e.Verdict == Rejected {
+		return e
+	}
+	d := p.reqPass(now, keys, p.reqPasses[1])
+	switch {
+	case d.Verdict == RejectedDryRun:
+		d.Delay = e.Delay
+		return d
+	case e.Verdict == Skipped && d.Verdict == Skipped:
+		return d
+	case e.Verdict == Delayed, e.Rule >= 0, d.Verdict == Skipped:
+		return e
+	}
+	return d
+}
+
+// reqPass is one nginx limit_req pass over the rules idx, in order.
+func (p *Policy) reqPass(now time.Time, keys []string, idx []int) ReqDecision {
 	ms := unixMilli(now)
-	// held[i] is the entry rule i's lookup holds until it is accounted or
-	// unlocked, as nginx's ctx->node.
+	// held[j] is the entry rule idx[j]'s lookup holds until it is
+	// accounted or unlocked, as nginx's ctx->node.
 	var small [8]heldEntry
 	held := small[:0]
-	if len(p.Req) > len(small) {
-		held = make([]heldEntry, 0, len(p.Req))
+	if len(idx) > len(small) {
+		held = make([]heldEntry, 0, len(idx))
 	}
 	rc, excess := lookupSkipped, int64(0)
 	n := 0
-	for ; n < len(p.Req); n++ {
+	for ; n < len(idx); n++ {
 		held = append(held, heldEntry{})
-		key := keyAt(keys, n)
+		key := keyAt(keys, idx[n])
 		if key == "" || len(key) > MaxReqKey {
 			continue
 		}
 		var e *reqEntry
 		var sh *reqShard
-		rc, excess, e, sh = p.Req[n].Limiter.lookup(key, ms, n == len(p.Req)-1)
+		rc, excess, e, sh = p.Req[idx[n]].Limiter.lookup(key, ms, n == len(idx)-1)
 		if rc != lookupAgain {
 			break
 		}
@@ -207,16 +298,16 @@ func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision {
 	case lookupSkipped:
 		return ReqDecision{Verdict: Skipped, Rule: -1}
 	case lookupBusy, lookupFull:
-		for i := range n {
-			if h := held[i]; h.e != nil {
-				p.Req[i].Limiter.unlock(h.e, h.sh)
+		for j := range n {
+			if h := held[j]; h.e != nil {
+				p.Req[idx[j]].Limiter.unlock(h.e, h.sh)
 			}
 		}
-		spec := &p.Req[n].Spec
+		spec := &p.Req[idx[n]].Spec
 		if spec.DryRun {
-			return ReqDecision{Verdict: RejectedDryRun, Rule: n, Status: spec.Status}
+			return ReqDecision{Verdict: RejectedDryRun, Rule: idx[n], Status: spec.Status}
 		}
-		return ReqDecision{Verdict: Rejected, Rule: n, Status: spec.Status}
+		return ReqDecision{Verdict: Rejected, Rule: idx[n], Status: spec.Status}
 	case lookupAgain:
 		// The last limit's key was not counted: nothing was accounted yet.
 		excess = 0
@@ -225,7 +316,7 @@ func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision {
 	// sets the first delay; then every held limit, last to first, is
 	// accounted and a strictly longer delay wins. A dry-run limit's delay
 	// is accounted but not waited for.
-	last := min(n, len(p.Req)-1)
+	last := min(n, len(idx)-1)
 	var wait, dry time.Duration
 	waitRule, dryRule := -1, -1
 	consider := func(i int, d time.Duration) {
@@ -237,14 +328,14 @@ func (p *Policy) ReqStage(now time.Time, keys []string) ReqDecision {
 			wait, waitRule = d, i
 		}
 	}
-	consider(last, p.Req[last].Limiter.delayFor(excess))
-	for i := n - 1; i >= 0; i-- {
-		h := held[i]
+	consider(idx[last], p.Req[idx[last]].Limiter.delayFor(excess))
+	for j := n - 1; j >= 0; j-- {
+		h := held[j]
 		if h.e == nil {
 			continue
 		}
-		l := p.Req[i].Limiter
-		consider(i, l.delayFor(l.account(h.e, h.sh, ms)))
+		l := p.Req[idx[j]].Limiter
+		consider(idx[j], l.delayFor(l.account(h.e, h.sh, ms)))
 	}
 	switch {
 	case wait > 0:
@@ -287,25 +378,46 @@ func (s *Slots) Release() {
 // ConnStage takes a slot from every limit_conn in order (keys[i] for
 // p.Conn[i]). When one rejects, the slots already taken are released and
 // the returned Slots holds none. When the rejecting limit is in dry run the
-// verdict is RejectedDryRun: the request goes on holding no slot and the
-// limits after it are not checked, as nginx does. Skipped means no limit
-// counted the request (every key empty or over MaxConnKey bytes). The
-// caller must Release the returned Slots when the request ends.
+// verdict is RejectedDryRun: the request goes on holding no slot of its
+// pass and the limits after it in that pass are not checked, as nginx
+// does; the slots of the enforced limits beside it are kept. Skipped means
+// no limit counted the request (every key empty or over MaxConnKey bytes).
+// The caller must Release the returned Slots when the request ends.
 func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) {
+	return p.connStage(func(i int) (Slot, Verdict) { return p.Conn[i].Limiter.Acquire(keyAt(keys, i)) })
+}
+
+// connStage runs the limit_conn passes, acquire taking rule i's slot.
+func (p *Policy) connStage(acquire func(i int) (Slot, Verdict)) (Slots, ConnDecision) {
 	var s Slots
-	counted := false
-	for i := range p.Conn {
-		slot, v := p.Conn[i].Limiter.Acquire(keyAt(keys, i))
-		switch v {
-		case Skipped:
-			continue
-		case Rejected:
-			return Slots{}, p.connReject(&s, i)
+	d := ConnDecision{Verdict: Skipped, Rule: -1}
+	for _, idx := range p.connPasses {
+		from := s.n
+		counted := false
+		for _, i := range idx {
+			slot, v := acquire(i)
+			switch v {
+			case Skipped:
+				continue
+			case Rejected:
+				s.releaseFrom(from)
+				r := &p.Conn[i]
+				if !r.Spec.DryRun {
+					s.Release()
+					return Slots{}, ConnDecision{Verdict: Rejected, Rule: i, Status: r.Spec.Status}
+				}
+				// nginx's ngx_http_limit_conn_cleanup_all for this
+				// pass; the pass ends here.
+				return s, ConnDecision{Verdict: RejectedDryRun, Rule: i, Status: r.Spec.Status}
+			}
+			counted = true
+			s.add(slot)
 		}
-		counted = true
-		s.add(slot)
+		if counted {
+			d = ConnDecision{Verdict: Passed, Rule: -1}
+		}
 	}
-	return s, connPassed(counted)
+	return s, d
 }
 
 // ConnKeys are one client's limit_conn keys prepared for a Policy's
@@ -330,44 +442,13 @@ func (p *Policy) ConnKeys(keys []string) ConnKeys {
 // ConnStageKeys is ConnStage over keys prepared by p.ConnKeys: the same
 // decisions, without hashing the keys again.
 func (p *Policy) ConnStageKeys(keys ConnKeys) (Slots, ConnDecision) {
-	var s Slots
-	counted := false
-	for i := range p.Conn {
+	return p.connStage(func(i int) (Slot, Verdict) {
 		var k ConnKey
 		if i < len(keys.keys) {
 			k = keys.keys[i]
 		}
-		slot, v := p.Conn[i].Limiter.AcquireKey(k)
-		switch v {
-		case Skipped:
-			continue
-		case Rejected:
-			return Slots{}, p.connReject(&s, i)
-		}
-		counted = true
-		s.add(slot)
-	}
-	return s, connPassed(counted)
-}
-
-// connReject gives back the slots s took in this pass, as nginx's
-// ngx_http_limit_conn_cleanup_all, and returns rule i's rejection. In dry
-// run the request goes on holding nothing and the later limits are not
-// checked.
-func (p *Policy) connReject(s *Slots, i int) ConnDecision {
-	s.Release()
-	r := &p.Conn[i]
-	if r.Spec.DryRun {
-		return ConnDecision{Verdict: RejectedDryRun, Rule: i, Status: r.Spec.Status}
-	}
-	return ConnDecision{Verdict: Rejected, Rule: i, Status: r.Spec.Status}
-}
-
-func connPassed(counted bool) ConnDecision {
-	if !counted {
-		return ConnDecision{Verdict: Skipped, Rule: -1}
-	}
-	return ConnDecision{Verdict: Passed, Rule: -1}
+		return p.Conn[i].Limiter.AcquireKey(k)
+	})
 }
 
 // Key is a compiled nginx key expression: variables ($host,
@@ -395,13 +476,31 @@ type KeyCount struct {
 	InFlight int    `json:"in_flight"`
 }
 
-// Busiest returns up to n keys of the first limit_conn with the most
-// requests in flight, busiest first; nil when there is no limit_conn.
+// Busiest returns up to n keys of the first limit_conn (see KeysLimiter)
+// with the most requests in flight, busiest first; nil when there is no
+// limit_conn.
 func (p *Policy) Busiest(n int) []KeyCount {
-	if len(p.Conn) == 0 {
+	l := p.KeysLimiter()
+	if l == nil {
 		return nil
 	}
-	return p.Conn[0].Limiter.Busiest(n)
+	return l.Busiest(n)
+}
+
+// KeysLimiter returns the limiter whose keys stand for the policy's
+// in-flight per key: the server's first limit_conn, or, when the server
+// has none, the first location's own first limit_conn; nil when there is
+// no limit_conn at all.
+func (p *Policy) KeysLimiter() *ConnLimiter {
+	if len(p.Conn) > 0 {
+		return p.Conn[0].Limiter
+	}
+	for _, l := range p.Locations {
+		if len(l.Policy.Conn) > 0 {
+			return l.Policy.Conn[0].Limiter
+		}
+	}
+	return nil
 }
 
 // Handler applies a Policy in front of Next: limit_req first (a delay waits
@@ -421,6 +520,10 @@ type Handler struct {
 	// the runtime timer's millisecond (see package clock); a time-scaled
 	// run wants it. False uses the runtime's timers alone.
 	PreciseTimers bool
+
+	// holders are the requests holding slots whose client can be asked
+	// whether it hung up (see gone.go).
+	holders holders
 }
 
 // Metrics are the proxy's Prometheus metrics, on a registry of their own.
@@ -453,6 +556,9 @@ type NginxOptions struct {
 	// TimeScale writes the config for a scenario played TimeScale times
 	// real time: rates divided by it, timeouts multiplied. Zero means 1.
 	TimeScale float64
+	// NoHeaders leaves out the X-Stampede-Limit and X-Stampede-Dry-Run
+	// headers (and their maps). False writes them.
+	NoHeaders bool
 }
 
 // heldEntry is a limit_req entry held between lookup and account.

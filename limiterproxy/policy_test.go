@@ -91,7 +91,7 @@ func runConnSteps(t *testing.T, p *Policy, steps []connStep) []Slots {
 		if d.Verdict == Rejected && d.Status != p.Conn[d.Rule].Spec.Status {
 			t.Fatalf("step %d: status %d, want %d", i+1, d.Status, p.Conn[d.Rule].Spec.Status)
 		}
-		if d.Verdict != Passed && s.Len() != 0 {
+		if d.Verdict == Rejected && s.Len() != 0 {
 			t.Fatalf("step %d: %v holds %d slots, want none", i+1, d.Verdict, s.Len())
 		}
 		if st.hold {
@@ -160,29 +160,51 @@ func TestConnStageSkipped(t *testing.T) {
 }
 
 func TestConnStageDryRun(t *testing.T) {
-	// The first limit in dry run: over it, the request goes on holding
-	// nothing and the second limit is not consulted.
-	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1}}})
+	// Every limit in dry run, as nginx's limit_conn_dry_run on: over the
+	// first, the request goes on holding nothing and the second limit is
+	// not consulted.
+	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}})
 	held := runConnSteps(t, p, []connStep{
 		{[]string{"k", "a"}, Passed, -1, true},
-		{[]string{"k", "b"}, RejectedDryRun, 0, false},
-		{[]string{"k", "b"}, RejectedDryRun, 0, false},
+		{[]string{"k", "b"}, RejectedDryRun, 0, true},
+		{[]string{"k", "b"}, RejectedDryRun, 0, true},
 	})
-	if inFlight(p, 0, "k") != 1 || inFlight(p, 1, "b") != 0 {
-		t.Errorf("InFlight(k) = %d, InFlight(b) = %d; want 1 and 0", inFlight(p, 0, "k"), inFlight(p, 1, "b"))
+	if inFlight(p, 0, "k") != 1 || inFlight(p, 1, "b") != 0 || held[1].Len() != 0 {
+		t.Errorf("all dry run: InFlight(k) = %d, InFlight(b) = %d, the rejected request holds %d; want 1, 0 and 0", inFlight(p, 0, "k"), inFlight(p, 1, "b"), held[1].Len())
 	}
-	held[0].Release()
+	for i := range held {
+		held[i].Release()
+	}
 
-	// The second limit in dry run: the slot the first took is released.
+	// A dry-run limit before an enforced one never switches it off: the
+	// enforced limit decides as if the dry-run one were not there, and the
+	// dry-run limit sees what it admitted.
+	p = mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1}}})
+	held = runConnSteps(t, p, []connStep{
+		{[]string{"k", "a"}, Passed, -1, true},
+		{[]string{"k", "b"}, RejectedDryRun, 0, true},
+		{[]string{"k", "b"}, Rejected, 1, false},
+	})
+	if inFlight(p, 0, "k") != 1 || inFlight(p, 1, "b") != 1 || held[1].Len() != 1 {
+		t.Errorf("dry run first: InFlight(k) = %d, InFlight(b) = %d, the dry-run rejected request holds %d; want 1, 1 and 1", inFlight(p, 0, "k"), inFlight(p, 1, "b"), held[1].Len())
+	}
+	for i := range held {
+		held[i].Release()
+	}
+
+	// The second limit in dry run: the slot the first took is kept.
 	p = mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 2}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}})
 	held = runConnSteps(t, p, []connStep{
 		{[]string{"k", "a"}, Passed, -1, true},
-		{[]string{"k", "a"}, RejectedDryRun, 1, false},
+		{[]string{"k", "a"}, RejectedDryRun, 1, true},
+		{[]string{"k", "a"}, Rejected, 0, false},
 	})
-	if inFlight(p, 0, "k") != 1 {
-		t.Errorf("after a dry-run reject by the second limit: InFlight(k) = %d, want 1", inFlight(p, 0, "k"))
+	if inFlight(p, 0, "k") != 2 || inFlight(p, 1, "a") != 1 {
+		t.Errorf("after a dry-run reject by the second limit: InFlight(k) = %d, InFlight(a) = %d, want 2 and 1", inFlight(p, 0, "k"), inFlight(p, 1, "a"))
 	}
-	held[0].Release()
+	for i := range held {
+		held[i].Release()
+	}
 	if inFlight(p, 0, "k") != 0 || inFlight(p, 1, "a") != 0 {
 		t.Errorf("after release: counts %d %d, want 0 0", inFlight(p, 0, "k"), inFlight(p, 1, "a"))
 	}
@@ -492,6 +514,53 @@ func TestReqStageConcurrent(t *testing.T) {
 			}
 			if sh.table.n != l.Len() {
 				t.Fatalf("limit_req[%d]: table has %d entries, LRU %d", i, sh.table.n, l.Len())
+			}
+		}
+	}
+}
+
+// TestReqStageDryRunBesideEnforced: a dry-run limit_req, before or after
+// an enforced one, never changes what the enforced one decides; the
+// dry-run limit sees the requests the enforced one admitted.
+func TestReqStageDryRunBesideEnforced(t *testing.T) {
+	at := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want []ReqDecision
+	}{
+		{
+			name: "dry run first",
+			cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s", Status: 429}}},
+			want: []ReqDecision{
+				{Verdict: Passed, Rule: -1},
+				{Verdict: Rejected, Rule: 1, Status: 429},
+				{Verdict: Rejected, Rule: 1, Status: 429},
+			},
+		},
+		{
+			name: "dry run second",
+			cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 1, NoDelay: true}, {Key: "$host", Rate: "1r/s", DryRun: true}}},
+			want: []ReqDecision{
+				{Verdict: Passed, Rule: -1},
+				{Verdict: RejectedDryRun, Rule: 1, Status: 503},
+				{Verdict: Rejected, Rule: 0, Status: 503},
+			},
+		},
+		{
+			name: "enforced delay kept beside a dry-run reject",
+			cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 5}, {Key: "$host", Rate: "1r/s", DryRun: true}}},
+			want: []ReqDecision{
+				{Verdict: Passed, Rule: -1},
+				{Verdict: RejectedDryRun, Rule: 1, Status: 503, Delay: 500 * time.Millisecond},
+				{Verdict: RejectedDryRun, Rule: 1, Status: 503, Delay: time.Second},
+			},
+		},
+	} {
+		p := mustPolicy(t, tt.cfg)
+		for i, want := range tt.want {
+			if got := p.ReqStage(at, []string{"k", "k"}); got != want {
+				t.Errorf("%s: step %d: ReqStage = %+v, want %+v", tt.name, i+1, got, want)
 			}
 		}
 	}

@@ -69,6 +69,7 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 		IdleTimeout:       opts.IdleTimeout,
 		MaxHeaderBytes:    opts.MaxHeaderBytes,
 		ErrorLog:          opts.ErrorLog,
+		ConnContext:       withClientConn, // see gone.go
 	}
 }
 

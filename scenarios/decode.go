@@ -49,7 +49,8 @@ var (
 	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
-	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout"}
+	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout", "locations"}
+	locKeys     = []string{"path", "limit_conn", "limit_req"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}
 	tenantKeys  = []string{"group", "count", "host", "hosts", "addr", "load"}
@@ -599,6 +600,66 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 			p.Limits.Req = append(p.Limits.Req, r)
 		}
 	}
+	p.Limits.Locations = d.locations(f.get("locations"), join(path, "locations"))
+}
+
+const locExample = "{path: /api/method/stock_balance, limit_conn: {key: $host, per_key: 4}}"
+
+// locations reads proxy.locations: a list of {path, limit_conn, limit_req},
+// path one URI prefix or a list of them.
+func (d *decoder) locations(n *yaml.Node, path string) []limiterproxy.Location {
+	var out []limiterproxy.Location
+	seen := map[string]string{}
+	for _, en := range d.list(n, path, locExample) {
+		f := d.mapping(en.node, en.path, locExample, locKeys)
+		if f == nil {
+			continue
+		}
+		var loc limiterproxy.Location
+		pn := f.get("path")
+		switch {
+		case pn == nil:
+			f.missing("path", "/api/method/stock_balance")
+		case pn.Kind == yaml.SequenceNode:
+			for i, e := range pn.Content {
+				if v, ok := d.scalar(d.resolve(e), index(join(en.path, "path"), i), "/api/method/stock_balance"); ok {
+					d.locPath(e, index(join(en.path, "path"), i), v, seen, &loc)
+				}
+			}
+			if len(pn.Content) == 0 {
+				d.fail(pn, join(en.path, "path"), nil, "an empty list of paths (want e.g. /api/method/stock_balance or [/api/a, /api/b])")
+			}
+		default:
+			if v, ok := d.scalar(pn, join(en.path, "path"), "/api/method/stock_balance"); ok {
+				d.locPath(pn, join(en.path, "path"), v, seen, &loc)
+			}
+		}
+		for _, ce := range d.list(f.get("limit_conn"), join(en.path, "limit_conn"), "{key: $host, per_key: 4}") {
+			if c, ok := d.connSpec(ce.node, ce.path); ok {
+				loc.Conn = append(loc.Conn, c)
+			}
+		}
+		for _, re := range d.list(f.get("limit_req"), join(en.path, "limit_req"), "{key: $binary_remote_addr, rate: 10r/s, burst: 20}") {
+			if r, ok := d.reqSpec(re.node, re.path); ok {
+				loc.Req = append(loc.Req, r)
+			}
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+func (d *decoder) locPath(n *yaml.Node, path, v string, seen map[string]string, loc *limiterproxy.Location) {
+	if err := limiterproxy.CheckLocationPath(v); err != nil {
+		d.fail(n, path, err, "%v", err)
+		return
+	}
+	if prev, dup := seen[v]; dup {
+		d.fail(n, path, nil, "%q is %s already (nginx refuses a duplicate location)", v, prev)
+		return
+	}
+	seen[v] = path
+	loc.Paths = append(loc.Paths, v)
 }
 
 type element struct {

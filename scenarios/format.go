@@ -120,31 +120,13 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("routes", seqNode(false, routes...)),
 	)
 
-	var conn, req []*yaml.Node
-	for _, c := range s.Proxy.Limits.Conn {
-		conn = append(conn, mapNode(true,
-			kv("key", strNode(c.Key)), kv("per_key", intNode(c.PerKey)),
-			kv("zone", strNode(orDefault(c.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(c.Status, limiterproxy.DefaultStatus))),
-			kv("dry_run", boolNode(c.DryRun))))
-	}
-	for _, r := range s.Proxy.Limits.Req {
-		var delay *yaml.Node
-		if !r.NoDelay {
-			delay = intNode(r.Delay)
-		}
-		req = append(req, mapNode(true,
-			kv("key", strNode(r.Key)), kv("rate", strNode(r.Rate)), kv("burst", intNode(r.Burst)),
-			kv("delay", delay), kv("nodelay", boolNode(r.NoDelay)),
-			kv("zone", strNode(orDefault(r.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(r.Status, limiterproxy.DefaultStatus))),
-			kv("dry_run", boolNode(r.DryRun))))
-	}
+	conn, req := limitNodes(s.Proxy.Limits.Conn, s.Proxy.Limits.Req)
 	proxy := mapNode(false,
 		kv("read_timeout", durNode(s.Proxy.ReadTimeout, "none")),
 		kv("connect_timeout", durNode(s.Proxy.ConnectTimeout, "none")),
 		kv("limit_conn", oneOrList(conn)),
 		kv("limit_req", oneOrList(req)),
+		kv("locations", locationsNode(s.Proxy.Limits.Locations)),
 	)
 
 	var tenants []*yaml.Node
@@ -305,6 +287,56 @@ func orDefaultInt(i, def int) int {
 		return def
 	}
 	return i
+}
+
+// limitNodes writes limit_conn and limit_req entries with their defaults.
+func limitNodes(cs []limiterproxy.ConnSpec, rs []limiterproxy.ReqSpec) (conn, req []*yaml.Node) {
+	for _, c := range cs {
+		conn = append(conn, mapNode(true,
+			kv("key", strNode(c.Key)), kv("per_key", intNode(c.PerKey)),
+			kv("zone", strNode(orDefault(c.Zone, limiterproxy.DefaultZone))),
+			kv("status", intNode(orDefaultInt(c.Status, limiterproxy.DefaultStatus))),
+			kv("dry_run", boolNode(c.DryRun))))
+	}
+	for _, r := range rs {
+		var delay *yaml.Node
+		if !r.NoDelay {
+			delay = intNode(r.Delay)
+		}
+		req = append(req, mapNode(true,
+			kv("key", strNode(r.Key)), kv("rate", strNode(r.Rate)), kv("burst", intNode(r.Burst)),
+			kv("delay", delay), kv("nodelay", boolNode(r.NoDelay)),
+			kv("zone", strNode(orDefault(r.Zone, limiterproxy.DefaultZone))),
+			kv("status", intNode(orDefaultInt(r.Status, limiterproxy.DefaultStatus))),
+			kv("dry_run", boolNode(r.DryRun))))
+	}
+	return conn, req
+}
+
+// locationsNode writes proxy.locations; nil (left out) when there are none.
+func locationsNode(locs []limiterproxy.Location) *yaml.Node {
+	if len(locs) == 0 {
+		return nil
+	}
+	var out []*yaml.Node
+	for _, l := range locs {
+		var path *yaml.Node
+		if len(l.Paths) == 1 {
+			path = strNode(l.Paths[0])
+		} else {
+			var ps []*yaml.Node
+			for _, p := range l.Paths {
+				ps = append(ps, strNode(p))
+			}
+			path = seqNode(true, ps...)
+		}
+		conn, req := limitNodes(l.Conn, l.Req)
+		out = append(out, mapNode(false,
+			kv("path", path),
+			kv("limit_conn", oneOrList(conn)),
+			kv("limit_req", oneOrList(req))))
+	}
+	return seqNode(false, out...)
 }
 
 // timeScaleNode is time_scale's value: auto, or the number.

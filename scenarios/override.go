@@ -27,7 +27,7 @@ func ParseSet(s string) (path, value string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("%q is not PATH=VALUE (want e.g. proxy.limit_conn.per_key=off)", s)
 	}
-	path = strings.TrimSpace(path)
+	path = dotIndexes(strings.TrimSpace(path))
 	if err := checkSetPath(path); err != nil {
 		return "", "", err
 	}
@@ -336,4 +336,28 @@ func markAll(n *yaml.Node, origin map[*yaml.Node]string, mark string) {
 			markAll(e, origin, mark)
 		}
 	}
+}
+
+// dotIndexes writes list indexes in brackets as path segments:
+// proxy.locations[0].limit_conn.per_key is proxy.locations.0.limit_conn.per_key.
+func dotIndexes(path string) string {
+	if !strings.Contains(path, "[") {
+		return path
+	}
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c == '[' {
+			if j := strings.IndexByte(path[i:], ']'); j > 1 {
+				if _, err := strconv.Atoi(path[i+1 : i+j]); err == nil {
+					b.WriteByte('.')
+					b.WriteString(path[i+1 : i+j])
+					i += j
+					continue
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }

@@ -117,11 +117,20 @@ type tenant struct {
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
-	timeout  time.Duration         // client timeout; 0 none
-	cap      int                   // open model: in-flight cap
-	inFlight int                   // open model: requests without a result
-	stop     time.Duration
-	closed   bool
+	// routeKeys are the keys per route when the proxy has locations: each
+	// route's path picks its location's limits.
+	routeKeys []routeKeys
+	timeout   time.Duration // client timeout; 0 none
+	cap       int           // open model: in-flight cap
+	inFlight  int           // open model: requests without a result
+	stop      time.Duration
+	closed    bool
+}
+
+// routeKeys are a tenant's keys for the limits of one route's location.
+type routeKeys struct {
+	req  []string
+	conn limiterproxy.ConnKeys
 }
 
 // user is one closed-model user.
@@ -155,12 +164,12 @@ type engine struct {
 	sink     loadgen.Sink
 	sampler  Sampler
 	policy   *limiterproxy.Policy
+	routePol []*limiterproxy.Policy // per route, its location's limits; nil without locations
 	pool     *fakebackend.Pool
 	dists    []fakebackend.Dist
 	tenants  []tenant
 	users    []user
-	hasReq   bool
-	hasConn  bool
+	hasConn  bool // there are keys to sample (Policy.KeysLimiter)
 	readTO   time.Duration
 	connTO   time.Duration      // the proxy's connect timeout; 0 none
 	workerTO time.Duration      // the backend's worker timeout; 0 none
@@ -231,8 +240,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		sink:    sink,
 		policy:  policy,
 		pool:    fakebackend.NewPool(poolConfig(sc)),
-		hasReq:  len(policy.Req) > 0,
-		hasConn: len(policy.Conn) > 0,
+		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		connTO:  sc.Proxy.ConnectTimeout,
 		wakeAt:  never,
@@ -310,13 +318,26 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 			t.stop = sc.Duration
 		}
 		var conn []string
-		t.reqKeys, conn = keysOf(policy, st)
+		t.reqKeys, conn = keysOf(policy, st, "/")
 		t.connKeys = policy.ConnKeys(conn)
+		if len(policy.Locations) > 0 {
+			t.routeKeys = make([]routeKeys, len(sc.Backend.Routes))
+			for j, r := range sc.Backend.Routes {
+				lp := policy.For(r.Path)
+				req, conn := keysOf(lp, st, r.Path)
+				t.routeKeys[j] = routeKeys{req: req, conn: lp.ConnKeys(conn)}
+			}
+		}
 		switch {
 		case t.timeout > 0:
 			drain = max(drain, t.timeout)
 		case e.readTO <= 0:
 			unbounded = true
+		}
+	}
+	if len(policy.Locations) > 0 {
+		for _, r := range sc.Backend.Routes {
+			e.routePol = append(e.routePol, policy.For(r.Path))
 		}
 	}
 	if e.readTO > 0 {
@@ -348,16 +369,17 @@ func poolConfig(sc *scenarios.Scenario) fakebackend.Config {
 }
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
-// code, from the request its client would send: Host the tenant's host,
-// the connection from its address, no headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant) (req, conn []string) {
+// code, from the request its client would send for target (a path, with
+// its query if any): Host the tenant's host, the connection from its
+// address, no headers.
+func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, target string) (req, conn []string) {
 	addr := t.Addr
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
 	r := &http.Request{
 		Method:     http.MethodGet,
-		URL:        &url.URL{Path: "/"},
+		URL:        targetURL(target),
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
@@ -375,6 +397,15 @@ func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant) (req, conn []string) {
 		conn = append(conn, string(buf))
 	}
 	return req, conn
+}
+
+// targetURL is the URL of a request for target, a path with an optional
+// query.
+func targetURL(target string) *url.URL {
+	if u, err := url.ParseRequestURI(target); err == nil {
+		return u
+	}
+	return &url.URL{Path: target}
 }
 
 // at converts model time to the explicit time the cores take.
@@ -583,8 +614,12 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 	if t.timeout > 0 {
 		r.client = now + t.timeout
 	}
-	if e.hasReq {
-		d := e.policy.ReqStage(at(now), t.reqKeys)
+	pol, reqKeys := e.policy, t.reqKeys
+	if e.routePol != nil {
+		pol, reqKeys = e.routePol[route], t.routeKeys[route].req
+	}
+	if len(pol.Req) > 0 {
+		d := pol.ReqStage(at(now), reqKeys)
 		switch {
 		case d.Verdict == limiterproxy.Rejected:
 			e.finish(r, now, loadgen.Rejected, d.Status)
@@ -601,8 +636,12 @@ func (e *engine) start(t *tenant, u int32, route int, service time.Duration, now
 
 // connStage runs r through limit_conn and hands it to the backend.
 func (e *engine) connStage(r *request, now time.Duration) {
-	if e.hasConn {
-		slots, d := e.policy.ConnStageKeys(r.t.connKeys)
+	pol, connKeys := e.policy, &r.t.connKeys
+	if e.routePol != nil {
+		pol, connKeys = e.routePol[r.route], &r.t.routeKeys[r.route].conn
+	}
+	if len(pol.Conn) > 0 {
+		slots, d := pol.ConnStageKeys(*connKeys)
 		if d.Verdict == limiterproxy.Rejected {
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)
@@ -831,9 +870,9 @@ func (e *engine) sample(now time.Duration) {
 		return
 	}
 	clear(e.keyMap)
-	// Policy.Busiest, the keys of the first limit_conn, into a buffer kept
+	// Policy.Busiest, the keys of Policy.KeysLimiter, into a buffer kept
 	// from one sample to the next.
-	e.busy = e.policy.Conn[0].Limiter.AppendBusiest(e.busy[:0], e.busiest)
+	e.busy = e.policy.KeysLimiter().AppendBusiest(e.busy[:0], e.busiest)
 	for _, kc := range e.busy {
 		e.keyMap[kc.Key] = kc.InFlight
 	}

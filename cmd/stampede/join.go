@@ -53,6 +53,9 @@ func joinComparison(c *cobra.Command, dirs []string, out string) error {
 			return fmt.Errorf("copying point %d's results: %w", i, err)
 		}
 	}
+	// As compare does: the recommendation leaves out the points the live
+	// engine could not play faithfully.
+	depends := recommendConclusive(joined, joined.Axis)
 	if err := writeComparison(out, joined, results); err != nil {
 		return err
 	}
@@ -62,6 +65,9 @@ func joinComparison(c *cobra.Command, dirs []string, out string) error {
 	}
 	fmt.Fprintf(w, "\nrecommendation: %s\n", joined.Recommendation.Reason)
 	fmt.Fprintf(w, "wrote %s\n", filepath.Join(out, "report.html"))
+	if depends {
+		return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully (see each point's report)"}
+	}
 	if !joined.Recommendation.Passed {
 		return exitCodeError{exitSLO, "no point passes every SLO"}
 	}

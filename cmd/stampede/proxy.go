@@ -46,8 +46,18 @@ func newProxyCmd() *cobra.Command {
 --limit-req KEY=RATE[,burst=N][,nodelay|,delay=N][,zone=10m][,status=429][,dry_run]
     nginx's leaky bucket per value of KEY, e.g. '$binary_remote_addr=10r/s,burst=20,nodelay'
 
-KEY is an nginx variable ($host, $binary_remote_addr, $remote_addr, $http_NAME)
-or a concatenation; the "$" may be left out. limit_req runs before limit_conn.
+KEY is an nginx variable ($host, $binary_remote_addr, $remote_addr, $http_NAME,
+$arg_NAME) or a concatenation; the "$" may be left out. limit_req runs before
+limit_conn.
+
+A limit of a location is written PATH:SPEC, e.g.
+--limit-conn '/api/method/stock_balance:$host=4': the location is a URI
+prefix (the longest matching one wins, as nginx picks a prefix location),
+or several, '/a,/b:$host=4', for one location with them all;
+a request matching no location gets the limits given without PATH. As in
+nginx, a location with no --limit-conn of its own inherits the server's,
+and likewise for --limit-req. The limits given with the same PATH form one
+location.
 A rejected request is answered --status with a header X-Stampede-Limit naming
 the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 		Args: cobra.NoArgs,
@@ -75,6 +85,10 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
 	}
 	for _, s := range f.conns {
+		paths, s, err := limiterproxy.SplitLocationFlag(s)
+		if err != nil {
+			return cfg, nil, usagef("--limit-conn %v", err)
+		}
 		spec, err := limiterproxy.ParseConnFlag(s)
 		if err != nil {
 			return cfg, nil, usagef("--limit-conn %v", err)
@@ -83,9 +97,17 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 			spec.Status = f.status
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
+		if paths != nil {
+			limiterproxy.AddLocationLimits(&cfg, paths, []limiterproxy.ConnSpec{spec}, nil)
+			continue
+		}
 		cfg.Conn = append(cfg.Conn, spec)
 	}
 	for _, s := range f.reqs {
+		paths, s, err := limiterproxy.SplitLocationFlag(s)
+		if err != nil {
+			return cfg, nil, usagef("--limit-req %v", err)
+		}
 		spec, err := limiterproxy.ParseReqFlag(s)
 		if err != nil {
 			return cfg, nil, usagef("--limit-req %v", err)
@@ -94,6 +116,10 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 			spec.Status = f.status
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
+		if paths != nil {
+			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limiterproxy.ReqSpec{spec})
+			continue
+		}
 		cfg.Req = append(cfg.Req, spec)
 	}
 	if f.connTimeout <= 0 {

@@ -57,6 +57,8 @@ func TestProxyBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
 		{[]string{"proxy", "--frobnicate"}, "unknown flag"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
 	}
 	for i, tt := range tests {
 		code, _, stderr := runProxyCLI(tt.args...)
@@ -257,5 +259,44 @@ func TestNginxConfigCommand(t *testing.T) {
 	}
 	if code, _, stderr := runProxyCLI("nginx-config", path, "--time-scale", "-1"); code != exitUsage || !strings.Contains(stderr, "--time-scale") {
 		t.Errorf("--time-scale -1: exit %d (%s), want 2 naming the flag", code, stderr)
+	}
+}
+
+func TestProxyPrintNginxLocations(t *testing.T) {
+	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009",
+		"--limit-conn", "$host=8", "--limit-conn", "/api/method/stock_balance,/api/method/general_ledger:$host=4",
+		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"limit_conn stampede_conn0 8;  # limit_conn[0]",
+		"location /api/method/stock_balance {\n            limit_conn stampede_l0_conn0 4;  # locations[0].limit_conn[0]",
+		"location /api/method/general_ledger {\n            limit_conn stampede_l0_conn0 4;",
+		"location /api/method/login {\n            limit_req zone=stampede_l1_req0 burst=3;  # locations[1].limit_req[0]",
+		"limit_req_zone $binary_remote_addr$arg_usr zone=stampede_l1_req0:10m rate=5r/m;",
+		"location / {",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestNginxConfigSnippet(t *testing.T) {
+	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
+	code, out, stderr := runProxyCLI("nginx-config", path, "--snippet", "--headers=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--snippet lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"X-Stampede", "worker_processes", "server {\n"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("--snippet --headers=false has %q:\n%s", bad, out)
+		}
 	}
 }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"stampede/internal/nginxtest"
+	"stampede/limiterproxy"
+	"stampede/scenarios"
+)
+
+// stockNginx is an nginx.conf as an operator has one, with the two parts of
+// --snippet pasted where they go.
+const stockNginx = `pid nginx.pid;
+events { worker_connections 768; }
+http {
+    access_log off;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    add_header Strict-Transport-Security "max-age=31536000" always;
+
+HTTP_PART
+
+    server {
+        listen 127.0.0.1:8080;
+        server_name erp.example.com;
+
+SERVER_PART
+
+ROOT_LOCATION
+    }
+}
+`
+
+// TestNginxConfigPassesNginxT checks every scenario's export, whole and as
+// a snippet pasted into stockNginx, with and without the headers, with
+// `nginx -t`.
+func TestNginxConfigPassesNginxT(t *testing.T) {
+	nginx := nginxtest.Require(t)
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	// A scenario with locations, so that their blocks are checked too.
+	files = append(files, "testdata/locations.yaml")
+	for _, f := range files {
+		sc, err := scenarios.LoadFile(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, headers := range []bool{true, false} {
+			opts := limiterproxy.NginxOptions{ReadTimeout: sc.Proxy.ReadTimeout, NoHeaders: !headers}
+			var whole, snip bytes.Buffer
+			if err := limiterproxy.WriteNginx(&whole, sc.Proxy.Limits, opts); err != nil {
+				t.Fatalf("%s: WriteNginx: %v", f, err)
+			}
+			if err := limiterproxy.WriteNginxSnippet(&snip, sc.Proxy.Limits, opts); err != nil {
+				t.Fatalf("%s: WriteNginxSnippet: %v", f, err)
+			}
+			httpPart, serverPart := snippetParts(t, snip.String())
+			root := "        location / { proxy_pass http://127.0.0.1:9000; }"
+			if strings.Contains(serverPart, "location / {") {
+				root = ""
+			}
+			stock := strings.NewReplacer("HTTP_PART", httpPart, "SERVER_PART", serverPart, "ROOT_LOCATION", root).Replace(stockNginx)
+			for form, conf := range map[string]string{"whole": whole.String(), "snippet": stock} {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "nginx.conf")
+				if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-c", path, "-e", "stderr").CombinedOutput()
+				if err != nil {
+					t.Errorf("%s, %s form, headers %t: nginx -t: %v\n%s\nconfiguration:\n%s", f, form, headers, err, out, conf)
+				}
+			}
+			if !headers && strings.Contains(snip.String(), "add_header X-Stampede") {
+				t.Errorf("%s: --headers=false still writes an X-Stampede header", f)
+			}
+		}
+	}
+}
+
+// snippetParts cuts WriteNginxSnippet's output at its labels.
+func snippetParts(t *testing.T, s string) (httpPart, serverPart string) {
+	t.Helper()
+	cut := func(from, to string) string {
+		i, j := strings.Index(s, from), strings.Index(s, to)
+		if i < 0 || j < i {
+			t.Fatalf("snippet has no %q ... %q part:\n%s", from, to, s)
+		}
+		return s[i+len(from) : j]
+	}
+	return cut("# ---- http {} part: paste inside http { ... } ----", "# ---- end of the http {} part ----"),
+		cut("# ---- server {} part: paste inside the server { ... } that serves the app ----", "# ---- end of the server {} part ----")
+}

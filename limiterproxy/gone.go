@@ -1,0 +1,137 @@
+package limiterproxy
+
+import (
+	"context"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// nginx sees a client's disconnect in its event loop before it reads a
+// request sent after it, so the limit_conn slot that client held is free
+// for that request. Go's server learns of a disconnect on a goroutine of
+// its own, and the handler of the gone request frees its slots only once
+// the proxy has unwound; a busy scheduler may run a newer connection's
+// handler first (a freshly accepted connection's goroutine runs next on
+// its processor; the disconnected one's reader waits its turn). So before
+// the Handler rejects a request, it asks the kernel whether a holder of
+// the rejecting key has already been hung up on (holders.reap), which is
+// what nginx would have seen first, frees that holder's slots and tries
+// again. A client that half-closes its connection counts as gone, as
+// nginx finalizes such a request too (proxy_ignore_client_abort off).
+
+// clientConnKey is the context key of a request's client connection, as
+// NewServer's ConnContext stores it.
+type clientConnKey struct{}
+
+// withClientConn stores c's raw connection in ctx, for clientGone; a
+// connection without one (a pipe, TLS) stores nothing.
+func withClientConn(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitConn); ok {
+		c = lc.Conn
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return ctx
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, clientConnKey{}, rc)
+}
+
+// holder is one request holding limit_conn slots, for holders.
+type holder struct {
+	keys     []string // the request's limit_conn keys, one per rule
+	rc       syscall.RawConn
+	slots    Slots
+	released bool // under holders.mu
+}
+
+var holderPool = sync.Pool{New: func() any { return new(holder) }}
+
+// ruleKey names one key of one limit_conn rule.
+type ruleKey struct {
+	rule int
+	key  string
+}
+
+// holders indexes the requests that hold slots, and whose client
+// connection can be asked whether it is gone, by rule and key. Its zero
+// value is empty; it is safe for concurrent use.
+type holders struct {
+	mu    sync.Mutex
+	byKey map[ruleKey][]*holder
+}
+
+// hold registers a request holding slots for keys (one per rule, "" for
+// a rule that did not count it) on the connection rc, and returns its
+// holder, which the request must give to release when it ends.
+func (hs *holders) hold(slots Slots, keys []string, rc syscall.RawConn) *holder {
+	h := holderPool.Get().(*holder)
+	h.slots, h.rc, h.released = slots, rc, false
+	h.keys = append(h.keys[:0], keys...)
+	hs.mu.Lock()
+	if hs.byKey == nil {
+		hs.byKey = map[ruleKey][]*holder{}
+	}
+	for i, k := range h.keys {
+		if k != "" {
+			rk := ruleKey{i, k}
+			hs.byKey[rk] = append(hs.byKey[rk], h)
+		}
+	}
+	hs.mu.Unlock()
+	return h
+}
+
+// release unregisters h and frees its slots unless reap did.
+func (hs *holders) release(h *holder) {
+	hs.mu.Lock()
+	for i, k := range h.keys {
+		if k == "" {
+			continue
+		}
+		rk := ruleKey{i, k}
+		list := hs.byKey[rk]
+		for j, o := range list {
+			if o == h {
+				list[j] = list[len(list)-1]
+				list[len(list)-1] = nil
+				list = list[:len(list)-1]
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(hs.byKey, rk)
+		} else {
+			hs.byKey[rk] = list
+		}
+	}
+	if !h.released {
+		h.released = true
+		h.slots.Release()
+	}
+	hs.mu.Unlock()
+	clear(h.keys)
+	h.rc, h.slots = nil, Slots{}
+	holderPool.Put(h)
+}
+
+// reap frees the slots of every holder of key for limit_conn rule whose
+// client has closed or reset its connection, and reports whether it freed
+// any. It is called only when a request is about to be rejected.
+func (hs *holders) reap(rule int, key string) bool {
+	freed := false
+	hs.mu.Lock()
+	for _, h := range hs.byKey[ruleKey{rule, key}] {
+		if !h.released && clientGone(h.rc) {
+			h.released = true
+			h.slots.Release()
+			freed = true
+		}
+	}
+	hs.mu.Unlock()
+	return freed
+}
