@@ -73,8 +73,10 @@ type gCase struct {
 	// race, when set, compares the statuses of this case by what is
 	// robust only: which of 30 simultaneous connections the kernel queues
 	// at first races the workers' first accepts (9 to 12 connect within
-	// 500 ms, measured on both backends), which moves one request across
-	// the read timeout between runs of real gunicorn itself.
+	// 500 ms, measured on both backends), and on a loaded machine
+	// gunicorn's own overhead grows to 0.1–0.3 s a request; either moves
+	// one request across the read timeout between runs of real gunicorn
+	// itself.
 	race func(t *testing.T, who string, got []gResult)
 	// check holds a run's timings to the model's, within tolerances it
 	// states; real says which backend played.
@@ -168,8 +170,8 @@ var gCases = []gCase{
 			for _, r := range got {
 				n[r.status]++
 			}
-			if n[200] < 8 || n[200] > 9 || n[200]+n[504] != 30 {
-				t.Errorf("%s: statuses %v, want 8 (or, by the kernel's race, 9) × 200 and the rest 504", who, n)
+			if n[200] < 7 || n[200] > 9 || n[200]+n[504] != 30 {
+				t.Errorf("%s: statuses %v, want 8 (one more or less by the kernel's race or the machine's load) × 200 and the rest 504, no 502", who, n)
 			}
 		},
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
