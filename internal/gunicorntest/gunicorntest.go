@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/internal/tool"
 )
 
 // DebianPath is where Debian installs gunicorn. Path looks there first.
@@ -30,31 +32,18 @@ const DebianPath = "/usr/bin/gunicorn"
 // a test that it would otherwise skip for want of gunicorn.
 const RequireEnv = "STAMPEDE_REQUIRE_GUNICORN"
 
-// Path returns the gunicorn binary: DebianPath when it is there, else
-// gunicorn from PATH. ok is false when there is neither.
-func Path() (path string, ok bool) {
-	if _, err := os.Stat(DebianPath); err == nil {
-		return DebianPath, true
-	}
-	path, err := exec.LookPath("gunicorn")
-	if err != nil {
-		return "", false
-	}
-	return path, true
-}
+// program is gunicorn as tests look for it.
+var program = tool.Program{Name: "gunicorn", DebianPath: DebianPath, Package: "gunicorn", RequireEnv: RequireEnv}
 
-// Require returns the gunicorn binary. When there is none it skips the
-// test, saying why, or fails it when RequireEnv is set to 1.
+// Path returns the gunicorn binary: DebianPath when it is there, else gunicorn
+// from PATH. ok is false when there is neither.
+func Path() (path string, ok bool) { return program.Path() }
+
+// Require returns the gunicorn binary. When there is none it skips the test,
+// saying why, or fails it when RequireEnv is set to 1.
 func Require(t testing.TB) string {
 	t.Helper()
-	if path, ok := Path(); ok {
-		return path
-	}
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("gunicorn is required (%s=1) but is neither at %s nor in PATH", RequireEnv, DebianPath)
-	}
-	t.Skipf("gunicorn is neither at %s nor in PATH (apt-get install gunicorn); set %s=1 to make this a failure", DebianPath, RequireEnv)
-	return ""
+	return program.Require(t)
 }
 
 // Options say how to run gunicorn: its settings, as on its command line,

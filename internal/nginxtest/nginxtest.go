@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/internal/tool"
 )
 
 // DebianPath is where Debian installs nginx. Path looks there first.
@@ -26,31 +28,18 @@ const DebianPath = "/usr/sbin/nginx"
 // a test that it would otherwise skip for want of nginx.
 const RequireEnv = "STAMPEDE_REQUIRE_NGINX"
 
+// program is nginx as tests look for it.
+var program = tool.Program{Name: "nginx", DebianPath: DebianPath, Package: "nginx", RequireEnv: RequireEnv}
+
 // Path returns the nginx binary: DebianPath when it is there, else nginx
 // from PATH. ok is false when there is neither.
-func Path() (path string, ok bool) {
-	if _, err := os.Stat(DebianPath); err == nil {
-		return DebianPath, true
-	}
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		return "", false
-	}
-	return path, true
-}
+func Path() (path string, ok bool) { return program.Path() }
 
 // Require returns the nginx binary. When there is none it skips the test,
 // saying why, or fails it when RequireEnv is set to 1.
 func Require(t testing.TB) string {
 	t.Helper()
-	if path, ok := Path(); ok {
-		return path
-	}
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("nginx is required (%s=1) but is neither at %s nor in PATH", RequireEnv, DebianPath)
-	}
-	t.Skipf("nginx is neither at %s nor in PATH (apt-get install nginx); set %s=1 to make this a failure", DebianPath, RequireEnv)
-	return ""
+	return program.Require(t)
 }
 
 // Start runs nginx (Require's) with the configuration that conf writes for
