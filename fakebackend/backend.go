@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"stampede/workerpool"
 	"strings"
 	"sync"
 	"time"
@@ -24,14 +25,14 @@ import (
 // wins. Matching is by plain string prefix, as nginx matches a prefix
 // location: "/slow" also matches "/slowly" and "/slow/x".
 type Route struct {
-	Name    string // reported in responses and stats; empty means Path
-	Path    string // must start with "/"
-	Service Dist   // must not be nil
+	Name    string          // reported in responses and stats; empty means Path
+	Path    string          // must start with "/"
+	Service workerpool.Dist // must not be nil
 }
 
 // Options configure New.
 type Options struct {
-	Pool Config
+	Pool workerpool.Config
 	// Routes map paths to service times. Empty: every path takes no time
 	// (but still goes through the pool). Otherwise a path no route matches
 	// is answered 404 at once without taking a worker: a scenario only
@@ -107,8 +108,8 @@ type Backend struct {
 	freed     chan struct{} // a worker may have become free: see gate
 
 	mu      sync.Mutex // guards pool, running, rng, claims, wake and every route's counters
-	pool    *Pool
-	running timeheap.Heap[*Job] // by the model time their work ends
+	pool    *workerpool.Pool
+	running timeheap.Heap[*workerpool.Job] // by the model time their work ends
 	rng     *rand.Rand
 	claims  int         // connections a gate accepted for a worker that has not had their request yet
 	wake    *time.Timer // readies booting workers: see armWake
@@ -139,7 +140,7 @@ type RouteStats struct {
 // model time since the backend started with the utilization over it, and
 // the counters of every route.
 type Snapshot struct {
-	Stats
+	workerpool.Stats
 	Elapsed     time.Duration `json:"elapsed_ns"` // model time since New
 	Utilization float64       `json:"utilization"`
 	Routes      []RouteStats  `json:"routes"`
@@ -152,10 +153,10 @@ func New(opts Options) (*Backend, error) {
 	case c.Workers < 0 || c.Workers > MaxWorkers:
 		return nil, fmt.Errorf("fake backend: workers %d: want 1 to %d (0 means 1)", c.Workers, MaxWorkers)
 	case c.Backlog > MaxBacklog:
-		return nil, fmt.Errorf("fake backend: backlog %d: want at most %d (0 means %d, negative means none)", c.Backlog, MaxBacklog, DefaultBacklog)
+		return nil, fmt.Errorf("fake backend: backlog %d: want at most %d (0 means %d, negative means none)", c.Backlog, MaxBacklog, workerpool.DefaultBacklog)
 	case c.Timeout < 0:
 		return nil, fmt.Errorf("fake backend: timeout %v is negative (0 means none)", c.Timeout)
-	case c.OnClientAbort != Continue && c.OnClientAbort != Cancel:
+	case c.OnClientAbort != workerpool.Continue && c.OnClientAbort != workerpool.Cancel:
 		return nil, fmt.Errorf("fake backend: on_client_abort %d: want continue or cancel", c.OnClientAbort)
 	}
 	scale := opts.TimeScale
@@ -172,8 +173,8 @@ func New(opts Options) (*Backend, error) {
 		precise:   opts.PreciseTimers,
 		freed:     make(chan struct{}, 1),
 		access:    opts.AccessLog,
-		pool:      NewPool(c),
-		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
+		pool:      workerpool.NewPool(c),
+		running:   timeheap.Heap[*workerpool.Job]{At: func(j *workerpool.Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
 	seen := make(map[string]int, len(opts.Routes))
@@ -196,7 +197,7 @@ func New(opts Options) (*Backend, error) {
 		b.routes = append(b.routes, route{Route: r, stats: RouteStats{Name: r.Name, Path: r.Path}})
 	}
 	if len(b.routes) == 0 {
-		b.routes = []route{{Route: Route{Name: "/", Path: "/", Service: Constant{}}, stats: RouteStats{Name: "/", Path: "/"}}}
+		b.routes = []route{{Route: Route{Name: "/", Path: "/", Service: workerpool.Constant{}}, stats: RouteStats{Name: "/", Path: "/"}}}
 	}
 	// Longest first; ties cannot happen (paths are distinct) but keep the
 	// given order stable anyway.
@@ -296,7 +297,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	wk := &work{started: make(chan struct{}), route: rt}
-	j := &Job{Data: wk}
+	j := &workerpool.Job{Data: wk}
 	b.mu.Lock()
 	now := b.now()
 	b.retire(now)
@@ -320,13 +321,13 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			timer.Stop()
 		}
 	}()
-	if st == Refused {
+	if st == workerpool.Refused {
 		b.refused(rt)
 	}
 	// A connection over a full backlog that the kernel did not see (a
 	// handler behind no gate) is held here on the client's SYN schedule,
 	// in model time, until it fits.
-	for st == Dropped {
+	for st == workerpool.Dropped {
 		at, again := j.NextSYN()
 		timer = time.NewTimer(time.Until(b.wallAt(at)))
 		select {
@@ -346,7 +347,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.retire(now)
 		st = b.pool.Arrive(now, j)
 		b.mu.Unlock()
-		if st == Refused {
+		if st == workerpool.Refused {
 			b.refused(rt)
 		}
 	}
@@ -390,7 +391,7 @@ wait:
 	b.retire(max(b.now(), wk.end))
 	st = j.State()
 	b.mu.Unlock()
-	if st == Killed {
+	if st == workerpool.Killed {
 		// gunicorn's arbiter SIGKILLs the worker: the connection drops.
 		panic(http.ErrAbortHandler)
 	}
@@ -400,10 +401,10 @@ wait:
 		h.Set("Connection", "close") // a sync worker closes every connection
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set(HeaderService, fmtDur(j.Service))
+	h.Set(HeaderService, workerpool.FormatDuration(j.Service))
 	h.Set(HeaderRoute, rt.Name)
 	w.WriteHeader(http.StatusOK)
-	n, _ := fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
+	n, _ := fmt.Fprintf(w, "%s: served in %s\n", rt.Name, workerpool.FormatDuration(j.Service))
 	b.access.logServed(r, b.wallAt(wk.end-j.Service), http.StatusOK, n)
 }
 
@@ -418,14 +419,14 @@ func (b *Backend) refused(rt *route) {
 
 // abandon tells the pool that j's client left and reports whether the
 // handler should return now (the policy is Cancel).
-func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
+func (b *Backend) abandon(j *workerpool.Job, rt *route) (leave bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.retire(now)
 	b.pool.Abandon(now, j)
 	b.freedWorker()
-	if j.State() != Cancelled {
+	if j.State() != workerpool.Cancelled {
 		return false
 	}
 	rt.stats.Cancelled++
@@ -442,7 +443,7 @@ type work struct {
 // start records that j has a worker: it joins the running jobs, ordered by
 // when they end, and its handler wakes. It is the pool's OnStart; b.mu is
 // held.
-func (b *Backend) start(j *Job) {
+func (b *Backend) start(j *workerpool.Job) {
 	wk := j.Data.(*work)
 	wk.end, _ = b.pool.End(j)
 	b.running.Push(j)
@@ -463,14 +464,14 @@ func (b *Backend) retire(now time.Duration) {
 			break
 		}
 		b.running.Pop()
-		if j.State() != Running {
+		if j.State() != workerpool.Running {
 			continue // cancelled: its worker was freed already
 		}
 		b.pool.Finish(wk.end, j)
 		switch j.State() {
-		case Done:
+		case workerpool.Done:
 			wk.route.stats.Served++
-		case Killed:
+		case workerpool.Killed:
 			wk.route.stats.Killed++
 		}
 		n++
@@ -518,7 +519,7 @@ func (b *Backend) freedWorker() {
 // Stats returns the pool's counters now, in model time. When Serve leaves
 // the backlog to the kernel, Queued is the kernel's accept queue and
 // QueueMax the longest Stats and Snapshot have seen it.
-func (b *Backend) Stats() Stats {
+func (b *Backend) Stats() workerpool.Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -527,7 +528,7 @@ func (b *Backend) Stats() Stats {
 }
 
 // withKernel adds the kernel's accept queue to s; b.mu is held.
-func (b *Backend) withKernel(s Stats) Stats {
+func (b *Backend) withKernel(s workerpool.Stats) workerpool.Stats {
 	if b.kernelQueue == nil {
 		return s
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"stampede/workerpool"
 	"sync"
 	"syscall"
 )
@@ -53,9 +54,9 @@ func (b *Backend) claim() error {
 		now := b.now()
 		b.retire(now)
 		ok := b.pool.Free(now) > b.claims
-		if b.pool.threads > 1 {
+		if b.pool.Threads() > 1 {
 			busy, queued := b.pool.Busy()
-			ok = busy+queued+b.claims < len(b.pool.workers)*max(WorkerConnections, b.pool.threads)
+			ok = busy+queued+b.claims < b.pool.Workers()*max(workerpool.WorkerConnections, b.pool.Threads())
 		}
 		if ok {
 			b.claims++
@@ -117,7 +118,7 @@ func (b *Backend) ConnContext(ctx context.Context, c net.Conn) context.Context {
 // Backlog returns the listen(2) backlog b's configuration asks for: the
 // pool's Backlog, DefaultBacklog for zero and 0 for a negative one (with
 // which Linux still queues one connection).
-func (b *Backend) Backlog() int { return b.pool.cfg.listenBacklog() }
+func (b *Backend) Backlog() int { return b.pool.Config().ListenBacklog() }
 
 // SetBacklog sets the listen(2) backlog of a TCP listener to n, listening
 // again on its socket, which Linux allows and takes as a new backlog (Go

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale, Seed: sc.Seed,
-				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 100 * time.Millisecond}}}})
+				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 100 * time.Millisecond}}}})
 			if err != nil {
 				t.Fatal(err)
 			}

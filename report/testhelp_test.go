@@ -1,11 +1,10 @@
 package report
 
 import (
+	"stampede/workerpool"
 	"time"
-
-	"stampede/fakebackend"
 )
 
-func statsOf(workers, busyMax, queueMax int, busy time.Duration) fakebackend.Stats {
-	return fakebackend.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
+func statsOf(workers, busyMax, queueMax int, busy time.Duration) workerpool.Stats {
+	return workerpool.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
 }

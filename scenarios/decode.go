@@ -6,13 +6,13 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"stampede/workerpool"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/fakebackend"
 	"stampede/limiterproxy"
 )
 
@@ -474,20 +474,20 @@ func (d *decoder) scenarioName(n *yaml.Node, s string) {
 func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	const path = "backend"
 	f := d.mapping(n, path, "{workers: 8, routes: [...]}", backendKeys)
-	b.Workers, b.Backlog = DefaultWorkers, fakebackend.DefaultBacklog
-	b.Threads, b.Boot = 1, fakebackend.DefaultBoot
+	b.Workers, b.Backlog = DefaultWorkers, workerpool.DefaultBacklog
+	b.Threads, b.Boot = 1, workerpool.DefaultBoot
 	if f == nil {
 		return
 	}
 	d.gunicorn(f, path, b)
 	f.integer("workers", "8", 1, maxWorkers, &b.Workers)
 	if f.integer("backlog", "2048", 0, math.MaxInt32, &b.Backlog) && b.Backlog == 0 {
-		b.Backlog = -1 // fakebackend.Config: negative means none may wait
+		b.Backlog = -1 // workerpool.Config: negative means none may wait
 	}
 	f.duration("timeout", "120s", &b.Timeout)
 	var abort string
 	if f.str("on_client_abort", "continue", &abort) {
-		p, err := fakebackend.ParseAbortPolicy(abort)
+		p, err := workerpool.ParseAbortPolicy(abort)
 		if err != nil {
 			d.fail(f.at("on_client_abort"), join(path, "on_client_abort"), err, "%q is not continue or cancel (want e.g. continue, as a gunicorn sync worker)", abort)
 		}
@@ -557,9 +557,9 @@ func (d *decoder) route(n *yaml.Node, path string, names, paths map[string]bool)
 	}
 	var svc string
 	if f.str("service", `"lognormal:median=30ms,p99=200ms"`, &svc) {
-		dist, err := fakebackend.ParseDist(svc)
+		dist, err := workerpool.ParseDist(svc)
 		if err != nil {
-			d.fail(f.at("service"), join(path, "service"), err, "%s", strings.TrimPrefix(err.Error(), fakebackend.ErrDist.Error()+" "))
+			d.fail(f.at("service"), join(path, "service"), err, "%s", strings.TrimPrefix(err.Error(), workerpool.ErrDist.Error()+" "))
 		}
 		r.Service = dist
 	} else {
@@ -577,13 +577,13 @@ func isOff(n *yaml.Node) bool {
 // gunicorn reads the backend's fields that model gunicorn beyond its
 // workers: threads, boot, max_requests and the kernel's backlog overflow.
 func (d *decoder) gunicorn(f *fields, path string, b *Backend) {
-	f.integer("threads", "4", 1, fakebackend.WorkerConnections, &b.Threads)
+	f.integer("threads", "4", 1, workerpool.WorkerConnections, &b.Threads)
 	f.duration("boot", "300ms", &b.Boot)
 	f.integer("max_requests", "5000", 0, math.MaxInt32, &b.MaxRequests)
 	f.integer("max_requests_jitter", "500", 0, math.MaxInt32, &b.MaxRequestsJitter)
 	var over string
 	if f.str("backlog_overflow", "drop", &over) {
-		o, err := fakebackend.ParseOverflowPolicy(over)
+		o, err := workerpool.ParseOverflowPolicy(over)
 		if err != nil || over == "" {
 			d.fail(f.at("backlog_overflow"), join(path, "backlog_overflow"), err, "%q is not drop or reset (want e.g. drop, Linux's default tcp_abort_on_overflow=0)", over)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"stampede/workerpool"
 	"strings"
 	"syscall"
 	"time"
@@ -80,14 +81,14 @@ length and the counters as JSON.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address to listen on, HOST:PORT")
 	fl.StringVar(&f.scenario, "scenario", "", "take the backend settings from this scenario file")
 	fl.IntVar(&f.workers, "workers", 8, "worker processes, each serving one request at a time")
-	fl.IntVar(&f.backlog, "backlog", fakebackend.DefaultBacklog, "requests that may wait for a worker; 0 means none")
+	fl.IntVar(&f.backlog, "backlog", workerpool.DefaultBacklog, "requests that may wait for a worker; 0 means none")
 	fl.DurationVar(&f.timeout, "timeout", 120*time.Second, "kill a request still running this long after a worker took it; 0 means never")
 	fl.StringVar(&f.onClientAbort, "on-client-abort", "continue", "when a client goes away: continue (the worker finishes the work) or cancel")
 	fl.StringArrayVar(&f.routes, "route", nil, "PATH=DIST: the service time of paths starting with PATH, e.g. '/slow=uniform:2m..4m' (repeatable)")
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "multiply every duration by this (0.01 = 100× faster)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws, the arbiter's tick phase and the max-requests jitter")
 	fl.IntVar(&f.threads, "threads", 1, "requests each worker serves at once; above 1 is gunicorn's gthread worker")
-	fl.DurationVar(&f.boot, "boot", fakebackend.DefaultBoot, "how long a replacement worker takes to be ready")
+	fl.DurationVar(&f.boot, "boot", workerpool.DefaultBoot, "how long a replacement worker takes to be ready")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "recycle a worker after this many requests; 0 means never")
 	fl.IntVar(&f.maxRequestsJitter, "max-requests-jitter", 0, "add a draw from 0 to this to each worker's --max-requests")
 	fl.StringVar(&f.backlogOverflow, "backlog-overflow", "drop", "a connection over the backlog: drop (Linux's default; the client retries) or reset (refused: 502)")
@@ -99,7 +100,7 @@ length and the counters as JSON.`,
 // any, and the flags; changed reports whether a flag was given explicitly.
 func backendOptions(f *backendFlags, changed func(name string) bool) (fakebackend.Options, error) {
 	opts := fakebackend.Options{
-		Pool: fakebackend.Config{
+		Pool: workerpool.Config{
 			Workers:           f.workers,
 			Backlog:           f.backlog,
 			Timeout:           f.timeout,
@@ -150,7 +151,7 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 		opts.Pool.Timeout = f.timeout
 	}
 	if given("on-client-abort") {
-		p, err := fakebackend.ParseAbortPolicy(f.onClientAbort)
+		p, err := workerpool.ParseAbortPolicy(f.onClientAbort)
 		if err != nil || f.onClientAbort == "" {
 			return opts, usagef("--on-client-abort %q: want continue or cancel", f.onClientAbort)
 		}
@@ -192,16 +193,16 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 
 // gunicornFlags applies the flags of gunicorn's settings beyond its workers
 // to cfg.
-func gunicornFlags(f *backendFlags, given func(string) bool, cfg *fakebackend.Config) error {
+func gunicornFlags(f *backendFlags, given func(string) bool, cfg *workerpool.Config) error {
 	if given("threads") {
-		if f.threads < 1 || f.threads > fakebackend.WorkerConnections {
-			return usagef("--threads %d: want 1 to %d", f.threads, fakebackend.WorkerConnections)
+		if f.threads < 1 || f.threads > workerpool.WorkerConnections {
+			return usagef("--threads %d: want 1 to %d", f.threads, workerpool.WorkerConnections)
 		}
 		cfg.Threads = f.threads
 	}
 	if given("boot") {
 		if f.boot < 0 {
-			return usagef("--boot %v: want a duration ≥ 0, e.g. %v", f.boot, fakebackend.DefaultBoot)
+			return usagef("--boot %v: want a duration ≥ 0, e.g. %v", f.boot, workerpool.DefaultBoot)
 		}
 		cfg.Boot = f.boot
 	}
@@ -218,7 +219,7 @@ func gunicornFlags(f *backendFlags, given func(string) bool, cfg *fakebackend.Co
 		cfg.MaxRequestsJitter = f.maxRequestsJitter
 	}
 	if given("backlog-overflow") {
-		o, err := fakebackend.ParseOverflowPolicy(f.backlogOverflow)
+		o, err := workerpool.ParseOverflowPolicy(f.backlogOverflow)
 		if err != nil || f.backlogOverflow == "" {
 			return usagef("--backlog-overflow %q: want drop or reset", f.backlogOverflow)
 		}
@@ -238,7 +239,7 @@ func parseRoute(s string) (fakebackend.Route, error) {
 	if !strings.HasPrefix(path, "/") {
 		return fakebackend.Route{}, fmt.Errorf("path %q must start with /", path)
 	}
-	d, err := fakebackend.ParseDist(dist)
+	d, err := workerpool.ParseDist(dist)
 	if err != nil {
 		return fakebackend.Route{}, err
 	}

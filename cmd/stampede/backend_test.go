@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"stampede/workerpool"
 	"strings"
 	"sync"
 	"testing"
@@ -91,25 +92,25 @@ func TestBackendOptions(t *testing.T) {
 
 	cases := []struct {
 		args   []string
-		pool   fakebackend.Config
+		pool   workerpool.Config
 		scale  float64
 		seed   uint64
 		routes string
 	}{
-		{nil, fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, ""},
+		{nil, workerpool.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, ""},
 		{[]string{"--workers", "16", "--backlog", "0", "--timeout", "0", "--on-client-abort", "cancel", "--time-scale", "0.01", "--seed", "9",
 			"--route", "/slow=uniform:2m..4m", "--route", "/=lognormal:median=30ms,p99=200ms",
 			"--threads", "4", "--boot", "1s", "--max-requests", "5000", "--max-requests-jitter", "500", "--backlog-overflow", "reset"},
-			fakebackend.Config{Workers: 16, Backlog: -1, OnClientAbort: fakebackend.Cancel, Threads: 4, Boot: time.Second,
-				MaxRequests: 5000, MaxRequestsJitter: 500, Overflow: fakebackend.Reset, Seed: 9}, 0.01, 9,
+			workerpool.Config{Workers: 16, Backlog: -1, OnClientAbort: workerpool.Cancel, Threads: 4, Boot: time.Second,
+				MaxRequests: 5000, MaxRequestsJitter: 500, Overflow: workerpool.Reset, Seed: 9}, 0.01, 9,
 			"/slow /slow=uniform:2m..4m; / /=lognormal:median=30ms,p99=200ms"},
 		// The scenario's backend, time scale and seed.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml"},
-			fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, // time_scale: auto is real time without a calibration
+			workerpool.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, // time_scale: auto is real time without a calibration
 			"page /app=lognormal:median=30ms,p99=200ms; stock-balance /api/method/stock_balance=uniform:2m..4m"},
 		// Flags given explicitly override it; --route replaces its routes.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "4", "--timeout", "30s", "--time-scale", "1", "--route", "/=1s"},
-			fakebackend.Config{Workers: 4, Backlog: 2048, Timeout: 30 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, "/ /=1s"},
+			workerpool.Config{Workers: 4, Backlog: 2048, Timeout: 30 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, "/ /=1s"},
 	}
 	for i, c := range cases {
 		o := parse(t, c.args...)
@@ -185,7 +186,7 @@ func TestBackendServes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("step 3: GET stats: %v", err)
 	}
-	var s fakebackend.Stats
+	var s workerpool.Stats
 	err = json.NewDecoder(resp.Body).Decode(&s)
 	resp.Body.Close()
 	if err != nil || s.Workers != 3 || s.Backlog != 5 || s.Served != 1 || s.Killed != 1 {

@@ -1,4 +1,4 @@
-package fakebackend
+package workerpool
 
 import (
 	"fmt"
@@ -158,9 +158,9 @@ func (c Config) workers() int {
 
 func (c Config) threads() int { return max(c.Threads, 1) }
 
-// listenBacklog returns the listen(2) backlog: Backlog, DefaultBacklog for
+// ListenBacklog returns the listen(2) backlog: Backlog, DefaultBacklog for
 // zero, and 0 for a negative one.
-func (c Config) listenBacklog() int {
+func (c Config) ListenBacklog() int {
 	switch {
 	case c.Backlog == 0:
 		return DefaultBacklog
@@ -345,7 +345,7 @@ func NewPool(cfg Config) *Pool {
 	}
 	p.stats.Workers = len(p.workers)
 	p.stats.Threads = p.threads
-	p.stats.Backlog = cfg.listenBacklog()
+	p.stats.Backlog = cfg.ListenBacklog()
 	return p
 }
 
@@ -356,6 +356,12 @@ func (p *Pool) limit() int {
 	}
 	return p.cfg.MaxRequests + p.rng.IntN(max(p.cfg.MaxRequestsJitter, 0)+1)
 }
+
+// Workers returns how many worker processes the pool has.
+func (p *Pool) Workers() int { return len(p.workers) }
+
+// Threads returns how many requests each worker serves at once.
+func (p *Pool) Threads() int { return p.threads }
 
 // Config returns the pool's configuration.
 func (p *Pool) Config() Config { return p.cfg }
