@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -95,13 +94,12 @@ const (
 // as in the scenario, and only the timers are scaled.
 type Backend struct {
 	routes    []route // sorted by descending path length
-	scale     float64
 	keepAlive bool
 	precise   bool
 	access    *AccessLog
 
-	// The model clock: model time is (wall − wallBase)/scale.
-	wallBase time.Time
+	// The model clock: model time 0 is New's.
+	clock clock.ModelClock
 
 	quit      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -159,16 +157,12 @@ func New(opts Options) (*Backend, error) {
 	case c.OnClientAbort != workerpool.Continue && c.OnClientAbort != workerpool.Cancel:
 		return nil, fmt.Errorf("fake backend: on_client_abort %d: want continue or cancel", c.OnClientAbort)
 	}
-	scale := opts.TimeScale
-	switch {
-	case math.IsNaN(scale) || math.IsInf(scale, 0) || scale < 0:
-		return nil, fmt.Errorf("fake backend: time scale %v: want a number above 0 (0.01 plays 100× faster; 0 means 1)", scale)
-	case scale == 0:
-		scale = 1
+	scale := clock.Scale(opts.TimeScale)
+	if err := scale.Validate(); err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
 	}
 	b := &Backend{
 		quit:      make(chan struct{}),
-		scale:     scale,
 		keepAlive: opts.KeepAlive,
 		precise:   opts.PreciseTimers,
 		freed:     make(chan struct{}, 1),
@@ -203,43 +197,18 @@ func New(opts Options) (*Backend, error) {
 	// given order stable anyway.
 	slices.SortStableFunc(b.routes, func(x, y route) int { return len(y.Path) - len(x.Path) })
 	b.pool.OnStart = b.start
-	b.wallBase = time.Now()
+	b.clock = clock.NewModelClock(scale)
 	return b, nil
 }
 
 // now returns the model time since New.
-func (b *Backend) now() time.Duration {
-	el := time.Since(b.wallBase)
-	if b.scale != 1 {
-		el = durationOf(float64(el) / b.scale)
-	}
-	return el
-}
+func (b *Backend) now() time.Duration { return b.clock.Now() }
 
 // wallAt converts a model time to the wall time it falls at.
-func (b *Backend) wallAt(t time.Duration) time.Time {
-	return b.wallBase.Add(b.wall(t))
-}
+func (b *Backend) wallAt(t time.Duration) time.Time { return b.clock.WallAt(t) }
 
 // wall converts a model duration to the wall duration a timer waits.
-func (b *Backend) wall(d time.Duration) time.Duration {
-	if b.scale == 1 {
-		return d
-	}
-	return durationOf(float64(d) * b.scale)
-}
-
-// durationOf converts nanoseconds to a Duration, saturating at the int64
-// range, since a float conversion out of range is undefined.
-func durationOf(v float64) time.Duration {
-	switch {
-	case !(v > 0):
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return time.Duration(v)
-}
+func (b *Backend) wall(d time.Duration) time.Duration { return b.clock.Scale.Wall(d) }
 
 // match returns the route for path, or nil.
 func (b *Backend) match(path string) *route {

@@ -166,7 +166,7 @@ func (b *Backend) OverflowFidelity(ln net.Listener) error {
 	if b.keepAlive {
 		return ErrOverflowEmulated
 	}
-	if _, tcp := ln.(*net.TCPListener); tcp && b.scale != 1 {
+	if _, tcp := ln.(*net.TCPListener); tcp && b.clock.Scale.Factor() != 1 {
 		return ErrOverflowWallTime
 	}
 	return nil
