@@ -5,12 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // TestBackendAccessLog reads the access log `stampede backend

@@ -6,12 +6,12 @@ import (
 	"io"
 	"math"
 	"slices"
-	"stampede/workerpool"
 	"strconv"
 	"strings"
 	"time"
 
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Shares that decide what the scenario singles out.

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // importString runs Import over an in-memory log.

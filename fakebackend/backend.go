@@ -11,13 +11,13 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"stampede/workerpool"
 	"strings"
 	"sync"
 	"time"
 
 	"stampede/clock"
 	"stampede/internal/timeheap"
+	"stampede/workerpool"
 )
 
 // Route is a path prefix and its service time; the longest matching prefix

@@ -10,11 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // call is one request served by ServeHTTP on its own goroutine, as

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"stampede/workerpool"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"stampede/internal/gunicorntest"
 	"stampede/internal/nginxtest"
 	"stampede/limiterproxy"
+	"stampede/workerpool"
 )
 
 // The gunicorn conformance test plays the same request patterns through real

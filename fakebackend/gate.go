@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"stampede/workerpool"
 	"sync"
 	"syscall"
+
+	"stampede/workerpool"
 )
 
 // Gate returns ln wrapped so that it accepts a connection only when one of

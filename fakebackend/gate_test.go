@@ -6,11 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"stampede/workerpool"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // chanListener is an in-memory listener: Accept takes the next connection

@@ -3,10 +3,11 @@ package fakebackend
 import (
 	"math/rand/v2"
 	"net/http"
-	"stampede/workerpool"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // These tests pin down that the live Backend keeps the pool in model time:

@@ -3,10 +3,11 @@ package fakebackend
 import (
 	"net/http"
 	"net/url"
-	"stampede/workerpool"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // waitURL returns WaitPath with query q.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"stampede/workerpool"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/sim"
+	"stampede/workerpool"
 )
 
 // These tests play one scenario in both engines, live over loopback HTTP and

@@ -2,12 +2,12 @@ package live
 
 import (
 	"context"
-	"stampede/workerpool"
 	"syscall"
 	"testing"
 	"time"
 
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // cpuTime returns the CPU time this process has used, user and system.

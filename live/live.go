@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"stampede/workerpool"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Engine is the engine name results.json records for live runs.

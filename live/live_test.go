@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"slices"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // These tests play small scenarios over loopback in real time, each in well

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // tareScenario is a few requests of a short route, played 10× faster: about

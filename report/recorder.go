@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"stampede/workerpool"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // This file holds the recording API the engines call.

@@ -1,8 +1,9 @@
 package report
 
 import (
-	"stampede/workerpool"
 	"time"
+
+	"stampede/workerpool"
 )
 
 func statsOf(workers, busyMax, queueMax int, busy time.Duration) workerpool.Stats {

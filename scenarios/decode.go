@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"stampede/workerpool"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stampede/limiterproxy"
+	"stampede/workerpool"
 )
 
 // This file turns a YAML node tree into a Scenario, checking every field and

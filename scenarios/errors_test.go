@@ -3,9 +3,10 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"stampede/workerpool"
 	"strings"
 	"testing"
+
+	"stampede/workerpool"
 )
 
 // base is a small good scenario; the cases below each change one line.

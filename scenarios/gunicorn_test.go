@@ -2,10 +2,11 @@ package scenarios
 
 import (
 	"bytes"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // TestGunicornFields reads the backend's gunicorn settings and the proxy's

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workerpool"
 )
 
 func TestOverrides(t *testing.T) {

@@ -23,11 +23,11 @@ package scenarios
 import (
 	"net/netip"
 	"slices"
-	"stampede/workerpool"
 	"strconv"
 	"time"
 
 	"stampede/limiterproxy"
+	"stampede/workerpool"
 )
 
 // This file holds the types the engines and reports are written against.

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"stampede/workerpool"
 	"strings"
 	"testing"
 	"time"
 
 	"stampede/limiterproxy"
+	"stampede/workerpool"
 )
 
 func library(t testing.TB) []string {

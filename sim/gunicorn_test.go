@@ -3,12 +3,12 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"stampede/workerpool"
 	"testing"
 	"time"
 
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // These tests play the patterns of fakebackend's conformance test against

@@ -2,13 +2,13 @@ package sim
 
 import (
 	"context"
-	"stampede/workerpool"
 	"testing"
 	"time"
 
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // TestInvariants plays random small scenarios mixing every outcome —

@@ -14,12 +14,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"stampede/workerpool"
 	"time"
 
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Epoch is the wall time model time 0 maps to when the simulator hands

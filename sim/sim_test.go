@@ -4,13 +4,13 @@ import (
 	"context"
 	"math"
 	"slices"
-	"stampede/workerpool"
 	"testing"
 	"time"
 
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // collector keeps every result and every sample.

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"stampede/workerpool"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 func init() { commands = append(commands, newBackendCmd) }

@@ -8,13 +8,13 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"stampede/workerpool"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 func TestBackendBadFlags(t *testing.T) {

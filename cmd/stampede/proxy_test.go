@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"stampede/workerpool"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // proxyOutput collects a command's output while a test reads it.
