@@ -58,12 +58,6 @@ type Options struct {
 	AccessLog *AccessLog
 }
 
-// Bounds New enforces, so that a typo cannot ask for a billion goroutines.
-const (
-	MaxWorkers = 1 << 16
-	MaxBacklog = 1 << 20
-)
-
 // StatsPath is where a Backend answers its Stats as JSON.
 const StatsPath = "/_stampede/stats"
 
@@ -147,15 +141,8 @@ type Snapshot struct {
 // New validates opts and returns a backend with every worker idle.
 func New(opts Options) (*Backend, error) {
 	c := opts.Pool
-	switch {
-	case c.Workers < 0 || c.Workers > MaxWorkers:
-		return nil, fmt.Errorf("fake backend: workers %d: want 1 to %d (0 means 1)", c.Workers, MaxWorkers)
-	case c.Backlog > MaxBacklog:
-		return nil, fmt.Errorf("fake backend: backlog %d: want at most %d (0 means %d, negative means none)", c.Backlog, MaxBacklog, workerpool.DefaultBacklog)
-	case c.Timeout < 0:
-		return nil, fmt.Errorf("fake backend: timeout %v is negative (0 means none)", c.Timeout)
-	case c.OnClientAbort != workerpool.Continue && c.OnClientAbort != workerpool.Cancel:
-		return nil, fmt.Errorf("fake backend: on_client_abort %d: want continue or cancel", c.OnClientAbort)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
 	}
 	scale := clock.Scale(opts.TimeScale)
 	if err := scale.Validate(); err != nil {

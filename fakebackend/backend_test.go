@@ -453,11 +453,11 @@ func TestNewValidates(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{Pool: workerpool.Config{Workers: -1}}, "workers -1: want 1 to 65536"},
-		{Options{Pool: workerpool.Config{Workers: MaxWorkers + 1}}, "workers 65537"},
-		{Options{Pool: workerpool.Config{Backlog: MaxBacklog + 1}}, "backlog 1048577: want at most"},
-		{Options{Pool: workerpool.Config{Timeout: -time.Second}}, "timeout -1s is negative"},
-		{Options{Pool: workerpool.Config{OnClientAbort: 7}}, "on_client_abort 7"},
+		{Options{Pool: workerpool.Config{Workers: -1}}, "workers: -1 is below 0"},
+		{Options{Pool: workerpool.Config{Workers: workerpool.MaxWorkers + 1}}, "workers: 65537 is over 65536"},
+		{Options{Pool: workerpool.Config{Backlog: workerpool.MaxBacklog + 1}}, "backlog: 1048577 is over"},
+		{Options{Pool: workerpool.Config{Timeout: -time.Second}}, "timeout: -1s is negative"},
+		{Options{Pool: workerpool.Config{OnClientAbort: 7}}, "on_client_abort: 7"},
 		{Options{TimeScale: -1}, "time scale -1"},
 		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" must start with /`},
 		{Options{Routes: []Route{{Path: "/", Service: dist}, {Path: "/x"}}}, "route 1 (/x): no service time"},

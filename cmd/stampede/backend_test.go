@@ -22,12 +22,19 @@ func TestBackendBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--workers", "0"}, "--workers 0: want 1 to"},
+		{[]string{"--workers", "0"}, "--workers 0: 0 is below 1 (want e.g. 8)"},
+		{[]string{"--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+		{[]string{"--backlog", "2000000"}, "--backlog 2000000: 2000000 is over 1048576 (want e.g. 2048)"},
+		{[]string{"--threads", "1001"}, "--threads 1001: 1001 is over 1000 (want e.g. 4)"},
+		{[]string{"--boot", "2h"}, "--boot 2h0m0s: 2h is longer than 1h (want e.g. 300ms)"},
+		{[]string{"--max-requests", "-1"}, "--max-requests -1: -1 is below 0 (want e.g. 5000)"},
+		{[]string{"--backlog-overflow", "later"}, `--backlog-overflow "later": "later" is not drop or reset`},
 		{[]string{"--workers", "x"}, `invalid argument "x" for "--workers"`},
-		{[]string{"--backlog", "-1"}, "--backlog -1: want 0 to"},
-		{[]string{"--timeout", "-5s"}, "--timeout -5s: want a duration ≥ 0"},
+		{[]string{"--backlog", "-1"}, "--backlog -1: -1 is below 0 (want e.g. 2048)"},
+		{[]string{"--timeout", "-5s"}, `--timeout -5s: "-5s" is negative (want e.g. 120s)`},
 		{[]string{"--timeout", "2 minutes"}, `invalid argument "2 minutes" for "--timeout"`},
-		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": want continue or cancel`},
+		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": "stop" is not continue or cancel`},
 		{[]string{"--time-scale", "0"}, "--time-scale 0: want a number above 0"},
 		{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
 		{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
