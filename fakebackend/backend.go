@@ -20,14 +20,8 @@ import (
 	"stampede/workerpool"
 )
 
-// Route is a path prefix and its service time; the longest matching prefix
-// wins. Matching is by plain string prefix, as nginx matches a prefix
-// location: "/slow" also matches "/slowly" and "/slow/x".
-type Route struct {
-	Name    string          // reported in responses and stats; empty means Path
-	Path    string          // must start with "/"
-	Service workerpool.Dist // must not be nil
-}
+// Route is a path prefix and its service time (see workerpool.Route).
+type Route = workerpool.Route
 
 // Options configure New.
 type Options struct {
@@ -59,11 +53,11 @@ type Options struct {
 }
 
 // StatsPath is where a Backend answers its Stats as JSON.
-const StatsPath = "/_stampede/stats"
+const StatsPath = workerpool.ReservedPrefix + "stats"
 
 // WaitPath answers after the wall time its query's wait= gives (at most a
 // second), without a worker: a live run times its own overhead with it.
-const WaitPath = "/_stampede/wait"
+const WaitPath = workerpool.ReservedPrefix + "wait"
 
 // maxCalibrationWait bounds WaitPath's wait.
 const maxCalibrationWait = time.Second
@@ -161,10 +155,8 @@ func New(opts Options) (*Backend, error) {
 	seen := make(map[string]int, len(opts.Routes))
 	for i, r := range opts.Routes {
 		switch {
-		case !strings.HasPrefix(r.Path, "/"):
-			return nil, fmt.Errorf("fake backend: route %d: path %q must start with /", i, r.Path)
-		case r.Path == StatsPath:
-			return nil, fmt.Errorf("fake backend: route %d: path %q is the stats endpoint", i, r.Path)
+		case workerpool.CheckPath(r.Path) != nil:
+			return nil, fmt.Errorf("fake backend: route %d: path %w", i, workerpool.CheckPath(r.Path))
 		case r.Service == nil:
 			return nil, fmt.Errorf("fake backend: route %d (%s): no service time", i, r.Path)
 		}

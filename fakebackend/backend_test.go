@@ -459,10 +459,10 @@ func TestNewValidates(t *testing.T) {
 		{Options{Pool: workerpool.Config{Timeout: -time.Second}}, "timeout: -1s is negative"},
 		{Options{Pool: workerpool.Config{OnClientAbort: 7}}, "on_client_abort: 7"},
 		{Options{TimeScale: -1}, "time scale -1"},
-		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" must start with /`},
+		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" is not a URL path`},
 		{Options{Routes: []Route{{Path: "/", Service: dist}, {Path: "/x"}}}, "route 1 (/x): no service time"},
 		{Options{Routes: []Route{{Path: "/a", Service: dist}, {Path: "/b", Service: dist}, {Path: "/a", Service: dist}}}, `routes 0 and 2 both have path "/a"`},
-		{Options{Routes: []Route{{Path: StatsPath, Service: dist}}}, "is the stats endpoint"},
+		{Options{Routes: []Route{{Path: StatsPath, Service: dist}}}, "is under /_stampede/"},
 	}
 	for i, c := range cases {
 		_, err := New(c.opts)

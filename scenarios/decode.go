@@ -548,9 +548,9 @@ func (d *decoder) route(n *yaml.Node, path string, names, paths map[string]bool)
 		ok = false
 	}
 	if f.str("path", "/app", &r.Path) {
-		switch {
-		case !strings.HasPrefix(r.Path, "/") || strings.ContainsAny(r.Path, " ?#\t\r\n"):
-			d.fail(f.at("path"), join(path, "path"), nil, "%q is not a URL path (want e.g. /app)", r.Path)
+		switch err := workerpool.CheckPath(r.Path); {
+		case err != nil:
+			d.fail(f.at("path"), join(path, "path"), err, "%v", err)
 		case paths[r.Path]:
 			d.fail(f.at("path"), join(path, "path"), nil, "path %q belongs to an earlier route", r.Path)
 		}

@@ -94,12 +94,9 @@ func (s *Scenario) PoolConfig() workerpool.Config {
 	return cfg
 }
 
-// Route is a path prefix with its service-time distribution.
-type Route struct {
-	Name    string
-	Path    string
-	Service workerpool.Dist
-}
+// Route is a path prefix with its service-time distribution (see
+// workerpool.Route).
+type Route = workerpool.Route
 
 // Proxy is the limiting proxy in front of the backend.
 type Proxy struct {

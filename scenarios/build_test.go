@@ -1,0 +1,53 @@
+package scenarios
+
+import (
+	"os"
+	"testing"
+
+	"stampede/fakebackend"
+	"stampede/limiterproxy"
+)
+
+// FuzzParseAndBuild feeds the parser anything (and one --set); from every
+// scenario it accepts the real backend and the real limiting policy must
+// build, as the live engine builds them: a scenario the parser accepts
+// never fails later, in one engine only, on a bound it did not check.
+func FuzzParseAndBuild(f *testing.F) {
+	for _, name := range append(library(f), "testdata/everything.yaml") {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "")
+	}
+	f.Add([]byte(base), "backend.workers=65536")
+	f.Add([]byte(base), "backend.routes.0.path=/_stampede/stats")
+	f.Add([]byte(base), "backend.backlog=1048576")
+	f.Add([]byte(base), "backend.threads=1000")
+	f.Add([]byte(base), "backend.timeout=720h")
+	f.Add([]byte(base), "backend.boot=1h")
+	f.Add([]byte(base), "backend.max_requests=2147483647")
+	f.Add([]byte(base), "proxy.limit_req={rate: 1r/m, burst: 100000, delay: 5}")
+	f.Fuzz(func(t *testing.T, data []byte, set string) {
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		sc, err := ParseWith("fuzz.yaml", data, sets)
+		if err != nil {
+			return
+		}
+		routes := make([]fakebackend.Route, len(sc.Backend.Routes))
+		for i, r := range sc.Backend.Routes {
+			routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
+		}
+		b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: routes, TimeScale: sc.TimeScale, Seed: sc.Seed})
+		if err != nil {
+			t.Fatalf("an accepted scenario's backend does not build: %v", err)
+		}
+		b.Close()
+		if _, err := limiterproxy.NewPolicy(sc.Proxy.Limits); err != nil {
+			t.Fatalf("an accepted scenario's limiting policy does not build: %v", err)
+		}
+	})
+}
