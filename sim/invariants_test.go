@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 	"stampede/loadgen"
 	"stampede/scenarios"
 )
@@ -46,13 +46,13 @@ func TestInvariants(t *testing.T) {
 			sc.Proxy.ReadTimeout = d(time.Second, 10*time.Second)
 		}
 		if rng.IntN(3) > 0 {
-			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limiterproxy.ConnSpec{Key: "$host", PerKey: 1 + rng.IntN(4)})
+			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limit.ConnSpec{Key: "$host", PerKey: 1 + rng.IntN(4)})
 		}
 		if rng.IntN(3) > 0 {
-			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limiterproxy.ConnSpec{Key: "$binary_remote_addr", PerKey: 1 + rng.IntN(6)})
+			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limit.ConnSpec{Key: "$binary_remote_addr", PerKey: 1 + rng.IntN(6)})
 		}
 		if rng.IntN(2) == 0 {
-			sc.Proxy.Limits.Req = append(sc.Proxy.Limits.Req, limiterproxy.ReqSpec{Key: "$host", Rate: "5r/s", Burst: rng.IntN(10), Delay: rng.IntN(3), NoDelay: rng.IntN(3) == 0})
+			sc.Proxy.Limits.Req = append(sc.Proxy.Limits.Req, limit.ReqSpec{Key: "$host", Rate: "5r/s", Burst: rng.IntN(10), Delay: rng.IntN(3), NoDelay: rng.IntN(3) == 0})
 		}
 		mix := []scenarios.WeightedRoute{{Route: 0, Weight: 3}, {Route: 1, Weight: 1}}
 		sc.Tenants = []scenarios.TenantGroup{

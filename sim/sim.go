@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 	"stampede/loadgen"
 	"stampede/scenarios"
 )
@@ -116,7 +116,7 @@ type tenant struct {
 	arrivals loadgen.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
-	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	connKeys limit.ConnKeys // prepared: each request hashes none
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
@@ -134,7 +134,7 @@ type tenant struct {
 // location.
 type keySet struct {
 	req  []string
-	conn limiterproxy.ConnKeys
+	conn limit.ConnKeys
 }
 
 // user is one closed-model user.
@@ -148,10 +148,10 @@ type user struct {
 // once its result is out and its job has left the pool.
 type request struct {
 	job      fakebackend.Job // job.Data is the request itself
-	slots    limiterproxy.Slots
+	slots    limit.Slots
 	t        *tenant
-	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
-	user     int32                 // closed model: the user; -1 for open
+	connKeys limit.ConnKeys // its visitor's limit_conn keys
+	user     int32          // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -169,9 +169,9 @@ type engine struct {
 	sc        *scenarios.Scenario
 	sink      loadgen.Sink
 	sampler   Sampler
-	policy    *limiterproxy.Policy
-	routePol  []*limiterproxy.Policy // per route, its location's limits; nil without locations
-	keyRoutes int                    // routes a tenant's keys are kept for: the backend's with locations, else 1
+	policy    *limit.Policy
+	routePol  []*limit.Policy // per route, its location's limits; nil without locations
+	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
 	pool      *fakebackend.Pool
 	dists     []fakebackend.Dist
 	tenants   []tenant
@@ -190,9 +190,9 @@ type engine struct {
 	every     time.Duration
 	busiest   int
 	keyMap    map[string]int
-	busy      []limiterproxy.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree             // the open-model tenants' next arrivals, one per tenant
-	heap      eventHeap               // every other event: requests', users', samples
+	busy      []limit.KeyCount // the busiest keys of the last sample
+	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
+	heap      eventHeap        // every other event: requests', users', samples
 	seq       uint64
 	free      *request
 	chunks    [][]request
@@ -238,7 +238,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	if len(sc.Backend.Routes) == 0 {
 		return nil, fmt.Errorf("sim: scenario %s: the backend has no routes", sc.Name)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
@@ -385,7 +385,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 // code, from the request its client would send for target (a path, with
 // its query if any): Host the tenant's host, the connection from addr, no
 // headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
+func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
@@ -647,7 +647,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 	if len(pol.Req) > 0 {
 		d := pol.ReqStage(at(now), reqKeys)
 		switch {
-		case d.Verdict == limiterproxy.Rejected:
+		case d.Verdict == limit.Rejected:
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)
 			return
@@ -668,7 +668,7 @@ func (e *engine) connStage(r *request, now time.Duration) {
 	}
 	if len(pol.Conn) > 0 {
 		slots, d := pol.ConnStageKeys(r.connKeys)
-		if d.Verdict == limiterproxy.Rejected {
+		if d.Verdict == limit.Rejected {
 			e.finish(r, now, loadgen.Rejected, d.Status)
 			e.release(r)
 			return
