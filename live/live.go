@@ -46,7 +46,7 @@ type Options struct {
 	// progress display that polls Counters.Snapshot while Run runs.
 	Counters *loadgen.Counters
 	// MaxInFlight caps open-model requests in flight; zero means
-	// loadgen.DefaultMaxInFlight.
+	// workload.DefaultMaxInFlight.
 	MaxInFlight int
 	// SampleEvery is the model time between samples of the backend and the
 	// limiter's busiest keys. Zero means one model second (but no more

@@ -13,9 +13,9 @@ import (
 
 	"stampede/fakebackend"
 	"stampede/limit"
-	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // These tests play small scenarios over loopback in real time, each in well
@@ -40,7 +40,7 @@ func group(t *testing.T, res *report.Results, name string) report.GroupResult {
 }
 
 func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) uint64 {
-	a := loadgen.NewArrivals(load, horizon, loadgen.TenantRand(seed, tenant))
+	a := workload.NewArrivals(load, horizon, workload.TenantRand(seed, tenant))
 	var n uint64
 	for {
 		if _, ok := a.Next(); !ok {
