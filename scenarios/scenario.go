@@ -26,7 +26,7 @@ import (
 	"strconv"
 	"time"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 	"stampede/workerpool"
 )
 
@@ -102,7 +102,7 @@ type Route = workerpool.Route
 type Proxy struct {
 	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
 	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
-	Limits         limiterproxy.Config
+	Limits         limit.Config
 	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are nginx's
 	// proxy_send_timeout, client_body_timeout and client_header_timeout;
 	// a decoded scenario has each above 0 (default 60s).
