@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // FuzzParseAndBuild feeds the parser anything (and one --set); from every
@@ -46,7 +46,7 @@ func FuzzParseAndBuild(f *testing.F) {
 			t.Fatalf("an accepted scenario's backend does not build: %v", err)
 		}
 		b.Close()
-		if _, err := limiterproxy.NewPolicy(sc.Proxy.Limits); err != nil {
+		if _, err := limit.NewPolicy(sc.Proxy.Limits); err != nil {
 			t.Fatalf("an accepted scenario's limiting policy does not build: %v", err)
 		}
 	})
