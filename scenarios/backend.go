@@ -25,14 +25,7 @@ func (d *decoder) backend(n *yaml.Node, b *Backend) {
 		b.Backlog = -1 // workerpool.Config: negative means none may wait
 	}
 	f.duration("timeout", backendExamples["timeout"], &b.Timeout)
-	var abort string
-	if f.str("on_client_abort", "continue", &abort) {
-		p, err := workerpool.ParseAbortPolicy(abort)
-		if err != nil {
-			d.fail(f.at("on_client_abort"), join(path, "on_client_abort"), err, "%q is not continue or cancel (want e.g. continue, as a gunicorn sync worker)", abort)
-		}
-		b.OnClientAbort = p
-	}
+	choice(f, "on_client_abort", ", as a gunicorn sync worker", &b.OnClientAbort, workerpool.Continue, workerpool.Cancel)
 	d.poolBounds(f, path, b)
 	rn := f.get("routes")
 	if rn == nil && d.routesOptional {
@@ -119,14 +112,7 @@ func (d *decoder) gunicorn(f *fields, path string, b *Backend) {
 	f.duration("boot", backendExamples["boot"], &b.Boot)
 	f.integer("max_requests", backendExamples["max_requests"], 0, math.MaxInt, &b.MaxRequests)
 	f.integer("max_requests_jitter", backendExamples["max_requests_jitter"], 0, math.MaxInt, &b.MaxRequestsJitter)
-	var over string
-	if f.str("backlog_overflow", "drop", &over) {
-		o, err := workerpool.ParseOverflowPolicy(over)
-		if err != nil || over == "" {
-			d.fail(f.at("backlog_overflow"), join(path, "backlog_overflow"), err, "%q is not drop or reset (want e.g. drop, Linux's default tcp_abort_on_overflow=0)", over)
-		}
-		b.Overflow = o
-	}
+	choice(f, "backlog_overflow", ", Linux's default tcp_abort_on_overflow=0", &b.Overflow, workerpool.Drop, workerpool.Reset)
 }
 
 // backendExamples are a good value of each backend field the pool's

@@ -297,6 +297,26 @@ func (f *fields) rate(key, example string, dst *float64) bool {
 	return parsed(f, key, example, dst, parseRate)
 }
 
+// choice reads key as one of values, each named as its String writes it,
+// into dst. It reports any other name, with the first value as the
+// example followed by why; it returns false only then.
+func choice[T fmt.Stringer](f *fields, key, why string, dst *T, values ...T) bool {
+	var s string
+	if !f.str(key, values[0].String(), &s) {
+		return true
+	}
+	names := make([]string, len(values))
+	for i, v := range values {
+		if names[i] = v.String(); names[i] == s {
+			*dst = v
+			return true
+		}
+	}
+	alts := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	f.d.fail(f.at(key), join(f.path, key), nil, "%q is not %s (want e.g. %s%s)", s, alts, names[0], why)
+	return false
+}
+
 // parsed reads key with parse into dst; a value parse refuses is reported
 // with its error and example.
 func parsed[T any](f *fields, key, example string, dst *T, parse func(string) (T, error)) bool {

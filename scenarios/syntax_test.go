@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workerpool"
 )
 
 func TestParseRate(t *testing.T) {
@@ -93,8 +95,8 @@ func TestParseDuration(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("step %d: parseDuration(%q) = %v, %v; want %v", i, c.in, got, err, c.want)
 		}
-		if back, err := parseDuration(formatDuration(got)); err != nil || back != got {
-			t.Errorf("step %d: formatDuration(%v) = %q does not read back", i, got, formatDuration(got))
+		if back, err := parseDuration(workerpool.FormatDuration(got)); err != nil || back != got {
+			t.Errorf("step %d: workerpool.FormatDuration(%v) = %q does not read back", i, got, workerpool.FormatDuration(got))
 		}
 	}
 }

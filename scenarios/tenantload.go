@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"stampede/workerpool"
 )
 
 // This file reads a tenant group's load: open arrivals and their stages,
@@ -17,19 +19,8 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 	if f == nil {
 		return
 	}
-	var model string
-	if f.str("model", "open", &model) {
-		switch model {
-		case "open":
-			l.Model = Open
-		case "closed":
-			l.Model = Closed
-		case "trace":
-			l.Model = Traced
-		default:
-			d.fail(f.at("model"), join(path, "model"), nil, "%q is not open, closed or trace (want e.g. open)", model)
-			return
-		}
+	if !choice(f, "model", "", &l.Model, Open, Closed, Traced) {
+		return
 	}
 	other, otherName, thisName := closedKeys, "closed", "open"
 	if l.Model == Closed {
@@ -55,31 +46,21 @@ func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Loa
 	f.duration("stop", "9m", &l.Stop)
 	if duration > 0 {
 		if l.Start >= duration {
-			d.fail(f.at("start"), join(path, "start"), nil, "%s is not before the end of the run at %s", formatDuration(l.Start), formatDuration(duration))
+			d.fail(f.at("start"), join(path, "start"), nil, "%s is not before the end of the run at %s", workerpool.FormatDuration(l.Start), workerpool.FormatDuration(duration))
 		}
 		if l.Stop > duration {
-			d.fail(f.at("stop"), join(path, "stop"), nil, "%s is after the end of the run at %s (want e.g. %s, or leave it out)", formatDuration(l.Stop), formatDuration(duration), formatDuration(duration))
+			d.fail(f.at("stop"), join(path, "stop"), nil, "%s is after the end of the run at %s (want e.g. %s, or leave it out)", workerpool.FormatDuration(l.Stop), workerpool.FormatDuration(duration), workerpool.FormatDuration(duration))
 		}
 	}
 	if l.Stop != 0 && l.Stop <= l.Start {
-		d.fail(f.at("stop"), join(path, "stop"), nil, "%s is not after start %s", formatDuration(l.Stop), formatDuration(l.Start))
+		d.fail(f.at("stop"), join(path, "stop"), nil, "%s is not after start %s", workerpool.FormatDuration(l.Stop), workerpool.FormatDuration(l.Start))
 	}
 	f.duration("client_timeout", "2m", &l.ClientTimeout)
 	d.mix(f, path, l)
 }
 
 func (d *decoder) openLoad(f *fields, path string, l *Load) {
-	var arr string
-	if f.str("arrivals", "poisson", &arr) {
-		switch arr {
-		case "poisson":
-			l.Arrivals = Poisson
-		case "constant":
-			l.Arrivals = Constant
-		default:
-			d.fail(f.at("arrivals"), join(path, "arrivals"), nil, "%q is not poisson or constant (want e.g. poisson)", arr)
-		}
-	}
+	choice(f, "arrivals", "", &l.Arrivals, Poisson, Constant)
 	hasRate := f.rate("rate", "5/s", &l.Rate)
 	if sn := f.get("stages"); sn != nil {
 		if f.has("rate") {
@@ -137,17 +118,7 @@ func (d *decoder) closedLoad(f *fields, path string, l *Load) {
 	}
 	f.duration("think", "5s", &l.Think)
 	f.integer("iterations", "1", 0, math.MaxInt32, &l.Iterations)
-	var ot string
-	if f.str("on_timeout", "retry", &ot) {
-		switch ot {
-		case "retry":
-			l.OnTimeout = Retry
-		case "give_up":
-			l.OnTimeout = GiveUp
-		default:
-			d.fail(f.at("on_timeout"), join(path, "on_timeout"), nil, "%q is not retry or give_up (want e.g. retry, a browser tab refreshed after a timeout)", ot)
-		}
-	}
+	choice(f, "on_timeout", ", a browser tab refreshed after a timeout", &l.OnTimeout, Retry, GiveUp)
 }
 
 // mix reads a load's routes: route name → weight.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"stampede/workerpool"
 )
 
 // Trace is the companion file of a scenario whose loads have model:
@@ -249,11 +251,11 @@ func parseTrace(r io.Reader, s *Scenario) (*Trace, error) {
 				}
 				us, err := strconv.ParseInt(string(tok), 10, 64)
 				if err != nil || us < 0 || us > int64(s.Duration/time.Microsecond) {
-					return nil, bad("%q is not a gap in microseconds from 0 to the run's %s", tok, formatDuration(s.Duration))
+					return nil, bad("%q is not a gap in microseconds from 0 to the run's %s", tok, workerpool.FormatDuration(s.Duration))
 				}
 				at += time.Duration(us) * time.Microsecond
 				if at >= s.Duration {
-					return nil, bad("an arrival at %s, not before the end of the run at %s", at, formatDuration(s.Duration))
+					return nil, bad("an arrival at %s, not before the end of the run at %s", at, workerpool.FormatDuration(s.Duration))
 				}
 				if total++; total > maxTraceArrivals {
 					return nil, bad("more than %d arrivals", maxTraceArrivals)
