@@ -13,13 +13,7 @@ import (
 // build, as the live engine builds them: a scenario the parser accepts
 // never fails later, in one engine only, on a bound it did not check.
 func FuzzParseAndBuild(f *testing.F) {
-	for _, name := range append(library(f), "testdata/everything.yaml") {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, "")
-	}
+	addFileSeeds(f)
 	f.Add([]byte(base), "backend.workers=65536")
 	f.Add([]byte(base), "backend.routes.0.path=/_stampede/stats")
 	f.Add([]byte(base), "backend.backlog=1048576")
@@ -50,4 +44,16 @@ func FuzzParseAndBuild(f *testing.F) {
 			t.Fatalf("an accepted scenario's limiting policy does not build: %v", err)
 		}
 	})
+}
+
+// addFileSeeds seeds a fuzz test of the parser with every scenario of the
+// library and testdata/everything.yaml, without a --set.
+func addFileSeeds(f *testing.F) {
+	for _, name := range append(library(f), "testdata/everything.yaml") {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "")
+	}
 }

@@ -152,19 +152,32 @@ func (d *decoder) limitCommon(f *fields, path string, key, zone *string, status 
 	f.boolean("dry_run", dryRun)
 }
 
+// limitSpec opens a limit's mapping, reads what limit_conn and limit_req
+// share into key, zone, status and dryRun, and returns the fields with the
+// node of the limit's own required field, need; that node is nil when the
+// mapping is bad, need is missing, or need is off (the limit is removed).
+func (d *decoder) limitSpec(n *yaml.Node, path, example string, known []string, need, needExample string,
+	key, zone *string, status *int, dryRun *bool) (*fields, *yaml.Node) {
+	f := d.mapping(n, path, example, known)
+	if f == nil {
+		return nil, nil
+	}
+	d.limitCommon(f, path, key, zone, status, dryRun)
+	v := f.get(need)
+	switch {
+	case v == nil:
+		f.missing(need, needExample)
+		return f, nil
+	case isOff(v):
+		return f, nil
+	}
+	return f, v
+}
+
 func (d *decoder) connSpec(n *yaml.Node, path string) (limit.ConnSpec, bool) {
 	var c limit.ConnSpec
-	f := d.mapping(n, path, "{key: $host, per_key: 4}", connKeys)
-	if f == nil {
-		return c, false
-	}
-	d.limitCommon(f, path, &c.Key, &c.Zone, &c.Status, &c.DryRun)
-	pk := f.get("per_key")
-	switch {
-	case pk == nil:
-		f.missing("per_key", "4")
-		return c, false
-	case isOff(pk):
+	_, pk := d.limitSpec(n, path, "{key: $host, per_key: 4}", connKeys, "per_key", "4", &c.Key, &c.Zone, &c.Status, &c.DryRun)
+	if pk == nil {
 		return c, false
 	}
 	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", 1, 65535); ok {
@@ -175,17 +188,8 @@ func (d *decoder) connSpec(n *yaml.Node, path string) (limit.ConnSpec, bool) {
 
 func (d *decoder) reqSpec(n *yaml.Node, path string) (limit.ReqSpec, bool) {
 	var r limit.ReqSpec
-	f := d.mapping(n, path, "{key: $binary_remote_addr, rate: 10r/s, burst: 20}", reqKeys)
-	if f == nil {
-		return r, false
-	}
-	d.limitCommon(f, path, &r.Key, &r.Zone, &r.Status, &r.DryRun)
-	rn := f.get("rate")
-	switch {
-	case rn == nil:
-		f.missing("rate", "10r/s")
-		return r, false
-	case isOff(rn):
+	f, rn := d.limitSpec(n, path, "{key: $binary_remote_addr, rate: 10r/s, burst: 20}", reqKeys, "rate", "10r/s", &r.Key, &r.Zone, &r.Status, &r.DryRun)
+	if rn == nil {
 		return r, false
 	}
 	if s, ok := d.scalar(rn, join(path, "rate"), "10r/s"); ok {

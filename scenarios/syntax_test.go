@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -221,13 +220,7 @@ func TestSuggest(t *testing.T) {
 // FuzzParse feeds the parser anything; it must never panic, and whatever
 // it accepts must format and load again.
 func FuzzParse(f *testing.F) {
-	for _, name := range append(library(f), "testdata/everything.yaml") {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, "")
-	}
+	addFileSeeds(f)
 	f.Add([]byte(base), "proxy.limit_conn.per_key=off")
 	f.Add([]byte(base), "tenants.sites.load={<<: *x}")
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"), "a.0.b=1")

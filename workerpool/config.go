@@ -20,7 +20,7 @@ const (
 	Cancel
 )
 
-// String returns the policy as gunicorn's settings and a scenario name it.
+// String returns the policy as a scenario names it.
 func (a AbortPolicy) String() string {
 	if a == Cancel {
 		return "cancel"
