@@ -60,6 +60,15 @@ func (c *call) took() time.Duration {
 	return c.end.Sub(c.begin)
 }
 
+// servedIn checks that c was answered 200 after want of wall time; what
+// names the request in the failure.
+func (c *call) servedIn(t *testing.T, what string, want time.Duration) {
+	t.Helper()
+	if got := c.took(); got != want || c.aborted || c.rec.Code != http.StatusOK {
+		t.Errorf("%s took %v aborted %v status %d, want %v and 200", what, got, c.aborted, c.rec.Code, want)
+	}
+}
+
 // ended reports whether the call has returned.
 func (c *call) ended() bool {
 	select {
@@ -528,17 +537,7 @@ func TestBackendLoopback(t *testing.T) {
 			_, err := get(holdCtx, srv, "/hold")
 			held <- err
 		}()
-		deadline := time.NewTimer(5 * time.Second)
-		defer deadline.Stop()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for b.Stats().Busy == 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				t.Fatal("step 1: /hold never took the worker")
-			}
-		}
+		waitBusy(t, b, "step 1: /hold")
 		if _, err := get(t.Context(), srv, "/refused"); !isDrop(err) {
 			t.Errorf("step 2: GET with every worker busy and no backlog: error %v, want the connection dropped (EOF)", err)
 		}
@@ -609,17 +608,7 @@ func TestBackendServe(t *testing.T) {
 		_, err := http.Get(url + "/hold")
 		held <- err
 	}()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for b.Stats().Busy == 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatal("step 2: /hold never took a worker")
-		}
-	}
+	waitBusy(t, b, "step 2: /hold")
 	stop()
 	if err := <-served; err != nil {
 		t.Errorf("step 3: Serve after ctx done: %v, want nil", err)
@@ -634,4 +623,21 @@ func TestBackendServe(t *testing.T) {
 func tickAfter(p *workerpool.Pool, x time.Duration) time.Duration {
 	k, _ := p.KillTick(x - p.Config().Timeout)
 	return k
+}
+
+// waitBusy waits, up to a few seconds of wall time, for a worker of b to
+// take the request that what names.
+func waitBusy(t *testing.T, b *Backend, what string) {
+	t.Helper()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for b.Stats().Busy == 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s never took a worker", what)
+		}
+	}
 }
