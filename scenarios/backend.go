@@ -40,18 +40,11 @@ func (d *decoder) backend(n *yaml.Node, b *Backend) {
 		d.fail(rn, rpath, nil, "want a list of at least one route (want e.g. [{name: page, path: /, service: 30ms}])")
 		return
 	}
-	ok := true
 	names := map[string]bool{}
 	paths := map[string]bool{}
-	for i, en := range rn.Content {
-		ep := index(rpath, i)
-		en = d.resolve(en)
-		if en == nil {
-			d.fail(rn.Content[i], ep, nil, "an empty route (want e.g. {name: page, path: /, service: 30ms})")
-			ok = false
-			continue
-		}
-		r, rok := d.route(en, ep, names, paths)
+	list, ok := d.entries(rn, rpath, "route", "{name: page, path: /, service: 30ms}")
+	for _, e := range list {
+		r, rok := d.route(e.node, e.path, names, paths)
 		ok = ok && rok
 		b.Routes = append(b.Routes, r)
 	}

@@ -23,19 +23,11 @@ func FuzzParseAndBuild(f *testing.F) {
 	f.Add([]byte(base), "backend.max_requests=2147483647")
 	f.Add([]byte(base), "proxy.limit_req={rate: 1r/m, burst: 100000, delay: 5}")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
-		var sets []string
-		if set != "" {
-			sets = []string{set}
-		}
-		sc, err := ParseWith("fuzz.yaml", data, sets)
+		sc, err := parseFuzz(data, set)
 		if err != nil {
 			return
 		}
-		routes := make([]fakebackend.Route, len(sc.Backend.Routes))
-		for i, r := range sc.Backend.Routes {
-			routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
-		}
-		b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: routes, TimeScale: sc.TimeScale, Seed: sc.Seed})
+		b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: sc.Backend.Routes, TimeScale: sc.TimeScale, Seed: sc.Seed})
 		if err != nil {
 			t.Fatalf("an accepted scenario's backend does not build: %v", err)
 		}
@@ -56,4 +48,13 @@ func addFileSeeds(f *testing.F) {
 		}
 		f.Add(data, "")
 	}
+}
+
+// parseFuzz parses a fuzz input: a file and at most one --set.
+func parseFuzz(data []byte, set string) (*Scenario, error) {
+	var sets []string
+	if set != "" {
+		sets = []string{set}
+	}
+	return ParseWith("fuzz.yaml", data, sets)
 }

@@ -84,6 +84,31 @@ func describe(n *yaml.Node) string {
 	return strconv.Quote(n.Value)
 }
 
+// element is one entry of a list in the file.
+type element struct {
+	node *yaml.Node // resolved: never nil or null
+	path string     // as tenants[2]
+	i    int        // its index in the list
+}
+
+// entries resolves the elements of list n at path, reporting each empty one
+// as "an empty WHAT (want e.g. EXAMPLE)". It returns the others, and
+// whether none was empty.
+func (d *decoder) entries(n *yaml.Node, path, what, example string) (out []element, complete bool) {
+	complete = true
+	for i, en := range n.Content {
+		ep := index(path, i)
+		r := d.resolve(en)
+		if r == nil {
+			d.fail(en, ep, nil, "an empty %s (want e.g. %s)", what, example)
+			complete = false
+			continue
+		}
+		out = append(out, element{node: r, path: ep, i: i})
+	}
+	return out, complete
+}
+
 // fields is a checked mapping: its keys, their nodes and resolved values.
 type fields struct {
 	d     *decoder

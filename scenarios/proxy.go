@@ -107,23 +107,18 @@ func (d *decoder) locPath(n *yaml.Node, path, v string, seen map[string]string, 
 	loc.Paths = append(loc.Paths, v)
 }
 
-type element struct {
-	node *yaml.Node
-	path string
-}
-
 // list reads "one mapping or a list of them"; off or null mean none.
 func (d *decoder) list(n *yaml.Node, path, example string) []element {
 	switch {
 	case n == nil || isOff(n):
 		return nil
 	case n.Kind == yaml.MappingNode:
-		return []element{{n, path}}
+		return []element{{node: n, path: path}}
 	case n.Kind == yaml.SequenceNode:
 		var out []element
 		for i, e := range n.Content {
 			if r := d.resolve(e); r != nil {
-				out = append(out, element{r, index(path, i)})
+				out = append(out, element{node: r, path: index(path, i), i: i})
 			} else {
 				d.fail(e, index(path, i), nil, "an empty entry (want e.g. %s)", example)
 			}

@@ -33,11 +33,11 @@ func (d *decoder) slo(n *yaml.Node) []SLO {
 		var items []element
 		switch v.Kind {
 		case yaml.ScalarNode:
-			items = []element{{v, gp}}
+			items = []element{{node: v, path: gp}}
 		case yaml.SequenceNode:
 			for i, e := range v.Content {
 				if r := d.resolve(e); r != nil {
-					items = append(items, element{r, index(gp, i)})
+					items = append(items, element{node: r, path: index(gp, i), i: i})
 				}
 			}
 		default:

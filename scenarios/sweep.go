@@ -19,14 +19,10 @@ func (d *decoder) sweep(n *yaml.Node) []Axis {
 		return nil
 	}
 	var out []Axis
-	for i, en := range n.Content {
-		ep := index(path, i)
-		r := d.resolve(en)
-		if r == nil {
-			d.fail(en, ep, nil, "an empty axis (want e.g. {path: proxy.limit_conn.per_key, values: [off, 2, 4]})")
-			continue
-		}
-		f := d.mapping(r, ep, "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}", axisKeys)
+	list, _ := d.entries(n, path, "axis", "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}")
+	for _, e := range list {
+		ep := e.path
+		f := d.mapping(e.node, ep, "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}", axisKeys)
 		if f == nil {
 			continue
 		}

@@ -227,11 +227,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("tenants: [{load: &l {routes: {<<: *l}}}]"), "tenants.0.load.routes.x=1")
 	f.Add([]byte("backend: &a {<<: {<<: *a}}\n"), "backend.workers.x=1")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
-		var sets []string
-		if set != "" {
-			sets = []string{set}
-		}
-		sc, err := ParseWith("fuzz.yaml", data, sets)
+		sc, err := parseFuzz(data, set)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {

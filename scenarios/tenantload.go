@@ -82,14 +82,10 @@ func (d *decoder) stages(n *yaml.Node, path string, l *Load) {
 	}
 	total := 0.0
 	errs := len(d.errs)
-	for i, en := range n.Content {
-		ep := index(path, i)
-		r := d.resolve(en)
-		if r == nil {
-			d.fail(en, ep, nil, "an empty stage (want e.g. {duration: 1m, rate: 5/s})")
-			continue
-		}
-		f := d.mapping(r, ep, "{duration: 1m, rate: 5/s}", stageKeys)
+	list, _ := d.entries(n, path, "stage", "{duration: 1m, rate: 5/s}")
+	for _, e := range list {
+		ep := e.path
+		f := d.mapping(e.node, ep, "{duration: 1m, rate: 5/s}", stageKeys)
 		if f == nil {
 			continue
 		}

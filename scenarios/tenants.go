@@ -18,15 +18,10 @@ func (d *decoder) tenants(n *yaml.Node, duration time.Duration) []TenantGroup {
 	var out []TenantGroup
 	total := 0
 	seen := map[string]int{}
-	d.tenantOK = true
-	for i, en := range n.Content {
-		ep := index(path, i)
-		r := d.resolve(en)
-		if r == nil {
-			d.fail(en, ep, nil, "an empty tenant group")
-			d.tenantOK = false
-			continue
-		}
+	list, complete := d.entries(n, path, "tenant group", "{group: sites, count: 10, host: site{i}.example.com, load: {rate: 1/s}}")
+	d.tenantOK = complete
+	for _, e := range list {
+		i, ep, r := e.i, e.path, e.node
 		g, gn, ok := d.tenant(r, ep, duration)
 		if !ok {
 			d.tenantOK = false
