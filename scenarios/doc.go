@@ -9,11 +9,11 @@
 // is held to the same rules as the file. Format writes a Scenario back as
 // YAML that loads to an equal Scenario.
 //
-// The bounds of the backend are workerpool's (workerpool.Config.Validate),
-// and those of the limits package limit's: the parser holds a file to them
-// and blames the line of the value, so that a file it accepts builds in
-// either engine. ParseBackend holds the backend command's flags to the same
-// rules.
+// The bounds of the backend are workerpool's (workerpool.Config.Validate)
+// and the syntax of keys, rates and zones package limit's: the parser holds
+// a file to them and blames the line of the value, so that a file it
+// accepts builds in either engine. ParseBackend holds the backend command's
+// flags to the same rules.
 //
 // Defaults: time_scale auto (1 where nothing chooses), seed 1; backend workers 1 (gunicorn's default),
 // backlog 2048, timeout none, on_client_abort continue, threads 1 (sync
