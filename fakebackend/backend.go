@@ -1,14 +1,8 @@
 package fakebackend
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -51,9 +45,6 @@ type Options struct {
 	// request a worker served.
 	AccessLog *AccessLog
 }
-
-// StatsPath is where a Backend answers its Stats as JSON.
-const StatsPath = workerpool.ReservedPrefix + "stats"
 
 // WaitPath answers after the wall time its query's wait= gives (at most a
 // second), without a worker: a live run times its own overhead with it.
@@ -109,27 +100,6 @@ type Backend struct {
 type route struct {
 	Route
 	stats RouteStats
-}
-
-// RouteStats are one route's counters.
-type RouteStats struct {
-	Name      string `json:"name"`
-	Path      string `json:"path"`
-	Arrived   uint64 `json:"arrived"`
-	Served    uint64 `json:"served"`
-	Killed    uint64 `json:"killed"`
-	Refused   uint64 `json:"refused"`
-	Cancelled uint64 `json:"cancelled"`
-}
-
-// Snapshot is what the stats endpoint answers: the pool's counters, the
-// model time since the backend started with the utilization over it, and
-// the counters of every route.
-type Snapshot struct {
-	workerpool.Stats
-	Elapsed     time.Duration `json:"elapsed_ns"` // model time since New
-	Utilization float64       `json:"utilization"`
-	Routes      []RouteStats  `json:"routes"`
 }
 
 // New validates opts and returns a backend with every worker idle.
@@ -464,63 +434,6 @@ func (b *Backend) freedWorker() {
 	}
 }
 
-// Stats returns the pool's counters now, in model time. When Serve leaves
-// the backlog to the kernel, Queued is the kernel's accept queue and
-// QueueMax the longest Stats and Snapshot have seen it.
-func (b *Backend) Stats() workerpool.Stats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	b.retire(now)
-	return b.withKernel(b.pool.Stats(now))
-}
-
-// withKernel adds the kernel's accept queue to s; b.mu is held.
-func (b *Backend) withKernel(s workerpool.Stats) workerpool.Stats {
-	if b.kernelQueue == nil {
-		return s
-	}
-	if n, ok := b.kernelQueue(); ok {
-		b.kernelMax = max(b.kernelMax, n)
-		s.Queued += n
-	}
-	s.QueueMax = max(s.QueueMax, b.kernelMax)
-	return s
-}
-
-// Snapshot returns the pool's and every route's counters now, routes in the
-// order of their paths.
-func (b *Backend) Snapshot() Snapshot {
-	b.mu.Lock()
-	now := b.now()
-	b.retire(now)
-	s := Snapshot{Stats: b.withKernel(b.pool.Stats(now)), Elapsed: now}
-	s.Routes = make([]RouteStats, len(b.routes))
-	for i := range b.routes {
-		s.Routes[i] = b.routes[i].stats
-	}
-	b.mu.Unlock()
-	s.Utilization = s.Stats.Utilization(s.Elapsed)
-	slices.SortFunc(s.Routes, func(x, y RouteStats) int { return strings.Compare(x.Path, y.Path) })
-	return s
-}
-
-func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := json.MarshalIndent(b.Snapshot(), "", "  ")
-	if err != nil { // cannot happen: the snapshot is plain numbers and strings
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(body, '\n'))
-}
-
 // unclaim gives back the worker the gate accepted cc for, when a request
 // that needs none comes on it.
 func (b *Backend) unclaim(cc *claimedConn) {
@@ -548,67 +461,4 @@ func (b *Backend) Close() {
 		}
 		b.mu.Unlock()
 	})
-}
-
-// Server limits for Serve. Every connection carries one request (the
-// backend answers Connection: close), so no idle or body timeouts matter.
-const (
-	readHeaderTimeout = 10 * time.Second
-	maxHeaderBytes    = 64 << 10
-	shutdownGrace     = 5 * time.Second
-)
-
-// Serve serves b on ln until ctx is done, then closes b (dropping requests
-// in flight, as a killed gunicorn would) and the server, and returns nil;
-// it returns the error if the server stops for another reason. Errors the
-// server logs (bad requests, handler panics) go to errorLog; nil discards
-// them.
-//
-// Unless Options.KeepAlive, Serve gates ln (see Gate) and, for a TCP
-// listener, sets its listen(2) backlog to the pool's (see SetBacklog): the
-// kernel then holds the backlog, and drops or refuses what overflows it, as
-// it does in front of gunicorn. With KeepAlive every connection is
-// accepted and the pool's backlog is emulated behind it.
-func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer) error {
-	if errorLog == nil {
-		errorLog = io.Discard
-	}
-	srv := &http.Server{
-		Handler:           b,
-		ReadHeaderTimeout: readHeaderTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(errorLog, "fake backend: ", 0),
-	}
-	if !b.keepAlive {
-		if err := SetBacklog(ln, b.Backlog()); err != nil {
-			return fmt.Errorf("fake backend: %w", err)
-		}
-		q := acceptQueue(ln)
-		b.mu.Lock()
-		b.kernelQueue = q
-		b.mu.Unlock()
-		ln = b.Gate(ln)
-		srv.ConnContext = b.ConnContext
-		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		b.Close()
-		return err
-	case <-ctx.Done():
-	}
-	b.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	// The gate's Accept may fail with net.ErrClosed, Close having come
-	// first, before Shutdown marks the server closed.
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }
