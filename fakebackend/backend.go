@@ -156,9 +156,6 @@ func (b *Backend) now() time.Duration { return b.clock.Now() }
 // wallAt converts a model time to the wall time it falls at.
 func (b *Backend) wallAt(t time.Duration) time.Time { return b.clock.WallAt(t) }
 
-// wall converts a model duration to the wall duration a timer waits.
-func (b *Backend) wall(d time.Duration) time.Duration { return b.clock.Scale.Wall(d) }
-
 // match returns the route for path, or nil.
 func (b *Backend) match(path string) *route {
 	for i := range b.routes {

@@ -172,8 +172,8 @@ func TestBackendBacklogDrop(t *testing.T) {
 			c    *call
 			took time.Duration
 		}{{a, 2500 * time.Millisecond}, {c, 5500 * time.Millisecond}, {d, 9500 * time.Millisecond}} {
-			if got := x.c.took(); got != b.wall(x.took) || x.c.aborted || x.c.rec.Code != http.StatusOK {
-				t.Errorf("step %d: request took %v aborted %v status %d, want %v (model %v) and 200", i, got, x.c.aborted, x.c.rec.Code, b.wall(x.took), x.took)
+			if got := x.c.took(); got != b.clock.Scale.Wall(x.took) || x.c.aborted || x.c.rec.Code != http.StatusOK {
+				t.Errorf("step %d: request took %v aborted %v status %d, want %v (model %v) and 200", i, got, x.c.aborted, x.c.rec.Code, b.clock.Scale.Wall(x.took), x.took)
 			}
 		}
 		s := b.Stats()
@@ -348,8 +348,8 @@ func TestBackendTimeScale(t *testing.T) {
 			t.Errorf("step 1: 2m of work at scale 0.01 took %v (service header %q), want 1.2s and 2m", got, a.rec.Header().Get(HeaderService))
 		}
 		kill := tickAfter(b.pool, 4*time.Minute)
-		if got := k.took(); got != b.wall(kill) || !k.aborted {
-			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed on the tick after 4m, %v (wall %v)", got, k.aborted, kill, b.wall(kill))
+		if got := k.took(); got != b.clock.Scale.Wall(kill) || !k.aborted {
+			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed on the tick after 4m, %v (wall %v)", got, k.aborted, kill, b.clock.Scale.Wall(kill))
 		}
 		// The pool keeps model time.
 		s := b.Snapshot()

@@ -63,41 +63,6 @@ func (t *Trace) Count() int {
 	return n
 }
 
-// WriteTrace writes t in the companion-file format, routes naming the
-// indexes its arrivals hold. Groups go in name order, tenants in number
-// order.
-func WriteTrace(w io.Writer, t *Trace, routes []string) error {
-	tw := NewTraceWriter(w)
-	names := make([]string, 0, len(t.Groups))
-	for g := range t.Groups {
-		names = append(names, g)
-	}
-	slices.Sort(names)
-	for _, g := range names {
-		for i, arr := range t.Groups[g] {
-			if len(arr) == 0 {
-				continue
-			}
-			tw.Tenant(g, i+1)
-			byRoute := map[int32][]time.Duration{}
-			var order []int32
-			for _, a := range arr {
-				if a.Route < 0 || int(a.Route) >= len(routes) {
-					return fmt.Errorf("writing the trace: group %s tenant %d: route %d of %d", g, i+1, a.Route, len(routes))
-				}
-				if _, ok := byRoute[a.Route]; !ok {
-					order = append(order, a.Route)
-				}
-				byRoute[a.Route] = append(byRoute[a.Route], a.At)
-			}
-			for _, r := range order {
-				tw.Route(routes[r], byRoute[r])
-			}
-		}
-	}
-	return tw.Close()
-}
-
 // TraceWriter writes a trace file a tenant at a time, in bounded memory;
 // NewTraceWriter makes one (the zero TraceWriter is not usable). Write
 // errors are kept and returned by Close. It is not safe for concurrent use.
