@@ -2,7 +2,6 @@ package limit
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/textproto"
 	"strings"
@@ -172,15 +171,33 @@ func (k Key) Variables() []string {
 	return vs
 }
 
+// Request is what nginx's variables read from a request, the whole input
+// of a key: the live proxy fills it from each *http.Request, the simulator
+// from each tenant's client. The zero Request gives every variable empty.
+type Request struct {
+	// Host is the request's host as the client sent it (the Host header,
+	// or the host of an absolute request line), port included.
+	Host string
+	// Addr is the client's address. Its zone is ignored; the zero Addr
+	// (a Unix socket) makes $remote_addr and $binary_remote_addr empty.
+	Addr netip.Addr
+	// Header holds the request's headers under canonical names, as
+	// net/http's Header does; nil means none. Header is read, never
+	// changed.
+	Header map[string][]string
+	// Query is the raw query, without the "?", as sent; $arg_NAME reads it.
+	Query string
+}
+
 // Append appends the key's value for r to dst, as nginx computes it ($host
 // lower-cased with port and trailing dot removed; $binary_remote_addr 4 or 16
 // raw bytes). It does not allocate when dst has room for the value.
 //
 // $host is empty when r.Host is missing or is not a host nginx accepts
 // (nginx answers such requests 400 before any limit runs; see ValidHost).
-// $remote_addr and $binary_remote_addr are empty when r.RemoteAddr is not an
-// IP address, e.g. on a Unix socket.
-func (k Key) Append(dst []byte, r *http.Request) []byte {
+// $remote_addr and $binary_remote_addr are empty when r.Addr is the zero
+// Addr.
+func (k Key) Append(dst []byte, r *Request) []byte {
 	for _, p := range k.parts {
 		switch p.kind {
 		case partLiteral:
@@ -188,17 +205,15 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 		case partHost:
 			dst = appendHost(dst, r.Host)
 		case partBinaryRemoteAddr:
-			if a, ok := remoteAddr(r.RemoteAddr); ok {
-				if a.Is4() {
-					b := a.As4()
-					dst = append(dst, b[:]...)
-				} else {
-					b := a.As16()
-					dst = append(dst, b[:]...)
-				}
+			if a := r.Addr.WithZone(""); a.Is4() {
+				b := a.As4()
+				dst = append(dst, b[:]...)
+			} else if a.IsValid() {
+				b := a.As16()
+				dst = append(dst, b[:]...)
 			}
 		case partRemoteAddr:
-			if a, ok := remoteAddr(r.RemoteAddr); ok {
+			if a := r.Addr.WithZone(""); a.IsValid() {
 				dst = a.AppendTo(dst)
 			}
 		case partHTTPHost:
@@ -208,9 +223,7 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 		case partCookie:
 			dst = appendHeader(dst, r.Header["Cookie"], "; ")
 		case partArg:
-			if r.URL != nil {
-				dst = appendArg(dst, r.URL.RawQuery, p.lit[len("arg_"):])
-			}
+			dst = appendArg(dst, r.Query, p.lit[len("arg_"):])
 		}
 	}
 	return dst
@@ -300,18 +313,6 @@ func appendHeader(dst []byte, vs []string, sep string) []byte {
 		dst = append(dst, v...)
 	}
 	return dst
-}
-
-// remoteAddr reads the client address from r.RemoteAddr ("ip:port", or a
-// bare IP as some handlers set it), without its IPv6 zone.
-func remoteAddr(s string) (netip.Addr, bool) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().WithZone(""), true
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.WithZone(""), true
-	}
-	return netip.Addr{}, false
 }
 
 // ValidHost reports whether nginx accepts host as a request's host (from the

@@ -396,18 +396,13 @@ func (s *Slots) Release() {
 // no limit counted the request (every key empty or over MaxConnKey bytes).
 // The caller must Release the returned Slots when the request ends.
 func (p *Policy) ConnStage(keys []string) (Slots, ConnDecision) {
-	return p.connStage(func(i int) (Slot, Verdict) { return p.Conn[i].Limiter.Acquire(keyAt(keys, i)) })
-}
-
-// connStage runs the limit_conn passes, acquire taking rule i's slot.
-func (p *Policy) connStage(acquire func(i int) (Slot, Verdict)) (Slots, ConnDecision) {
 	var s Slots
 	d := ConnDecision{Verdict: Skipped, Rule: -1}
 	for _, idx := range p.connPasses {
 		from := s.n
 		counted := false
 		for _, i := range idx {
-			slot, v := acquire(i)
+			slot, v := p.Conn[i].Limiter.Acquire(keyAt(keys, i))
 			switch v {
 			case Skipped:
 				continue
@@ -430,37 +425,6 @@ func (p *Policy) connStage(acquire func(i int) (Slot, Verdict)) (Slots, ConnDeci
 		}
 	}
 	return s, d
-}
-
-// ConnKeys are one client's limit_conn keys prepared for a Policy's
-// limiters (see ConnLimiter.Key), for a caller that sends many requests
-// with the same keys, as the simulator does for each tenant. The zero
-// ConnKeys has every key empty, so no limit counts its requests. ConnKeys
-// are never changed once made and are safe for concurrent use.
-type ConnKeys struct {
-	keys []ConnKey
-}
-
-// ConnKeys prepares keys (keys[i] for p.Conn[i], as for ConnStage) for
-// ConnStageKeys.
-func (p *Policy) ConnKeys(keys []string) ConnKeys {
-	k := ConnKeys{keys: make([]ConnKey, len(p.Conn))}
-	for i := range p.Conn {
-		k.keys[i] = p.Conn[i].Limiter.Key(keyAt(keys, i))
-	}
-	return k
-}
-
-// ConnStageKeys is ConnStage over keys prepared by p.ConnKeys: the same
-// decisions, without hashing the keys again.
-func (p *Policy) ConnStageKeys(keys ConnKeys) (Slots, ConnDecision) {
-	return p.connStage(func(i int) (Slot, Verdict) {
-		var k ConnKey
-		if i < len(keys.keys) {
-			k = keys.keys[i]
-		}
-		return p.Conn[i].Limiter.AcquireKey(k)
-	})
 }
 
 // Key is a compiled nginx key expression: variables ($host,
