@@ -6,51 +6,6 @@ import (
 	"time"
 )
 
-// This file holds the API the rest of stampede (the live engine, the
-// simulator, the scenario format and the CLI) is written against.
-
-// DefaultStatus is the status nginx answers a limited request with.
-const DefaultStatus = 503 // Service Unavailable
-
-// DefaultConnectTimeout is nginx's default proxy_connect_timeout. It is
-// declared here, beside the limits' defaults, so that the scenario format
-// and the simulator agree with the proxy without importing it.
-const DefaultConnectTimeout = 60 * time.Second
-
-// DefaultZone is the zone size the scenario and CLI use when none is given.
-const DefaultZone = "10m"
-
-// ConnSpec declares one limit_conn: at most PerKey requests in flight per
-// value of Key.
-type ConnSpec struct {
-	Key    string // an nginx-style key: $host, $binary_remote_addr, $http_x_tenant, $host$remote_addr
-	PerKey int    // the limit; must be at least 1
-	Zone   string // zone size as nginx writes it ("10m"); empty means DefaultZone
-	Status int    // the answer over the limit, 400–599; zero means DefaultStatus
-	DryRun bool   // count what would be rejected but let it through holding no slot
-}
-
-// ReqSpec declares one limit_req: nginx's leaky bucket per value of Key.
-type ReqSpec struct {
-	Key     string // as in ConnSpec
-	Rate    string // "10r/s" or "30r/m"
-	Burst   int    // requests that may queue above the rate
-	Delay   int    // requests of the burst admitted without delay (delay=N); ignored with NoDelay
-	NoDelay bool   // admit the whole burst at once
-	Zone    string // as in ConnSpec
-	Status  int    // as in ConnSpec
-	DryRun  bool   // as in ConnSpec
-}
-
-// Config is the server's limits, in the order nginx applies them: every
-// limit_req, then every limit_conn; and the locations with limits of their
-// own. The zero Config limits nothing.
-type Config struct {
-	Conn      []ConnSpec
-	Req       []ReqSpec
-	Locations []Location // longest prefix wins; none matching: Conn and Req
-}
-
 // Policy is a compiled Config: the limiters with their zones. Both stages are
 // pure (explicit time, no goroutines) so the simulator drives them in
 // virtual time. A Policy is safe for concurrent use.
@@ -112,68 +67,39 @@ type ReqRule struct {
 	Limiter *ReqLimiter
 }
 
-// NewPolicy validates and compiles cfg. Errors name the limit (by kind and
-// index, under its location if it has one) and the bad field
-// ("limit_conn[0].per_key: ...", "locations[1].limit_req[0].rate: ...").
-// The compiled rules' Specs have the defaults filled in (Status 503, Zone
-// 10m) and Key written as nginx writes it ("host" becomes "$host"). The
-// returned Policy holds the server's limits; For gives a request's
-// location's.
+// NewPolicy validates cfg (see Config.Validate, whose errors it returns)
+// and compiles it. The compiled rules' Specs have the defaults filled in
+// (Status 503, Zone 10m) and Key written as nginx writes it ("host"
+// becomes "$host"). The returned Policy holds the server's limits; For
+// gives a request's location's.
 func NewPolicy(cfg Config) (*Policy, error) {
-	p, err := newRules(cfg, "")
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	p := newRules(cfg, "")
 	p.split()
-	if err := p.compileLocations(cfg); err != nil {
-		return nil, err
-	}
+	p.compileLocations(cfg)
 	return p, nil
 }
 
-// newRules compiles cfg's own limits, naming them after prefix.
-func newRules(cfg Config, prefix string) (*Policy, error) {
+// newRules compiles cfg's own limits, which Validate passed, naming them
+// after prefix.
+func newRules(cfg Config, prefix string) *Policy {
 	p := &Policy{}
 	for i, spec := range cfg.Conn {
-		name := prefix + LimitName("limit_conn", i)
-		key, err := ParseKey(spec.Key)
-		if err != nil {
-			return nil, fmt.Errorf("%s.key: %w", name, err)
-		}
-		if spec.PerKey < 1 || spec.PerKey > 65535 {
-			return nil, fmt.Errorf("%s.per_key: %d is not a limit (want 1 to 65535 requests in flight per key)", name, spec.PerKey)
-		}
-		zone, err := common(name, &spec.Zone, &spec.Status)
-		if err != nil {
-			return nil, err
-		}
+		key, _ := ParseKey(spec.Key)
+		zone := spec.defaults()
 		spec.Key = key.String()
-		p.Conn = append(p.Conn, ConnRule{Name: name, Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
+		p.Conn = append(p.Conn, ConnRule{Name: prefix + LimitName("limit_conn", i), Spec: spec, Key: key, Limiter: NewConnLimiter(spec.PerKey, zone)})
 	}
 	for i, spec := range cfg.Req {
-		name := prefix + LimitName("limit_req", i)
-		key, err := ParseKey(spec.Key)
-		if err != nil {
-			return nil, fmt.Errorf("%s.key: %w", name, err)
-		}
-		rate, err := ParseRate(spec.Rate)
-		if err != nil {
-			return nil, fmt.Errorf("%s.rate: %w", name, err)
-		}
-		if spec.Burst < 0 || spec.Burst > maxBurst {
-			return nil, fmt.Errorf("%s.burst: %d is not a burst (want 0 to %d requests)", name, spec.Burst, maxBurst)
-		}
-		if spec.Delay < 0 || spec.Delay > maxBurst {
-			return nil, fmt.Errorf("%s.delay: %d is not a delay (want 0 to %d requests)", name, spec.Delay, maxBurst)
-		}
-		zone, err := common(name, &spec.Zone, &spec.Status)
-		if err != nil {
-			return nil, err
-		}
+		key, _ := ParseKey(spec.Key)
+		rate, _ := ParseRate(spec.Rate)
+		zone := spec.defaults()
 		spec.Key = key.String()
-		p.Req = append(p.Req, ReqRule{Name: name, Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
+		p.Req = append(p.Req, ReqRule{Name: prefix + LimitName("limit_req", i), Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
 	}
-	return p, nil
+	return p
 }
 
 // LimitName names rule i of a kind ("limit_conn" or "limit_req") as the
@@ -187,22 +113,6 @@ func LimitName(kind string, i int) string {
 func (p *Policy) split() {
 	p.reqPasses = passes(len(p.Req), func(i int) bool { return p.Req[i].Spec.DryRun })
 	p.connPasses = passes(len(p.Conn), func(i int) bool { return p.Conn[i].Spec.DryRun })
-}
-
-// common checks the zone and status every limit has, fills in their
-// defaults, and returns the zone's size in bytes.
-func common(name string, zone *string, status *int) (int64, error) {
-	bytes, err := parseZone(name, *zone)
-	if err != nil {
-		return 0, err
-	}
-	if *status, err = checkStatus(name, *status); err != nil {
-		return 0, err
-	}
-	if *zone == "" {
-		*zone = DefaultZone
-	}
-	return bytes, nil
 }
 
 // Verdict is what a stage decided for one request.
@@ -494,28 +404,4 @@ func keyAt(keys []string, i int) string {
 		return keys[i]
 	}
 	return ""
-}
-
-func parseZone(name, zone string) (int64, error) {
-	if zone == "" {
-		zone = DefaultZone
-	}
-	size, err := ParseSize(zone)
-	if err != nil {
-		return 0, fmt.Errorf("%s.zone: %w", name, err)
-	}
-	if size < MinZone {
-		return 0, fmt.Errorf("%s.zone: %q is too small (nginx wants at least %dk)", name, zone, MinZone/1024)
-	}
-	return size, nil
-}
-
-func checkStatus(name string, status int) (int, error) {
-	if status == 0 {
-		return DefaultStatus, nil
-	}
-	if status < 400 || status > 599 {
-		return 0, fmt.Errorf("%s.status: %d is not allowed (want 400 to 599, e.g. 503 or 429)", name, status)
-	}
-	return status, nil
 }

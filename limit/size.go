@@ -6,10 +6,6 @@ import (
 	"strconv"
 )
 
-// maxRateN bounds the N of "Nr/s" so that N·1000 and the leaky-bucket
-// arithmetic on it cannot overflow an int64.
-const maxRateN = 1_000_000_000_000
-
 // NoDelay is the delay threshold, in milli-requests, that nodelay sets: so
 // large that no excess ever reaches it (nginx uses its largest integer ÷ 1000,
 // times 1000).
@@ -32,8 +28,8 @@ func ParseRate(s string) (Rate, error) {
 	if !ok || n <= 0 {
 		return 0, fmt.Errorf("%q is not a rate (want e.g. 10r/s or 30r/m, at least 1)", s)
 	}
-	if n > maxRateN {
-		return 0, fmt.Errorf("rate %q is too large (at most %dr/s)", s, int64(maxRateN))
+	if n > MaxRate {
+		return 0, fmt.Errorf("rate %q is too large (at most %dr/s)", s, int64(MaxRate))
 	}
 	return Rate(n * 1000 / scale), nil
 }

@@ -44,6 +44,9 @@ func ParseConnFlag(s string) (limit.ConnSpec, error) {
 			return limit.ConnSpec{}, err
 		}
 	}
+	if err := checkFlag(s, connFlagExample, spec.Validate()); err != nil {
+		return limit.ConnSpec{}, err
+	}
 	return spec, nil
 }
 
@@ -87,7 +90,18 @@ func ParseReqFlag(s string) (limit.ReqSpec, error) {
 	if hasDelay && spec.NoDelay {
 		return limit.ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
 	}
+	if err := checkFlag(s, reqFlagExample, spec.Validate()); err != nil {
+		return limit.ReqSpec{}, err
+	}
 	return spec, nil
+}
+
+// checkFlag words the first of a spec's Validate errors for the flag s.
+func checkFlag(s, example string, err error) error {
+	if fes := limit.FieldErrors(err); len(fes) > 0 {
+		return fmt.Errorf("%q: %v; e.g. %s", s, fes[0], example)
+	}
+	return nil
 }
 
 // splitFlag splits KEY=VALUE,opt,opt and normalises the key as ParseKey
@@ -122,8 +136,8 @@ func flagZone(s, v, example string) (string, error) {
 
 func flagStatus(s, v, example string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 400 || n > 599 {
-		return 0, fmt.Errorf("%q: status %q is not between 400 and 599 (want e.g. status=429 in %s)", s, v, example)
+	if err != nil || n < limit.MinStatus || n > limit.MaxStatus {
+		return 0, fmt.Errorf("%q: status %q is not between %d and %d (want e.g. status=429 in %s)", s, v, limit.MinStatus, limit.MaxStatus, example)
 	}
 	return n, nil
 }
