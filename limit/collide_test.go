@@ -89,25 +89,3 @@ func TestConnStageCollidingHashes(t *testing.T) {
 		}
 	}
 }
-
-// TestConnStageDoesNotAllocate checks the path every request takes.
-func TestConnStageDoesNotAllocate(t *testing.T) {
-	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}, {Key: "$binary_remote_addr", PerKey: 4}}})
-	keys := []string{"site1.example.com", "\x7f\x00\x00\x01"}
-	if n := testing.AllocsPerRun(1000, func() {
-		s, _ := p.ConnStage(keys)
-		s.Release()
-	}); n != 0 {
-		t.Errorf("ConnStage and Release: %v allocations, want 0", n)
-	}
-}
-
-func BenchmarkConnStage(b *testing.B) {
-	p := mustPolicy(b, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}})
-	keys := []string{"site1.example.com"}
-	b.ReportAllocs()
-	for b.Loop() {
-		s, _ := p.ConnStage(keys)
-		s.Release()
-	}
-}

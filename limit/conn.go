@@ -233,33 +233,8 @@ func trimBusiest(kc []KeyCount, n int) []KeyCount {
 	return kc
 }
 
-// add appends a slot taken in this pass.
-func (s *Slots) add(sl Slot) {
-	if s.n < len(s.small) {
-		s.small[s.n] = sl
-	} else {
-		s.more = append(s.more, sl)
-	}
-	s.n++
+// KeyCount is one key's requests in flight.
+type KeyCount struct {
+	Key      string `json:"key"`
+	InFlight int    `json:"in_flight"`
 }
-
-// releaseFrom frees the slots taken from the from-th on, keeping the
-// earlier ones.
-func (s *Slots) releaseFrom(from int) {
-	for i := from; i < s.n; i++ {
-		if i < len(s.small) {
-			s.small[i].Release()
-		} else {
-			s.more[i-len(s.small)].Release()
-		}
-	}
-	if extra := from - len(s.small); extra >= 0 {
-		s.more = s.more[:extra]
-	} else {
-		s.more = s.more[:0]
-	}
-	s.n = min(s.n, from)
-}
-
-// Len returns how many slots s holds.
-func (s *Slots) Len() int { return s.n }

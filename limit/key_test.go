@@ -2,6 +2,7 @@ package limit
 
 import (
 	"net/netip"
+	"net/textproto"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -165,116 +166,6 @@ func TestKeyAppendDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestNormalizeHost(t *testing.T) {
-	if got, ok := NormalizeHost("EXAMPLE.org.:443"); !ok || got != "example.org" {
-		t.Errorf(`NormalizeHost("EXAMPLE.org.:443") = %q, %v; want "example.org", true`, got, ok)
-	}
-	if ValidHost("exa mple") || !ValidHost("a_b~c") {
-		t.Errorf("ValidHost: want false for a space and true for _ and ~")
-	}
-}
-
-func TestParseRate(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Rate
-	}{
-		{"10r/s", 10000},
-		{"1r/s", 1000},
-		{"30r/m", 500},
-		{"1r/m", 16}, // 1000/60 rounded down, as nginx does
-		{"7r/m", 116},
-		{"60r/m", 1000},
-		{"10", 10000}, // nginx reads a bare number as r/s
-	}
-	for _, tt := range tests {
-		got, err := ParseRate(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("ParseRate(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "0r/s", "0r/m", "-1r/s", "r/s", "10r/h", "ten", "1.5r/s", " 1r/s", "99999999999999999999r/s"} {
-		if _, err := ParseRate(bad); err == nil {
-			t.Errorf("ParseRate(%q) succeeded, want an error", bad)
-		} else if !strings.Contains(err.Error(), bad) {
-			t.Errorf("ParseRate(%q) error %q does not quote the input", bad, err)
-		}
-	}
-	if _, err := ParseRate("fast"); err == nil || !strings.Contains(err.Error(), "e.g. 10r/s") {
-		t.Errorf("ParseRate(fast) error = %v, want an example", err)
-	}
-}
-
-func TestRateString(t *testing.T) {
-	for _, s := range []string{"10r/s", "30r/m", "1r/m", "7r/m", "59r/m"} {
-		r, err := ParseRate(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := r.String(); got != s {
-			t.Errorf("ParseRate(%q).String() = %q", s, got)
-		}
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-	}{
-		{"10m", 10 << 20},
-		{"10M", 10 << 20},
-		{"512k", 512 << 10},
-		{"512K", 512 << 10},
-		{"1048576", 1048576},
-		{"0", 0},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "m", "10g", "10mb", "-1", "1.5m", "99999999999999999m", " 1"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) succeeded, want an error", bad)
-		} else if !strings.Contains(err.Error(), "e.g. 10m") {
-			t.Errorf("ParseSize(%q) error %q gives no example", bad, err)
-		}
-	}
-}
-
-func TestZoneModel(t *testing.T) {
-	tests := []struct {
-		zone      string
-		head, key int
-		min, max  int64
-	}{
-		{"10m", connNodeHead, 10, 155_000, 165_000}, // nginx: 10m ≈ 160,000 short keys
-		{"1m", connNodeHead, 4, 16_000, 16_500},
-		{"10m", reqNodeHead, 16, 78_000, 82_000},
-	}
-	for _, tt := range tests {
-		size, _ := ParseSize(tt.zone)
-		budget := connZoneBudget
-		if tt.head == reqNodeHead {
-			budget = reqZoneBudget
-		}
-		n := budget(size) / nodeCost(tt.head+tt.key)
-		if n < tt.min || n > tt.max {
-			t.Errorf("zone %s holds %d nodes of a %d-byte key, want %d..%d", tt.zone, n, tt.key, tt.min, tt.max)
-		}
-	}
-	for _, tt := range []struct {
-		n    int
-		want int64
-	}{{36, 64}, {64, 64}, {65, 128}, {291, 512}, {2048, 2048}, {2049, 4096}, {80 + 65535, 65536 + 4096}} {
-		if got := nodeCost(tt.n); got != tt.want {
-			t.Errorf("nodeCost(%d) = %d, want %d", tt.n, got, tt.want)
-		}
-	}
-}
-
 func FuzzParseKey(f *testing.F) {
 	for _, s := range []string{"$host", "host", "${host}x", "$http_x_a$remote_addr", "$", "${", "a$b", "$host$binary_remote_addr"} {
 		f.Add(s, "Ex.COM.:80", "[::1]:9")
@@ -311,44 +202,6 @@ func FuzzParseKey(f *testing.F) {
 	})
 }
 
-func FuzzParseRate(f *testing.F) {
-	for _, s := range []string{"10r/s", "30r/m", "1r/m", "0r/s", "10", "r/s", "9223372036854775807r/s"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		r, err := ParseRate(s)
-		if err != nil {
-			return
-		}
-		if r <= 0 {
-			t.Fatalf("ParseRate(%q) = %d, want > 0", s, r)
-		}
-		r2, err := ParseRate(r.String())
-		if err != nil || r2 != r {
-			t.Fatalf("ParseRate(%q) = %d; its String %q reads back as %d, %v", s, r, r.String(), r2, err)
-		}
-	})
-}
-
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"10m", "512k", "1048576", "", "m", "9223372036854775807", "8796093022208m"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
-		if err != nil {
-			return
-		}
-		if n < 0 {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
-		}
-		digits := strings.TrimRight(s, "kKmM")
-		if len(s)-len(digits) > 1 {
-			t.Fatalf("ParseSize(%q) accepted two units", s)
-		}
-	})
-}
-
 func TestKeyDisplayDistinct(t *testing.T) {
 	k, err := ParseKey("$http_x_tenant")
 	if err != nil {
@@ -365,4 +218,23 @@ func TestKeyDisplayDistinct(t *testing.T) {
 	if got := k.Display("acme"); got != "acme" {
 		t.Errorf("Display(acme) = %q, want it unchanged", got)
 	}
+}
+
+// FuzzCanonicalHeader holds canonicalHeader to net/http's canonical form
+// for every name a $http_NAME variable can give.
+func FuzzCanonicalHeader(f *testing.F) {
+	for _, s := range []string{"x-tenant", "X_TENANT", "user-agent", "a--b", "-x", "x-", "1a-b2", "ÿ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name := strings.ReplaceAll(s, "_", "-")
+		for i := 0; i < len(name); i++ {
+			if !isVarByte(name[i]) && name[i] != '-' {
+				return
+			}
+		}
+		if got, want := canonicalHeader(name), textproto.CanonicalMIMEHeaderKey(name); got != want {
+			t.Fatalf("canonicalHeader(%q) = %q, want %q as net/http", name, got, want)
+		}
+	})
 }
