@@ -55,48 +55,43 @@ func hostSpan(h string) (int, bool) {
 	portVal := 0
 	for i := 0; i < len(h); i++ {
 		c := h[i]
-		switch state {
-		case start:
+		if state == start {
 			if c == '[' {
 				state = literal
 				continue
 			}
 			state = name
-			fallthrough
-		case name:
+		}
+		switch {
+		case c == '.' && (state == name || state == literal):
+			if dot == i-1 {
+				return 0, false
+			}
+			dot = i
+		case state == name:
 			switch {
 			case hostByte(c), c == '%':
 			case c == ':':
 				end = i
 				state = port
-			case c == '.':
-				if dot == i-1 {
-					return 0, false
-				}
-				dot = i
 			default:
 				return 0, false
 			}
-		case literal:
+		case state == literal:
 			switch {
 			case hostByte(c), c == ':':
 			case c == ']':
 				end = i + 1
 				state = literalEnd
-			case c == '.':
-				if dot == i-1 {
-					return 0, false
-				}
-				dot = i
 			default:
 				return 0, false
 			}
-		case literalEnd:
+		case state == literalEnd:
 			if c != ':' {
 				return 0, false
 			}
 			state = port
-		case port:
+		default: // port
 			if c < '0' || c > '9' {
 				return 0, false
 			}

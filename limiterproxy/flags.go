@@ -3,9 +3,10 @@ package limiterproxy
 import (
 	"fmt"
 	"slices"
-	"stampede/limit"
 	"strconv"
 	"strings"
+
+	"stampede/limit"
 )
 
 // Examples of the flag forms, quoted in parse errors.
@@ -29,15 +30,8 @@ func ParseConnFlag(s string) (limit.ConnSpec, error) {
 	}
 	spec := limit.ConnSpec{Key: key, PerKey: n}
 	for _, o := range opts {
-		name, v, hasV := strings.Cut(o, "=")
-		switch {
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, connFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, connFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
-		default:
+		ok, err := commonOpt(s, connFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun)
+		if !ok {
 			err = fmt.Errorf("%q: unknown option %q (want zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, connFlagExample)
 		}
 		if err != nil {
@@ -74,14 +68,11 @@ func ParseReqFlag(s string) (limit.ReqSpec, error) {
 			hasDelay = true
 		case name == "nodelay" && !hasV:
 			spec.NoDelay = true
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, reqFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, reqFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
 		default:
-			err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			var ok bool
+			if ok, err = commonOpt(s, reqFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun); !ok {
+				err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			}
 		}
 		if err != nil {
 			return limit.ReqSpec{}, err
@@ -94,6 +85,23 @@ func ParseReqFlag(s string) (limit.ReqSpec, error) {
 		return limit.ReqSpec{}, err
 	}
 	return spec, nil
+}
+
+// commonOpt reads the option o of the flag s if it is one every limit has:
+// zone=SIZE, status=CODE or dry_run; ok is false for any other.
+func commonOpt(s, example, o string, zone *string, status *int, dryRun *bool) (ok bool, err error) {
+	name, v, hasV := strings.Cut(o, "=")
+	switch {
+	case name == "zone" && hasV:
+		*zone, err = flagZone(s, v, example)
+	case name == "status" && hasV:
+		*status, err = flagStatus(s, v, example)
+	case (name == "dry_run" || name == "dry-run") && !hasV:
+		*dryRun = true
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // checkFlag words the first of a spec's Validate errors for the flag s.

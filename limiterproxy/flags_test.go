@@ -1,9 +1,10 @@
 package limiterproxy
 
 import (
-	"stampede/limit"
 	"strings"
 	"testing"
+
+	"stampede/limit"
 )
 
 func TestParseConnFlag(t *testing.T) {

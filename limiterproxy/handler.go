@@ -3,11 +3,12 @@ package limiterproxy
 import (
 	"io"
 	"net/http"
-	"stampede/limit"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"stampede/limit"
 
 	"stampede/clock"
 )

@@ -6,8 +6,9 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
-	"stampede/limit"
 	"testing"
+
+	"stampede/limit"
 )
 
 // TestDebugKeysText requires /debug/keys to print each key distinctly and
