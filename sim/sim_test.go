@@ -79,7 +79,7 @@ func (c *counter) Add(r *workload.Result) {
 
 func mustRun(t testing.TB, sc *scenarios.Scenario, sink workload.Sink, opts Options) Stats {
 	t.Helper()
-	st, err := Run(context.Background(), sc, sink, opts)
+	st, err := Simulate(context.Background(), sc, sink, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -357,7 +357,7 @@ func TestCancel(t *testing.T) {
 	})
 	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
 	sc.Duration = time.Hour
-	st, err := Run(ctx, sc, sink, Options{})
+	st, err := Simulate(ctx, sc, sink, Options{})
 	if err != context.Canceled || !st.Interrupted {
 		t.Fatalf("Run: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
 	}
@@ -392,7 +392,7 @@ func TestErlangB(t *testing.T) {
 		a := lambda * dist.Mean().Seconds()
 		w := ErlangB(a, limit)
 		st := mustRun(t, erlangScenario(lambda, dist, 1000, connLimit("$host", limit), time.Hour), nil, Options{})
-		got := st.OutcomeShare(workload.Rejected)
+		got := float64(st.Outcomes[workload.Rejected]) / float64(max(st.Requests, 1))
 		t.Logf("Erlang B, %v service, %.2f erlangs, %d slots: rejected %.4f, formula %.4f (%d requests)", dist, a, limit, got, w, st.Requests)
 		if math.Abs(got-w) > 0.01 {
 			t.Errorf("%v service: rejected share %.4f, Erlang B %.4f: off by more than 0.01", dist, got, w)
@@ -708,5 +708,24 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 	st := mustRun(t, sc, &c, Options{Drain: time.Minute})
 	if c.work != time.Hour || st.Backend.BusyTime != 2*time.Minute {
 		t.Errorf("cut off: Work %v, busy %v; want 1h and 2m", c.work, st.Backend.BusyTime)
+	}
+}
+
+func TestRunInterruptedInfo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	sink := workload.SinkFunc(func(*workload.Result) {
+		if n++; n == 1000 {
+			cancel()
+		}
+	})
+	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
+	sc.Duration = time.Hour
+	info, err := Run(ctx, sc, sink, Options{})
+	if err != nil || !info.Interrupted || info.Engine != Engine {
+		t.Fatalf("Run: err %v, interrupted %v, engine %q; want nil, true, %q", err, info.Interrupted, info.Engine, Engine)
+	}
+	if info.Model <= 0 || info.Model >= sc.Duration {
+		t.Errorf("Model %v: want how far the run got, above 0 and short of %v", info.Model, sc.Duration)
 	}
 }

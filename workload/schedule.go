@@ -44,8 +44,7 @@ type Arrivals struct {
 }
 
 // NewArrivals returns the arrivals of load (Open model) between load.Start
-// and its stop, drawn from rng. The stop is load.Stop, or horizon when
-// load.Stop is zero or, with a horizon above zero, past it.
+// and its stop (Stop(load, horizon)), drawn from rng.
 func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *Arrivals {
 	a := &Arrivals{}
 	a.Reset(load, horizon, rng)
@@ -55,10 +54,7 @@ func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *A
 // Reset makes a the arrivals NewArrivals(load, horizon, rng) would return,
 // reusing a's memory.
 func (a *Arrivals) Reset(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) {
-	stop := load.Stop
-	if stop <= 0 || horizon > 0 && stop > horizon {
-		stop = horizon
-	}
+	stop := Stop(load, horizon)
 	*a = Arrivals{
 		rng:      rng,
 		constant: load.Arrivals == scenarios.Constant,

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"stampede/scenarios"
@@ -44,4 +45,13 @@ func (a *Arrivals) Route() (int, bool) {
 		return 0, false
 	}
 	return a.trace.route, true
+}
+
+// RouteOf returns the route of the arrival Next returned last: the trace's
+// when the arrivals are a trace, else one m picks from rng.
+func (a *Arrivals) RouteOf(m Mix, rng *rand.Rand) int {
+	if r, ok := a.Route(); ok {
+		return r
+	}
+	return m.Pick(rng)
 }
