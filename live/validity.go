@@ -203,17 +203,8 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 // SLO may miss by and still be explained by it.
 const amplification = 10
 
-// worstDelay returns W of the rule, in model time.
-func worstDelay(m measured) time.Duration {
-	w := max(m.lateness.P99, m.stalls.Longest, m.wakes.Quantile(0.99))
-	if m.tare {
-		w = max(w, m.tareMax-m.tareMin)
-	}
-	return time.Duration(float64(w) / m.scale)
-}
-
 // explain fills v.Unexplained from the SLO verdicts of the run, whose
-// worst delay (worstDelay) was w.
+// worst delay, W of the rule in model time, was w.
 func explain(v *report.Validity, slos []report.SLOResult, sc *scenarios.Scenario, w time.Duration) {
 	if v.Conclusive {
 		return

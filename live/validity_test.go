@@ -91,3 +91,12 @@ func wakesAt(d time.Duration) (w clock.Wakes) {
 	}
 	return w
 }
+
+// worstDelay returns W of the rule, in model time.
+func worstDelay(m measured) time.Duration {
+	w := max(m.lateness.P99, m.stalls.Longest, m.wakes.Quantile(0.99))
+	if m.tare {
+		w = max(w, m.tareMax-m.tareMin)
+	}
+	return time.Duration(float64(w) / m.scale)
+}

@@ -126,15 +126,6 @@ type Progress struct {
 	Abandoned uint64                       // requests cut off by cancellation of Run's context; never recorded
 }
 
-// Done returns the number of results handed to the sink.
-func (p Progress) Done() uint64 {
-	var n uint64
-	for _, c := range p.Outcomes {
-		n += c
-	}
-	return n
-}
-
 // Snapshot returns the counts now. The fields are read one by one, so a
 // request that ends during the call may be seen both in flight and done.
 func (c *Counters) Snapshot() Progress {
