@@ -93,28 +93,34 @@ const (
 // never is a time no event reaches.
 const never = time.Duration(math.MaxInt64)
 
-// tenant is one tenant's state during a run.
+// tenant is one tenant's state during a run. With many tenants their
+// arrivals come in no order the cache can follow, so what an arrival reads
+// and writes comes first, in the order it does (the arrivals' next time,
+// the random stream, the route mix, the in-flight count, the keys), and
+// nothing it needs lies behind a pointer of the tenant's own.
 type tenant struct {
-	index    int32
-	load     *scenarios.Load
-	rng      *rand.Rand
-	mix      workload.Mix
 	arrivals workload.Arrivals
-	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
+	stream   workload.Stream // the tenant's random stream: rng's source
+	mix      workload.Mix    // shared by the tenants of a group
+	inFlight int             // open model: requests without a result
+	cap      int             // open model: in-flight cap
+	arrived  int             // open model: arrivals so far, the next visitor's number
+	timeout  time.Duration   // client timeout; 0 none
+	index    int32
+	closed   bool
 	reqKeys  []string
 	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
 	// limits); empty otherwise, when reqKeys and connKeys serve every request.
-	keys     []keySet
-	arrived  int           // open model: arrivals so far, the next visitor's number
-	timeout  time.Duration // client timeout; 0 none
-	cap      int           // open model: in-flight cap
-	inFlight int           // open model: requests without a result
-	stop     time.Duration
-	closed   bool
-	loop     workload.Closed // closed model: its users' loop
+	keys []keySet
+
+	rng   *rand.Rand // &stream's
+	load  *scenarios.Load
+	trace []scenarios.TraceArrival // model trace: the tenant's arrivals
+	stop  time.Duration
+	loop  workload.Closed // closed model: its users' loop
 }
 
 // keySet is a tenant's limiter keys for one visitor address and one route's
@@ -302,6 +308,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many", sc.Name, len(tenants))
 	}
 	e.tenants = make([]tenant, len(tenants))
+	mixes := make(map[*scenarios.Load]workload.Mix, len(sc.Tenants))
 	keyRoutes := 1
 	if len(policy.Locations) > 0 {
 		keyRoutes = len(sc.Backend.Routes)
@@ -323,8 +330,13 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
 		t.load = st.Load
-		t.rng = workload.TenantRand(sc.Seed, st.Index)
-		t.mix = workload.NewMix(st.Load.Routes)
+		t.rng = t.stream.Reset(sc.Seed, st.Index)
+		mix, ok := mixes[st.Load]
+		if !ok {
+			mix = workload.NewMix(st.Load.Routes)
+			mixes[st.Load] = mix
+		}
+		t.mix = mix
 		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed

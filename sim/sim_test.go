@@ -347,7 +347,9 @@ func TestCutOffAtDrain(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
+// cancelled returns a scenario of an hour and a sink that cancels the
+// returned context at its 1000th result.
+func cancelled() (context.Context, *scenarios.Scenario, workload.Sink) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	sink := workload.SinkFunc(func(*workload.Result) {
@@ -357,12 +359,28 @@ func TestCancel(t *testing.T) {
 	})
 	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
 	sc.Duration = time.Hour
+	return ctx, sc, sink
+}
+
+func TestCancel(t *testing.T) {
+	ctx, sc, sink := cancelled()
 	st, err := Simulate(ctx, sc, sink, Options{})
 	if err != context.Canceled || !st.Interrupted {
-		t.Fatalf("Run: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
+		t.Fatalf("Simulate: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
 	}
 	if st.Requests > 1000+checkEvery {
 		t.Errorf("%d results after the cancel at 1000", st.Requests)
+	}
+
+	// Run, as the live engine: an interrupted run is no error, and says
+	// how far it got.
+	ctx, sc, sink = cancelled()
+	info, err := Run(ctx, sc, sink, Options{})
+	if err != nil || !info.Interrupted || info.Engine != Engine {
+		t.Fatalf("Run: err %v, interrupted %v, engine %q; want nil, true, %q", err, info.Interrupted, info.Engine, Engine)
+	}
+	if info.Model <= 0 || info.Model >= sc.Duration {
+		t.Errorf("Run: Model %v, want how far the run got, above 0 and short of %v", info.Model, sc.Duration)
 	}
 }
 
@@ -708,24 +726,5 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 	st := mustRun(t, sc, &c, Options{Drain: time.Minute})
 	if c.work != time.Hour || st.Backend.BusyTime != 2*time.Minute {
 		t.Errorf("cut off: Work %v, busy %v; want 1h and 2m", c.work, st.Backend.BusyTime)
-	}
-}
-
-func TestRunInterruptedInfo(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	n := 0
-	sink := workload.SinkFunc(func(*workload.Result) {
-		if n++; n == 1000 {
-			cancel()
-		}
-	})
-	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
-	sc.Duration = time.Hour
-	info, err := Run(ctx, sc, sink, Options{})
-	if err != nil || !info.Interrupted || info.Engine != Engine {
-		t.Fatalf("Run: err %v, interrupted %v, engine %q; want nil, true, %q", err, info.Interrupted, info.Engine, Engine)
-	}
-	if info.Model <= 0 || info.Model >= sc.Duration {
-		t.Errorf("Model %v: want how far the run got, above 0 and short of %v", info.Model, sc.Duration)
 	}
 }
