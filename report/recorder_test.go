@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 	"stampede/scenarios"
 	"stampede/workload"
 )
@@ -20,7 +20,7 @@ func recScenario() *scenarios.Scenario {
 	return &scenarios.Scenario{
 		Name: "mini-stock", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 7,
 		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{{Name: "page", Path: "/app"}, {Name: "stock-balance", Path: "/api"}}},
-		Proxy:   scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy:   scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{
 			{Group: "other-sites", Count: 3, Host: "site{i}.example.com"},
 			{Group: "user-x", Count: 1, Host: "x.example.com"},

@@ -11,10 +11,10 @@ import (
 	"net/url"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -79,7 +79,7 @@ type Stats struct {
 	SYNDrops    uint64                       // connection attempts the full backlog dropped, retransmissions included
 	KillGuessed uint64                       // results whose Work guessed the kill of a job not yet started (see engine.work)
 	End         time.Duration                // model time of the last event
-	Backend     fakebackend.Stats            // the pool's counters at End
+	Backend     workerpool.Stats             // the pool's counters at End
 	Interrupted bool                         // ctx ended the run early
 }
 
@@ -109,7 +109,7 @@ type tenant struct {
 	index    int32
 	closed   bool
 	reqKeys  []string
-	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	connKeys limit.ConnKeys // prepared: each request hashes none
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
@@ -127,7 +127,7 @@ type tenant struct {
 // location.
 type keySet struct {
 	req  []string
-	conn limiterproxy.ConnKeys
+	conn limit.ConnKeys
 }
 
 // user is one closed-model user.
@@ -140,11 +140,11 @@ type user struct {
 // request is one request on its way. Requests are pooled: one is reused
 // once its result is out and its job has left the pool.
 type request struct {
-	job      fakebackend.Job // job.Data is the request itself
-	slots    limiterproxy.Slots
+	job      workerpool.Job // job.Data is the request itself
+	slots    limit.Slots
 	t        *tenant
-	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
-	user     int32                 // closed model: the user; -1 for open
+	connKeys limit.ConnKeys // its visitor's limit_conn keys
+	user     int32          // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -162,30 +162,30 @@ type engine struct {
 	sc        *scenarios.Scenario
 	sink      workload.Sink
 	sampler   workload.Sampler
-	policy    *limiterproxy.Policy
-	routePol  []*limiterproxy.Policy // per route, its location's limits; nil without locations
-	keyRoutes int                    // routes a tenant's keys are kept for: the backend's with locations, else 1
-	pool      *fakebackend.Pool
-	dists     []fakebackend.Dist
+	policy    *limit.Policy
+	routePol  []*limit.Policy // per route, its location's limits; nil without locations
+	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
+	pool      *workerpool.Pool
+	dists     []workerpool.Dist
 	tenants   []tenant
 	users     []user
 	hasConn   bool // there are keys to sample (Policy.KeysLimiter)
 	readTO    time.Duration
-	connTO    time.Duration      // the proxy's connect timeout; 0 none
-	workerTO  time.Duration      // the backend's worker timeout; 0 none
-	killable  bool               // the worker timeout kills (sync workers)
-	starts    []*fakebackend.Job // jobs the pool started during the current call
-	wakeAt    time.Duration      // the pending evWake; never when none
-	cancel    bool               // on_client_abort: cancel
-	maxOpen   int                // 0: no cap
-	open      int                // open-model requests without a result
+	connTO    time.Duration     // the proxy's connect timeout; 0 none
+	workerTO  time.Duration     // the backend's worker timeout; 0 none
+	killable  bool              // the worker timeout kills (sync workers)
+	starts    []*workerpool.Job // jobs the pool started during the current call
+	wakeAt    time.Duration     // the pending evWake; never when none
+	cancel    bool              // on_client_abort: cancel
+	maxOpen   int               // 0: no cap
+	open      int               // open-model requests without a result
 	horizon   time.Duration
 	every     time.Duration
 	busiest   int
 	keyMap    map[string]int
-	busy      []limiterproxy.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree             // the open-model tenants' next arrivals, one per tenant
-	heap      eventHeap               // every other event: requests', users', samples
+	busy      []limit.KeyCount // the busiest keys of the last sample
+	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
+	heap      eventHeap        // every other event: requests', users', samples
 	seq       uint64
 	free      *request
 	chunks    [][]request
@@ -261,7 +261,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if len(sc.Backend.Routes) == 0 {
 		return nil, fmt.Errorf("sim: scenario %s: the backend has no routes", sc.Name)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
@@ -269,7 +269,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		sc:      sc,
 		sink:    sink,
 		policy:  policy,
-		pool:    fakebackend.NewPool(sc.PoolConfig()),
+		pool:    workerpool.NewPool(sc.PoolConfig()),
 		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		connTO:  sc.Proxy.ConnectTimeout,
@@ -280,8 +280,8 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	}
 	e.workerTO = e.pool.Config().Timeout
 	_, e.killable = e.pool.KillTick(0)
-	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
-	e.pool.OnStart = func(j *fakebackend.Job) { e.starts = append(e.starts, j) }
+	e.cancel = e.pool.Config().OnClientAbort == workerpool.Cancel
+	e.pool.OnStart = func(j *workerpool.Job) { e.starts = append(e.starts, j) }
 	if e.sink == nil {
 		e.sink = workload.SinkFunc(func(*workload.Result) {})
 	}
@@ -300,7 +300,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		if r.Service == nil {
 			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
 		}
-		e.dists = append(e.dists, fakebackend.Prepare(r.Service))
+		e.dists = append(e.dists, workerpool.Prepare(r.Service))
 	}
 
 	tenants := sc.Expand()
@@ -390,7 +390,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 // code, from the request its client would send for target (a path, with
 // its query if any): Host the tenant's host, the connection from addr, no
 // headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
+func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
@@ -587,7 +587,7 @@ func (e *engine) release(r *request) {
 	if !r.done {
 		return
 	}
-	if s := r.job.State(); s == fakebackend.Queued || s == fakebackend.Running {
+	if s := r.job.State(); s == workerpool.Queued || s == workerpool.Running {
 		return
 	}
 	*r = request{id: r.id, next: e.free}
@@ -641,7 +641,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 		ks := &t.keys[i]
 		reqKeys, r.connKeys = ks.req, ks.conn
 	}
-	r.job = fakebackend.Job{Service: service, Data: r}
+	r.job = workerpool.Job{Service: service, Data: r}
 	r.client, r.read, r.connect = never, never, never
 	if t.timeout > 0 {
 		r.client = now + t.timeout
@@ -653,7 +653,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 	if len(pol.Req) > 0 {
 		d := pol.ReqStage(at(now), reqKeys)
 		switch {
-		case d.Verdict == limiterproxy.Rejected:
+		case d.Verdict == limit.Rejected:
 			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
 			return
@@ -674,7 +674,7 @@ func (e *engine) connStage(r *request, now time.Duration) {
 	}
 	if len(pol.Conn) > 0 {
 		slots, d := pol.ConnStageKeys(r.connKeys)
-		if d.Verdict == limiterproxy.Rejected {
+		if d.Verdict == limit.Rejected {
 			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
 			return
@@ -696,11 +696,11 @@ func (e *engine) connect(r *request, now time.Duration) {
 		r.read = now + e.readTO
 	}
 	switch e.pool.Arrive(now, &r.job) {
-	case fakebackend.Refused:
+	case workerpool.Refused:
 		r.read = never
 		e.finish(r, now, workload.BackendError, statusBadGateway)
 		e.release(r)
-	case fakebackend.Dropped:
+	case workerpool.Dropped:
 		r.read = never
 		e.stats.SYNDrops++
 		if at, again := r.job.NextSYN(); again {
@@ -708,9 +708,9 @@ func (e *engine) connect(r *request, now time.Duration) {
 		} else {
 			e.schedule(r, at, evConnectFail)
 		}
-	case fakebackend.Running:
+	case workerpool.Running:
 		r.connect = never
-	case fakebackend.Queued:
+	case workerpool.Queued:
 		r.connect = never
 		e.stats.Waited++
 		e.schedule(r, never, evEnd)
@@ -738,7 +738,7 @@ func (e *engine) armWake() {
 }
 
 // started handles a job a worker has just taken.
-func (e *engine) started(j *fakebackend.Job) {
+func (e *engine) started(j *workerpool.Job) {
 	r := j.Data.(*request)
 	e.stats.Started++
 	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
@@ -772,7 +772,7 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 func (e *engine) end(r *request, now time.Duration) {
 	e.pool.Finish(now, &r.job)
 	if !r.done {
-		if r.job.State() == fakebackend.Killed {
+		if r.job.State() == workerpool.Killed {
 			e.finish(r, now, workload.BackendError, statusBadGateway)
 		} else {
 			e.finish(r, now, workload.OK, statusOK)
@@ -788,14 +788,14 @@ func (e *engine) end(r *request, now time.Duration) {
 func (e *engine) timeout(r *request, now time.Duration, o workload.Outcome, status int) {
 	e.finish(r, now, o, status)
 	switch r.job.State() {
-	case fakebackend.Queued, fakebackend.Running:
+	case workerpool.Queued, workerpool.Running:
 		e.pool.Abandon(now, &r.job)
 		e.flushStarts()
-		if r.job.State() == fakebackend.Running {
+		if r.job.State() == workerpool.Running {
 			end, _ := e.pool.End(&r.job)
 			e.schedule(r, end, evEnd)
 		}
-	case fakebackend.Dropped:
+	case workerpool.Dropped:
 		e.pool.Abandon(now, &r.job) // its connection attempt ends
 	}
 	e.release(r)
@@ -841,17 +841,17 @@ func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, statu
 // known yet, so its Work is the mean of the kill's window, Timeout +
 // ArbiterTick/2 (or its service time if shorter), counted in
 // Stats.KillGuessed.
-func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
+func (e *engine) work(j *workerpool.Job, now time.Duration) time.Duration {
 	switch j.State() {
-	case fakebackend.Done, fakebackend.Killed:
+	case workerpool.Done, workerpool.Killed:
 		return now - j.StartedAt()
-	case fakebackend.Running:
+	case workerpool.Running:
 		if e.cancel {
 			return now - j.StartedAt()
 		}
 		end, _ := e.pool.End(j)
 		return end - j.StartedAt()
-	case fakebackend.Queued:
+	case workerpool.Queued:
 		if e.cancel {
 			return 0
 		}
@@ -860,7 +860,7 @@ func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
 	}
 	if e.killable && j.Service > e.workerTO {
 		e.stats.KillGuessed++
-		return min(j.Service, e.workerTO+fakebackend.ArbiterTick/2)
+		return min(j.Service, e.workerTO+workerpool.ArbiterTick/2)
 	}
 	return j.Service
 }
