@@ -22,6 +22,7 @@ func FuzzParseAndBuild(f *testing.F) {
 	f.Add([]byte(base), "backend.boot=1h")
 	f.Add([]byte(base), "backend.max_requests=2147483647")
 	f.Add([]byte(base), "proxy.limit_req={rate: 1r/m, burst: 100000, delay: 5}")
+	f.Add([]byte(base), "proxy.limit_conn={per_key: 65535, status: 599, zone: 32k}")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		sc, err := parseFuzz(data, set)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"stampede/limit"
 	"stampede/scenarios"
 	"stampede/workerpool"
 )
@@ -28,11 +29,14 @@ var boundsBase = []string{
 	"  max_requests: 0",        // 10
 	"  max_requests_jitter: 0", // 11
 	"  routes: [{name: page, path: /, service: 10ms}]", // 12
-	"tenants:",                    // 13
-	"  - group: sites",            // 14
-	"    count: 2",                // 15
-	`    host: "site{i}.example"`, // 16
-	"    load: {rate: 1/s}",       // 17
+	"tenants:",                               // 13
+	"  - group: sites",                       // 14
+	"    count: 2",                           // 15
+	`    host: "site{i}.example"`,            // 16
+	"    load: {rate: 1/s}",                  // 17
+	"proxy:",                                 // 18
+	"  limit_conn: {key: $host, per_key: 4}", // 19
+	"  limit_req: {key: $host, rate: 10r/s, burst: 20}", // 20
 }
 
 // TestBoundsRefusedAlike puts every bound a scenario is held to one step
@@ -68,6 +72,18 @@ func TestBoundsRefusedAlike(t *testing.T) {
 			"17:11: tenants[0].load: 2e+07 requests/s in all at the peak"},
 		{"requests", map[int]string{2: "duration: 10m", 17: "    load: {rate: 1000000/s}"},
 			"17:11: tenants[0].load: about 1.2e+09 requests expected in all"},
+		{"per_key", map[int]string{19: fmt.Sprintf("  limit_conn: {key: $host, per_key: %d}", limit.MaxPerKey+1)},
+			"19:37: proxy.limit_conn.per_key: 65536 is over 65535"},
+		{"status", map[int]string{19: fmt.Sprintf("  limit_conn: {key: $host, per_key: 4, status: %d}", limit.MaxStatus+1)},
+			"19:48: proxy.limit_conn.status: 600 is over 599"},
+		{"status below", map[int]string{19: fmt.Sprintf("  limit_conn: {key: $host, per_key: 4, status: %d}", limit.MinStatus-1)},
+			"19:48: proxy.limit_conn.status: 399 is below 400"},
+		{"zone", map[int]string{19: "  limit_conn: {key: $host, per_key: 4, zone: 1k}"},
+			"19:46: proxy.limit_conn.zone: \"1k\" is too small"},
+		{"burst", map[int]string{20: fmt.Sprintf("  limit_req: {key: $host, rate: 10r/s, burst: %d}", limit.MaxBurst+1)},
+			"20:47: proxy.limit_req.burst: 1000000001 is over 1000000000"},
+		{"limit_req rate", map[int]string{20: fmt.Sprintf("  limit_req: {key: $host, rate: %dr/s, burst: 20}", limit.MaxRate+1)},
+			`20:33: proxy.limit_req.rate: rate "1000000000001r/s" is too large`},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
