@@ -11,6 +11,8 @@ import (
 
 // This file reads the backend section: gunicorn's workers and its routes.
 
+// backend reads the backend section into b, from the defaults of a file
+// that leaves fields out, and holds it to the pool's own bounds.
 func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	const path = "backend"
 	f := d.mapping(n, path, "{workers: 8, routes: [...]}", backendKeys)
@@ -55,6 +57,7 @@ func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	}
 }
 
+// route reads one route; names and paths are those of the routes before it.
 func (d *decoder) route(n *yaml.Node, path string, names, paths map[string]bool) (Route, bool) {
 	var r Route
 	f := d.mapping(n, path, "{name: page, path: /app, service: 30ms}", routeKeys)
