@@ -9,6 +9,6 @@
 //
 // It adapts each *http.Request to the small limit.Request the keys are
 // evaluated from; every admission decision is limit's, the same code the
-// simulator runs. The package never prints, exits or reads flags itself:
-// cmd/stampede wires it.
+// simulator runs. The package never prints, exits or reads the command
+// line: cmd/stampede wires it.
 package limiterproxy
