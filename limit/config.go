@@ -103,8 +103,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // FieldErrors returns the FieldErrors err holds, as the Validate methods
-// return them, in order; nil when err is nil. An error that is not a
-// FieldError comes back as one with an empty Field.
+// return them, in order, through any wrapping; nil when err is nil. An
+// error that holds no FieldError comes back as one with an empty Field.
 func FieldErrors(err error) []*FieldError {
 	switch e := err.(type) {
 	case nil:
@@ -117,6 +117,10 @@ func FieldErrors(err error) []*FieldError {
 			out = append(out, FieldErrors(e)...)
 		}
 		return out
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return FieldErrors(inner)
+		}
 	}
 	return []*FieldError{{Err: err}}
 }
