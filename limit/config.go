@@ -18,9 +18,8 @@ const (
 	// nginx's arithmetic on them, in milli-requests times 1000, stays
 	// within an int64.
 	MaxBurst = 1_000_000_000
-	// MaxRate bounds the N of a rate "Nr/s" (and of "Nr/m", whichever is
-	// larger) so that N·1000 and the leaky bucket's arithmetic on it
-	// cannot overflow an int64.
+	// MaxRate bounds the N of a rate, "Nr/s" or "Nr/m", so that N·1000
+	// and the leaky bucket's arithmetic on it cannot overflow an int64.
 	MaxRate = 1_000_000_000_000
 	// MinStatus and MaxStatus bound the status a limit answers with.
 	MinStatus = 400
