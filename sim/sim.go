@@ -95,19 +95,21 @@ const never = time.Duration(math.MaxInt64)
 
 // tenant is one tenant's state during a run. With many tenants their
 // arrivals come in no order the cache can follow, so what an arrival reads
-// and writes comes first, in the order it does (the arrivals' next time,
-// the random stream, the route mix, the in-flight count, the keys), and
-// nothing it needs lies behind a pointer of the tenant's own.
+// and writes lies in as few cache lines as can hold it, first: the random
+// stream, the route mix and the in-flight count in the first, the
+// arrivals' next time in the second; nothing it needs lies behind a
+// pointer of the tenant's own. The size is a multiple of a cache line, so
+// that every tenant of the engine's slice starts one.
 type tenant struct {
-	arrivals workload.Arrivals
-	stream   workload.Stream // the tenant's random stream: rng's source
+	stream   workload.Stream // the tenant's random stream (rng)
 	mix      workload.Mix    // shared by the tenants of a group
-	inFlight int             // open model: requests without a result
-	cap      int             // open model: in-flight cap
-	arrived  int             // open model: arrivals so far, the next visitor's number
-	timeout  time.Duration   // client timeout; 0 none
+	inFlight int32           // open model: requests without a result
+	cap      int32           // open model: in-flight cap (scenarios bounds it to an int32)
 	index    int32
 	closed   bool
+	arrivals workload.Arrivals
+	arrived  int           // open model: arrivals so far, the next visitor's number
+	timeout  time.Duration // client timeout; 0 none
 	reqKeys  []string
 	connKeys limit.ConnKeys // prepared: each request hashes none
 	// keys are the tenant's keys per visitor address and route, at
@@ -116,12 +118,18 @@ type tenant struct {
 	// limits); empty otherwise, when reqKeys and connKeys serve every request.
 	keys []keySet
 
-	rng   *rand.Rand // &stream's
 	load  *scenarios.Load
 	trace []scenarios.TraceArrival // model trace: the tenant's arrivals
 	stop  time.Duration
 	loop  workload.Closed // closed model: its users' loop
+	_     [tenantPad]byte
 }
+
+// tenantPad rounds tenant up to a multiple of a cache line.
+const tenantPad = 8
+
+// rng returns the tenant's random stream.
+func (t *tenant) rng() *rand.Rand { return t.stream.Rand() }
 
 // keySet is a tenant's limiter keys for one visitor address and one route's
 // location.
@@ -330,7 +338,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
 		t.load = st.Load
-		t.rng = t.stream.Reset(sc.Seed, st.Index)
+		t.stream.Reset(sc.Seed, st.Index)
 		mix, ok := mixes[st.Load]
 		if !ok {
 			mix = workload.NewMix(st.Load.Routes)
@@ -340,7 +348,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
-		t.cap = workload.TenantCap(st.Load)
+		t.cap = int32(workload.TenantCap(st.Load))
 		t.stop = workload.Stop(st.Load, sc.Duration)
 		if t.closed {
 			t.loop = workload.NewClosed(st.Load, sc.Duration)
@@ -463,7 +471,7 @@ func (e *engine) run(ctx context.Context) error {
 			}
 			continue
 		}
-		t.arrivals.Reset(t.load, t.stop, t.rng)
+		t.arrivals.Reset(t.load, t.stop, t.rng())
 		if t.load.Model == scenarios.Traced {
 			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
 		}
@@ -604,8 +612,8 @@ func (e *engine) request(id int32) *request {
 
 // arrive handles an open-model arrival at now.
 func (e *engine) arrive(t *tenant, now time.Duration) {
-	route := t.arrivals.RouteOf(t.mix, t.rng)
-	service := e.dists[route].Sample(t.rng)
+	route := t.arrivals.RouteOf(t.mix, t.rng())
+	service := e.dists[route].Sample(t.rng())
 	if !workload.Admit(int64(t.inFlight), int64(t.cap), int64(e.open), int64(e.maxOpen)) {
 		e.res = workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: now}
 		e.emit()
@@ -619,8 +627,8 @@ func (e *engine) arrive(t *tenant, now time.Duration) {
 
 // send handles a closed-model user's request at now.
 func (e *engine) send(t *tenant, u int32, now time.Duration) {
-	route := t.mix.Pick(t.rng)
-	service := e.dists[route].Sample(t.rng)
+	route := t.mix.Pick(t.rng())
+	service := e.dists[route].Sample(t.rng())
 	e.start(t, u, e.users[u].k, route, service, now)
 }
 
