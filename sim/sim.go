@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
-	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -111,7 +110,7 @@ type tenant struct {
 	arrived  int           // open model: arrivals so far, the next visitor's number
 	timeout  time.Duration // client timeout; 0 none
 	reqKeys  []string
-	connKeys limit.ConnKeys // prepared: each request hashes none
+	connKeys []string
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
@@ -135,7 +134,7 @@ func (t *tenant) rng() *rand.Rand { return t.stream.Rand() }
 // location.
 type keySet struct {
 	req  []string
-	conn limit.ConnKeys
+	conn []string
 }
 
 // user is one closed-model user.
@@ -151,8 +150,8 @@ type request struct {
 	job      workerpool.Job // job.Data is the request itself
 	slots    limit.Slots
 	t        *tenant
-	connKeys limit.ConnKeys // its visitor's limit_conn keys
-	user     int32          // closed model: the user; -1 for open
+	connKeys []string // its visitor's limit_conn keys
+	user     int32    // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -353,9 +352,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		if t.closed {
 			t.loop = workload.NewClosed(st.Load, sc.Duration)
 		}
-		var conn []string
-		t.reqKeys, conn = keysOf(policy, st, st.Addr, "/")
-		t.connKeys = policy.ConnKeys(conn)
+		t.reqKeys, t.connKeys = keysOf(policy, st, st.Addr, "/")
 		if visitors := max(st.PoolSize(), 1); visitors > 1 || keyRoutes > 1 { // scenarios.MaxPoolAddrs addresses at most
 			t.keys = make([]keySet, visitors*keyRoutes)
 			for v := range visitors {
@@ -369,7 +366,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 						lp, target = policy.For(sc.Backend.Routes[j].Path), sc.Backend.Routes[j].Path
 					}
 					req, conn := keysOf(lp, st, addr, target)
-					t.keys[v*keyRoutes+j] = keySet{req, lp.ConnKeys(conn)}
+					t.keys[v*keyRoutes+j] = keySet{req, conn}
 				}
 			}
 		}
@@ -396,41 +393,18 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send for target (a path, with
-// its query if any): Host the tenant's host, the connection from addr, no
-// headers.
+// its query if any): Host the tenant's host, the client addr, no headers.
 func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
-	r := &http.Request{
-		Method:     http.MethodGet,
-		URL:        targetURL(target),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{},
-		Host:       t.Host,
-		RemoteAddr: net.JoinHostPort(addr, "40000"),
-	}
-	var buf []byte
-	for _, rule := range p.Req {
-		buf = rule.Key.Append(buf[:0], r)
-		req = append(req, string(buf))
-	}
-	for _, rule := range p.Conn {
-		buf = rule.Key.Append(buf[:0], r)
-		conn = append(conn, string(buf))
-	}
-	return req, conn
-}
-
-// targetURL is the URL of a request for target, a path with an optional
-// query.
-func targetURL(target string) *url.URL {
+	in := limit.Request{Host: t.Host}
+	in.Addr, _ = netip.ParseAddr(addr)
+	// The query as the server reads the request line's target.
 	if u, err := url.ParseRequestURI(target); err == nil {
-		return u
+		in.Query = u.RawQuery
 	}
-	return &url.URL{Path: target}
+	return p.Keys(&in)
 }
 
 // at converts model time to the explicit time the cores take.
@@ -681,7 +655,7 @@ func (e *engine) connStage(r *request, now time.Duration) {
 		pol = e.routePol[r.route]
 	}
 	if len(pol.Conn) > 0 {
-		slots, d := pol.ConnStageKeys(r.connKeys)
+		slots, d := pol.ConnStage(r.connKeys)
 		if d.Verdict == limit.Rejected {
 			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
