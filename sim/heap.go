@@ -117,49 +117,26 @@ type arrivalTree struct {
 	live int           // players not at never
 }
 
-// arrivalNode is a player and its next arrival, in 16 bytes: the player's
-// number shares a word with the arrival's seq, below it, so that the order
-// of two nodes is still that of (at, seq) and a quarter more of the tree
-// stays in the cache than with a word each.
+// arrivalNode is a player and its next arrival.
 type arrivalNode struct {
+	arrivalKey
+	p int32
+}
+
+type arrivalKey struct {
 	at  time.Duration
-	key uint64 // seq<<playerBits | player
+	seq uint64
 }
 
-// playerBits is the width of a node's player number: the tree holds up to
-// maxPlayers, and seqs below 2^(64-playerBits), about 10^12 events.
-const (
-	playerBits = 24
-	maxPlayers = 1 << playerBits
-	maxSeq     = 1<<(64-playerBits) - 1
-)
-
-func node(at time.Duration, seq uint64, p int32) arrivalNode {
-	if seq > maxSeq {
-		panic("sim: more than 2^40 events")
-	}
-	return arrivalNode{at, seq<<playerBits | uint64(p)}
+func (a *arrivalKey) before(b *arrivalKey) bool {
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }
 
-func (a *arrivalNode) before(b *arrivalNode) bool {
-	return a.at < b.at || a.at == b.at && a.key < b.key
-}
-
-func (a *arrivalNode) player() int32 { return int32(a.key & (maxPlayers - 1)) }
-
-func (a *arrivalNode) seq() uint64 { return a.key >> playerBits }
-
-// neverNode is player p with no arrival to come.
-func neverNode(p int32) arrivalNode {
-	return arrivalNode{never, maxSeq<<playerBits | uint64(p)}
-}
+var neverKey = arrivalKey{at: never, seq: ^uint64(0)}
 
 // reset makes the tree hold one first arrival per entry of evs (ref the
-// tenant, at and seq the arrival's). It holds at most maxPlayers.
+// tenant, at and seq the arrival's).
 func (t *arrivalTree) reset(evs []event) {
-	if len(evs) > maxPlayers {
-		panic("sim: more arrival players than the tree holds")
-	}
 	k := 1
 	for k < len(evs) {
 		k *= 2
@@ -170,15 +147,15 @@ func (t *arrivalTree) reset(evs []event) {
 	// Play every match bottom up: win[n] is the winner below node n.
 	win := make([]arrivalNode, 2*k)
 	for p := range k {
-		win[k+p] = neverNode(int32(p))
+		win[k+p] = arrivalNode{neverKey, int32(p)}
 		if p < len(evs) {
-			win[k+p] = node(evs[p].at, evs[p].seq, int32(p))
+			win[k+p].arrivalKey = arrivalKey{evs[p].at, evs[p].seq}
 			t.ref[p] = evs[p].ref
 		}
 	}
 	for n := k - 1; n >= 1; n-- {
 		a, b := win[2*n], win[2*n+1]
-		if b.before(&a) {
+		if b.before(&a.arrivalKey) {
 			a, b = b, a
 		}
 		win[n], t.node[n] = a, b
@@ -194,27 +171,23 @@ func (t *arrivalTree) len() int { return t.live }
 
 // top returns the earliest arrival's player, time and seq. The tree must
 // not be empty.
-func (t *arrivalTree) top() (player int32, at time.Duration, seq uint64) {
-	w := &t.node[0]
-	return w.player(), w.at, w.seq()
+func (t *arrivalTree) top() (player int32, key *arrivalKey) {
+	return t.node[0].p, &t.node[0].arrivalKey
 }
 
 // replaceTop gives the earliest arrival's player its next arrival, at at
 // with seq seq, or, when ok is false, none.
 func (t *arrivalTree) replaceTop(at time.Duration, seq uint64, ok bool) {
-	p := t.node[0].player()
-	var w arrivalNode
-	if ok {
-		w = node(at, seq, p)
-	} else {
-		w = neverNode(p)
+	w := arrivalNode{arrivalKey{at, seq}, t.node[0].p}
+	if !ok {
+		w.arrivalKey = neverKey
 		t.live--
 	}
-	nodes := t.node
-	for n := (len(nodes) + int(p)) >> 1; n > 0; n >>= 1 {
-		if l := &nodes[n]; l.before(&w) {
+	node := t.node
+	for n := (len(node) + int(w.p)) >> 1; n > 0; n >>= 1 {
+		if l := &node[n]; l.before(&w.arrivalKey) {
 			w, *l = *l, w
 		}
 	}
-	nodes[0] = w
+	node[0] = w
 }

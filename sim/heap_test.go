@@ -30,9 +30,9 @@ func TestArrivalTreeOrder(t *testing.T) {
 			if tree.len() != h.len() {
 				t.Fatalf("%d players, step %d: tree holds %d, heap %d", players, step, tree.len(), h.len())
 			}
-			p, at, seq := tree.top()
+			p, k := tree.top()
 			want := h.ev[0]
-			if got := (event{at: at, seq: seq, ref: tree.ref[p]}); got != want {
+			if got := (event{at: k.at, seq: k.seq, ref: tree.ref[p]}); got != want {
 				t.Fatalf("%d players, step %d: got %+v, want %+v", players, step, got, want)
 			}
 			if left[want.ref] == 0 {
@@ -66,8 +66,8 @@ func BenchmarkArrivalTree(b *testing.B) {
 	tree.reset(first)
 	seq := uint64(len(first))
 	for b.Loop() {
-		_, at, _ := tree.top()
+		_, k := tree.top()
 		seq++
-		tree.replaceTop(at+time.Duration(rng.Int64N(int64(10*time.Second))), seq, true)
+		tree.replaceTop(k.at+time.Duration(rng.Int64N(int64(10*time.Second))), seq, true)
 	}
 }

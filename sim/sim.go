@@ -284,8 +284,8 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	}
 
 	tenants := sc.Expand()
-	if len(tenants) > maxPlayers {
-		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many (at most %d)", sc.Name, len(tenants), maxPlayers)
+	if len(tenants) > math.MaxInt32 {
+		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many", sc.Name, len(tenants))
 	}
 	e.tenants = make([]tenant, len(tenants))
 	mixes := make(map[*scenarios.Load]workload.Mix, len(sc.Tenants))
@@ -441,20 +441,20 @@ func (e *engine) run(ctx context.Context) error {
 		// take their seqs from one counter, so the order is the one a
 		// single heap would give.
 		if e.arrivals.len() > 0 {
-			if p, at, seq := e.arrivals.top(); e.heap.len() == 0 || at < e.heap.ev[0].at || at == e.heap.ev[0].at && seq < e.heap.ev[0].seq {
-				if at > e.horizon {
+			if p, a := e.arrivals.top(); e.heap.len() == 0 || a.at < e.heap.ev[0].at || a.at == e.heap.ev[0].at && a.seq < e.heap.ev[0].seq {
+				if a.at > e.horizon {
 					break
 				}
 				e.stats.Events++
-				e.stats.End = at
-				if !e.guard.ok(at) {
+				e.stats.End = a.at
+				if !e.guard.ok(a.at) {
 					return e.fail(e.guard.err())
 				}
 				// The arrival stays on top while it is handled (what it
 				// schedules goes to the other heap) and is then replaced
 				// by the tenant's next.
 				t := &e.tenants[e.arrivals.ref[p]]
-				e.arrive(t, at)
+				e.arrive(t, a.at)
 				next, ok := t.arrivals.Next()
 				e.arrivals.replaceTop(next, e.seq, ok)
 				if ok {
