@@ -121,6 +121,7 @@ func runCharts(r *Results, f formats) ([]Chart, error) {
 	if r == nil {
 		return nil, errors.New("report: charts of nil results")
 	}
+	r.prepare()
 	type spec struct {
 		name, title, caption string
 		h                    int
@@ -1017,41 +1018,17 @@ func drawFairness(c draw.Canvas, title string, r *Results) {
 // ---- histograms ----
 
 // groupQuantilers returns each group's latency histogram, the merge of its
-// tenants' encoded histograms, by group name. A group some of whose
-// tenants' histograms are missing or unreadable is left out, so that its
-// spectrum falls back to the summary rather than showing part of the group.
+// tenants', by group name. A group some of whose tenants' histograms are
+// missing or unreadable is left out, so that its spectrum falls back to the
+// summary rather than showing part of the group.
 func groupQuantilers(r *Results) map[string]quantiler {
-	if r.Histograms == nil || len(r.Histograms.Tenants) != len(r.Tenants) {
+	g := r.groupHistograms()
+	if g == nil {
 		return nil
 	}
-	hs := map[string]*hdr.PackedHistogram{}
-	bad := map[string]bool{}
-	for i, t := range r.Tenants {
-		if bad[t.Group] {
-			continue
-		}
-		enc := r.Histograms.Tenants[i]
-		if enc == "" {
-			bad[t.Group] = t.Latency.Count > 0
-			continue
-		}
-		h, err := decode(enc)
-		if err != nil {
-			bad[t.Group] = true
-			continue
-		}
-		g := hs[t.Group]
-		if g == nil {
-			g = newHist()
-			hs[t.Group] = g
-		}
-		if g.Merge(h) != 0 {
-			bad[t.Group] = true
-		}
-	}
-	out := make(map[string]quantiler, len(hs))
-	for name, h := range hs {
-		if !bad[name] {
+	out := make(map[string]quantiler, len(g.names))
+	for _, name := range g.names {
+		if h := g.of(name); h != nil {
 			out[name] = hdrQuantiler{h}
 		}
 	}

@@ -449,6 +449,21 @@ func fmtSeconds(s float64) string {
 // c's order; they may be nil. Each point's own report is linked from its
 // results path, relative to dir.
 func RenderComparison(dir string, c *Comparison, points []*Results) error {
+	return RenderComparisonWith(dir, c, points, ComparisonOptions{})
+}
+
+// ComparisonOptions say how RenderComparisonWith writes a comparison. The
+// zero value is RenderComparison's.
+type ComparisonOptions struct {
+	// HasReport reports whether a point, named by its results path as in
+	// Point.Results, has its own report.html to link; the others link their
+	// results.json and say how to render them. Nil links every point's
+	// report.
+	HasReport func(results string) bool
+}
+
+// RenderComparisonWith is RenderComparison with options.
+func RenderComparisonWith(dir string, c *Comparison, points []*Results, o ComparisonOptions) error {
 	if c == nil {
 		return errors.New("report: rendering a nil comparison")
 	}
@@ -465,7 +480,7 @@ func RenderComparison(dir string, c *Comparison, points []*Results) error {
 		}
 	}
 	var b bytes.Buffer
-	v := newComparisonView(dir, c, charts, comparisonInteractive(c, points))
+	v := newComparisonView(dir, c, charts, comparisonInteractive(c, points), o.HasReport)
 	if err := templates.ExecuteTemplate(&b, "comparison.html.tmpl", v); err != nil {
 		return fmt.Errorf("report: writing the comparison report: %w", err)
 	}
@@ -479,7 +494,10 @@ type pointRow struct {
 	Label  string
 	Passed bool
 	SLOs   string // "2 of 2 pass"
-	Report string // relative link to the point's report.html; "" if none
+	Report string // relative link to the point's report.html (or results.json); "" if none
+	// ReportText is the link's text: "report", or "results.json" when the
+	// point's report was not rendered.
+	ReportText string
 	Best   bool   // the recommended point
 	Group  string
 	countsRow
@@ -498,9 +516,12 @@ type comparisonView struct {
 	Charts   []chartView
 	Links    []pointLink
 	Live     *liveView
+	// Unrendered says some points link their results.json: their reports
+	// were not rendered (compare without --point-reports).
+	Unrendered bool
 }
 
-func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart) comparisonView {
+func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart, hasReport func(string) bool) comparisonView {
 	v := comparisonView{Scenario: c.Scenario, Axis: strings.Join(c.Axis, " × "), Charts: chartViews(charts, live)}
 	v.Live, _ = newLiveView(live) // encoding floats and strings does not fail
 	if v.Scenario == "" {
@@ -532,7 +553,11 @@ func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart)
 			passing++
 		}
 		label := strings.Join(p.Value, ", ")
-		href := pointReport(dir, p.Results)
+		href, text := pointReport(dir, p.Results), "report"
+		if href != "" && hasReport != nil && !hasReport(p.Results) {
+			href, text = pointResults(dir, p.Results), "results.json"
+			v.Unrendered = true
+		}
 		if href != "" {
 			v.Links = append(v.Links, pointLink{Label: v.Axis + " = " + label, Href: href})
 		}
@@ -552,7 +577,7 @@ func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart)
 		}
 		for j, g := range groups {
 			v.Rows = append(v.Rows, pointRow{
-				First: j == 0, Span: len(groups), Label: label, Passed: p.Passed, SLOs: slos, Report: href, Best: i == best,
+				First: j == 0, Span: len(groups), Label: label, Passed: p.Passed, SLOs: slos, Report: href, ReportText: text, Best: i == best,
 				Group: g.Name, countsRow: countsRow{Name: g.Name, Tenants: g.Tenants, Counts: g.Counts, Latency: g.Latency},
 			})
 		}
@@ -570,7 +595,15 @@ func pointReport(dir, results string) string {
 	if results == "" {
 		return ""
 	}
-	rp := filepath.Join(filepath.Dir(filepath.FromSlash(results)), "report.html")
+	return relLink(dir, filepath.Join(filepath.Dir(filepath.FromSlash(results)), "report.html"))
+}
+
+// pointResults returns the link from dir to a point's results file.
+func pointResults(dir, results string) string { return relLink(dir, filepath.FromSlash(results)) }
+
+// relLink returns the link from dir to rp: rp itself when relative, else
+// relative to dir when it can be.
+func relLink(dir, rp string) string {
 	if filepath.IsAbs(rp) {
 		if rel, err := filepath.Rel(dir, rp); err == nil {
 			rp = rel

@@ -77,6 +77,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 	var engines []string
 	var busy, capacity float64
 	tally := histTally{} // by kind and name
+	var groups groupHists
 	var tenantOrder, routeOrder, groupOrder []string
 	groupTenants := map[string]int{}
 	totals := Counts{}
@@ -131,10 +132,10 @@ func MergeResults(rs ...*Results) (*Results, error) {
 			k := "g\x00" + g.Name
 			mh := tally[k]
 			if mh == nil {
-				mh = &mergedHist{h: newHist()}
+				mh = &mergedHist{group: GroupResult{Name: g.Name}}
 				tally[k] = mh
 				groupOrder = append(groupOrder, k)
-				mh.group = GroupResult{Name: g.Name}
+				groups.group(g.Name)
 			}
 			sumInto(&mh.group.Counts, g.Counts)
 			mh.group.WorkS = round(mh.group.WorkS+g.WorkS, 6)
@@ -155,21 +156,20 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		m.Tenants = append(m.Tenants, mh.tenant)
 		m.Histograms.Tenants = append(m.Histograms.Tenants, enc.encode(mh.h))
 		gk := "g\x00" + mh.tenant.Group
-		g := tally[gk]
-		if g == nil {
-			g = &mergedHist{h: newHist(), group: GroupResult{Name: mh.tenant.Group}}
-			tally[gk] = g
+		if tally[gk] == nil {
+			tally[gk] = &mergedHist{group: GroupResult{Name: mh.tenant.Group}}
 			groupOrder = append(groupOrder, gk)
 		}
-		g.h.Merge(mh.h)
+		groups.add(groups.group(mh.tenant.Group), mh.h)
 		perGroup[mh.tenant.Group]++
 	}
 	for _, k := range groupOrder {
 		g := tally[k]
 		g.group.Tenants = max(groupTenants[g.group.Name], perGroup[g.group.Name])
-		g.group.Latency = latencyOf(g.h)
+		g.group.Latency = latencyOf(groups.hists[groups.group(g.group.Name)])
 		m.Groups = append(m.Groups, g.group)
 	}
+	m.hists = &groups
 	for _, k := range routeOrder {
 		mh := tally[k]
 		mh.route.Latency = latencyOf(mh.h)
@@ -392,7 +392,7 @@ func mergeIntervals(rs []*Results, groups []GroupResult) ([]IntervalSnapshot, er
 	var enc v2Encoder
 	out := make([]IntervalSnapshot, 0, len(ks))
 	for _, k := range ks {
-		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: enc.encode(acc[k])})
+		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: enc.encode(acc[k]), stats: intervalFigures(acc[k])})
 	}
 	return out, nil
 }

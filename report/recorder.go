@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -114,6 +115,11 @@ type IntervalSnapshot struct {
 	Group string  `json:"group"`
 	T     float64 `json:"t"` // bucket start, model seconds
 	Hist  string  `json:"h"`
+
+	// stats are Hist's figures once known: when the snapshot was made
+	// here, or decoded once by Results.prepare; so that neither the
+	// interval log nor the charts decode Hist again.
+	stats *intervalStats
 }
 
 // RunInfo is what the engine knows at the end of a run.
@@ -689,29 +695,27 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		res.Settings[k] = v
 	}
 
-	var enc v2Encoder
 	total := r.other
 	groupTally := make([]tally, len(r.groups))
 	groupWork := make([]time.Duration, len(r.groups))
-	groupHist := make([]*hdr.PackedHistogram, len(r.groups))
-	for i := range groupHist {
-		groupHist[i] = newHist()
+	var groupHist groupHists
+	for _, g := range r.groups {
+		groupHist.group(g.name)
 	}
 	res.Tenants = make([]TenantResult, len(r.tenants))
 	res.Histograms.Tenants = make([]string, len(r.tenants))
 	for i, t := range r.tenants {
 		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), WorkS: workSeconds(r.tWork[i]), Latency: latencyOf(r.tHist[i])}
-		res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
 		g := r.tGroup[i]
 		groupTally[g].merge(&r.tTally[i])
 		groupWork[g] += r.tWork[i]
-		groupHist[g].Merge(r.tHist[i])
+		groupHist.add(int(g), r.tHist[i])
 		total.merge(&r.tTally[i])
 	}
 	res.Totals = total.counts()
 	res.Groups = make([]GroupResult, len(r.groups))
 	for i, g := range r.groups {
-		res.Groups[i] = GroupResult{Name: g.name, Tenants: g.tenants, Counts: groupTally[i].counts(), WorkS: workSeconds(groupWork[i]), Latency: latencyOf(groupHist[i])}
+		res.Groups[i] = GroupResult{Name: g.name, Tenants: g.tenants, Counts: groupTally[i].counts(), WorkS: workSeconds(groupWork[i]), Latency: latencyOf(groupHist.hists[i])}
 	}
 	res.Routes = make([]RouteResult, len(r.rTally))
 	res.Histograms.Routes = make([]string, len(r.rTally))
@@ -741,16 +745,29 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	if len(res.Series.Groups) > 0 {
 		n = len(res.Series.Groups[0].Counts)
 	}
+	var ivHists []*hdr.PackedHistogram
 	for b := 0; b < n; b++ {
 		for _, g := range r.groups {
 			if b < len(g.hists) && g.hists[b] != nil && g.hists[b].TotalCount() > 0 {
 				res.Histograms.Intervals = append(res.Histograms.Intervals, IntervalSnapshot{
-					Group: g.name, T: round((time.Duration(b) * r.step).Seconds(), 3), Hist: enc.encode(g.hists[b]),
+					Group: g.name, T: round((time.Duration(b) * r.step).Seconds(), 3), stats: intervalFigures(g.hists[b]),
 				})
+				ivHists = append(ivHists, g.hists[b])
 			}
 		}
 	}
+	// Encoding (deflate) is most of Results' cost: spread it over the
+	// processors. Each snapshot is its histogram's bytes, whoever encodes it.
+	nt := len(r.tHist)
+	encodeAll(nt+len(ivHists), func(i int, enc *v2Encoder) {
+		if i < nt {
+			res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
+		} else {
+			res.Histograms.Intervals[i-nt].Hist = enc.encode(ivHists[i-nt])
+		}
+	})
 	res.SLO = EvaluateSLOs(sc.SLO, res.Groups)
+	res.hists = &groupHist
 	return res
 }
 
@@ -804,38 +821,49 @@ func (r *Recorder) series() *Series {
 }
 
 // hostSeries returns the KeepKeys hosts whose requests were most in flight
-// at their busiest, over n buckets.
+// at their busiest, over n buckets. Hosts are ranked from one scratch row
+// each in turn; only the kept ones get a series of their own, so a fleet of
+// 100,000 hosts costs one row, not 100,000.
 func (r *Recorder) hostSeries(n int) []HostSeries {
 	type hostAcc struct {
-		HostSeries
+		host      string
+		tenants   []int // indexes into r.tenants, in tenant order
 		peak, sum float64
 	}
-	at := map[string]*hostAcc{}
-	var hosts []*hostAcc
-	step := r.step.Seconds()
+	at := map[string]int{}
+	var hosts []hostAcc
 	for i, t := range r.tenants {
-		busy := r.tBusy[i]
-		if len(busy) == 0 {
+		if len(r.tBusy[i]) == 0 {
 			continue
 		}
-		h := at[t.Host]
-		if h == nil {
-			h = &hostAcc{HostSeries: HostSeries{Host: t.Host, InFlight: make([]float64, n)}}
-			at[t.Host] = h
-			hosts = append(hosts, h)
+		j, ok := at[t.Host]
+		if !ok {
+			j = len(hosts)
+			at[t.Host] = j
+			hosts = append(hosts, hostAcc{host: t.Host})
 		}
-		h.Tenants = append(h.Tenants, t.Name)
-		for b, v := range busy[:min(len(busy), n)] {
-			h.InFlight[b] += float64(v)
-		}
+		hosts[j].tenants = append(hosts[j].tenants, i)
 	}
-	for _, h := range hosts {
-		for b, v := range h.InFlight {
+	step := r.step.Seconds()
+	row := make([]float64, n)
+	fill := func(h *hostAcc) {
+		clear(row)
+		for _, i := range h.tenants {
+			busy := r.tBusy[i]
+			for b, v := range busy[:min(len(busy), n)] {
+				row[b] += float64(v)
+			}
+		}
+		h.peak, h.sum = 0, 0
+		for b, v := range row {
 			v = round(v/step, 3)
-			h.InFlight[b] = v
+			row[b] = v
 			h.peak = max(h.peak, v)
 			h.sum += v
 		}
+	}
+	for j := range hosts {
+		fill(&hosts[j])
 	}
 	sort.SliceStable(hosts, func(i, j int) bool {
 		a, b := hosts[i], hosts[j]
@@ -845,11 +873,17 @@ func (r *Recorder) hostSeries(n int) []HostSeries {
 		if a.sum != b.sum {
 			return a.sum > b.sum
 		}
-		return a.Host < b.Host
+		return a.host < b.host
 	})
 	var out []HostSeries
-	for _, h := range hosts[:min(KeepKeys, len(hosts))] {
-		out = append(out, h.HostSeries)
+	for j := range hosts[:min(KeepKeys, len(hosts))] {
+		h := &hosts[j]
+		fill(h)
+		hs := HostSeries{Host: h.host, InFlight: slices.Clone(row)}
+		for _, i := range h.tenants {
+			hs.Tenants = append(hs.Tenants, r.tenants[i].Name)
+		}
+		out = append(out, hs)
 	}
 	return out
 }
@@ -918,8 +952,15 @@ func workSeconds(d time.Duration) float64 { return round(d.Seconds(), 6) }
 
 // round rounds f to d decimals.
 func round(f float64, d int) float64 {
-	p := math.Pow(10, float64(d))
+	p := 0.0
+	if d >= 0 && d < len(pow10) {
+		p = pow10[d] // exact, as math.Pow gives them, without its cost
+	} else {
+		p = math.Pow(10, float64(d))
+	}
 	return math.Round(f*p) / p
 }
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
 
 var _ loadgen.Sink = (*Recorder)(nil)

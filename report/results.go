@@ -164,6 +164,11 @@ type Results struct {
 	StartAt    string     `json:"start_at,omitempty"`
 	Series     *Series    `json:"series,omitempty"`
 	Histograms *Snapshots `json:"histograms,omitempty"`
+
+	// hists are the groups' histograms as the Recorder or a merge built
+	// them, so that the charts need not decode every tenant's snapshot
+	// again; nil for results read from a file.
+	hists *groupHists
 }
 
 // Validity is the live engine's verdict on its own run, apart from the SLO
