@@ -498,8 +498,8 @@ type pointRow struct {
 	// ReportText is the link's text: "report", or "results.json" when the
 	// point's report was not rendered.
 	ReportText string
-	Best   bool   // the recommended point
-	Group  string
+	Best       bool // the recommended point
+	Group      string
 	countsRow
 }
 

@@ -18,8 +18,8 @@ func init() { commands = append(commands, newCompareCmd) }
 
 func newCompareCmd() *cobra.Command {
 	var (
-		f      runFlags
-		sf     shardFlags
+		f            runFlags
+		sf           shardFlags
 		sweeps       []string
 		pointReports bool
 	)
