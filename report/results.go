@@ -1,7 +1,6 @@
-// Package report records results (HdrHistograms and time series) and renders
-// them: results.json, HDR interval logs, PNG/SVG charts, one self-contained
-// HTML report, comparisons and SLO verdicts.
 package report
+
+// This file holds results.json: its types, and reading and writing it.
 
 import (
 	"bytes"

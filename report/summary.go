@@ -131,7 +131,7 @@ func formatSeconds(s float64) string { return formatMs(s * 1000) }
 
 // formatPercent formats a fraction as a percentage with up to 3 decimals.
 func formatPercent(f float64) string {
-	return trimZeros(strconv.FormatFloat(f*100, 'f', 3, 64)) + "%"
+	return trimFloat(f*100, 3) + "%"
 }
 
 // sig3 formats v with 3 significant digits (more for v ≥ 1000), without
@@ -149,15 +149,7 @@ func sig3(v float64) string {
 	default:
 		d = 3
 	}
-	return trimZeros(strconv.FormatFloat(v, 'f', d, 64))
-}
-
-func trimZeros(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-	}
-	return s
+	return trimFloat(v, d)
 }
 
 // behindWarn is how far behind its schedule, in model time at the 99th

@@ -89,7 +89,7 @@ func TestBackendNotMeasured(t *testing.T) {
 		t.Errorf("summary of an unmeasured backend:\n%s\nwant \"backend: not measured\" and no zeros", got)
 	}
 	buf.Reset()
-	if err := WriteReport(&buf, res); err != nil {
+	if err := writeHTML(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

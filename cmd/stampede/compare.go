@@ -234,7 +234,7 @@ func writeComparison(dir string, cmp *report.Comparison, results []*report.Resul
 		if err := writeFile(filepath.Join(tmp, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
 			return err
 		}
-		return report.RenderComparisonWith(tmp, cmp, results, report.ComparisonOptions{
+		return report.RenderComparison(tmp, cmp, results, report.ComparisonOptions{
 			// The points are written before the comparison: link the
 			// reports that are there.
 			HasReport: func(res string) bool {
