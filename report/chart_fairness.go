@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"stampede/loadgen"
+	"stampede/workload"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
@@ -115,7 +115,7 @@ func drawFairness(c draw.Canvas, title string, r *Results) {
 		b.LineStyle.Width = 0
 	}
 	ub.Color = paletteColor(0)
-	rb.Color = outcomeColors[loadgen.Rejected]
+	rb.Color = outcomeColors[workload.Rejected]
 	ub.Offset = bw / 2
 	rb.Offset = -bw / 2
 	p.Add(ub, rb)

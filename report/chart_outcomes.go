@@ -9,7 +9,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"stampede/loadgen"
+	"stampede/workload"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -63,7 +63,7 @@ func drawOutcomes(c draw.Canvas, title string, r *Results) {
 		return
 	}
 	// Draw the layers any shown group has, in the same order everywhere.
-	var used [loadgen.NumOutcomes]bool
+	var used [workload.NumOutcomes]bool
 	for _, i := range idx {
 		for _, b := range s.Groups[i].Counts {
 			for o, v := range b {
@@ -86,7 +86,7 @@ func drawOutcomes(c draw.Canvas, title string, r *Results) {
 		}
 		p := newPlot(title+": "+g.Name, sub, "model time (s)", "requests/s")
 		lower := make([]float64, nb)
-		for o := loadgen.Outcome(0); o < loadgen.NumOutcomes; o++ {
+		for o := workload.Outcome(0); o < workload.NumOutcomes; o++ {
 			if !used[o] {
 				continue
 			}

@@ -2,10 +2,9 @@ package report
 
 import (
 	"fmt"
+	"stampede/workload"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 )
 
 // BenchmarkResultsAndCharts builds results.json and draws the run's charts
@@ -18,11 +17,11 @@ func BenchmarkResultsAndCharts(b *testing.B) {
 			sc.Duration = 10 * time.Minute
 			r := NewRecorder(sc)
 			for i := 0; i < 10*n; i++ {
-				o := loadgen.OK
+				o := workload.OK
 				if i%40 == 0 {
-					o = loadgen.Rejected
+					o = workload.Rejected
 				}
-				r.Add(&loadgen.Result{Tenant: int32(i % n), Route: int16(i % 2), Outcome: o, Status: 200,
+				r.Add(&workload.Result{Tenant: int32(i % n), Route: int16(i % 2), Outcome: o, Status: 200,
 					Intended: time.Duration(i) * (10 * time.Minute) / time.Duration(10*n), Latency: time.Duration(20+i%300) * time.Millisecond})
 			}
 			b.ReportAllocs()

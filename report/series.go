@@ -1,9 +1,9 @@
 package report
 
+import "stampede/workload"
+
 // This file holds the time series and histogram snapshots that results.json
 // carries beside its totals.
-
-import "stampede/loadgen"
 
 // Series are the time series of a run, in model time. Buckets are indexed
 // from the start of the run; a result falls in the bucket of the moment it
@@ -33,10 +33,10 @@ type HostSeries struct {
 }
 
 // GroupSeries is one group's outcome counts per bucket: Counts[b][o] for
-// bucket b and loadgen.Outcome o. Every group has the same number of buckets.
+// bucket b and workload.Outcome o. Every group has the same number of buckets.
 type GroupSeries struct {
-	Name   string                        `json:"name"`
-	Counts [][loadgen.NumOutcomes]uint32 `json:"counts"`
+	Name   string                         `json:"name"`
+	Counts [][workload.NumOutcomes]uint32 `json:"counts"`
 }
 
 // BackendSample is the backend's state in one bucket: the most busy workers

@@ -4,11 +4,11 @@ import (
 	"io"
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
-func statsOf(workers, busyMax, queueMax int, busy time.Duration) fakebackend.Stats {
-	return fakebackend.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
+func statsOf(workers, busyMax, queueMax int, busy time.Duration) workerpool.Stats {
+	return workerpool.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
 }
 
 // writeHTML writes r's report.html to w, drawing its charts.
