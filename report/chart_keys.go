@@ -18,6 +18,10 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 	var keys []KeySeries
 	if r.Series != nil {
 		keys = r.Series.Keys
+		if len(keys) == 0 && len(r.passed) > 0 {
+			drawPassed(c, title, r)
+			return
+		}
 		if len(keys) == 0 {
 			drawHosts(c, title, r)
 			return
@@ -116,8 +120,49 @@ func drawHosts(c draw.Canvas, title string, r *Results) {
 	drawPlot(p, c)
 }
 
+// drawPassed draws, for the tenants limit_req delayed most, the requests it
+// passed on per model second (solid) and those of them it delayed first
+// (dashed), by the moment it passed them on.
+func drawPassed(c draw.Canvas, title string, r *Results) {
+	t1 := timeEnd(r)
+	step := r.Series.Step
+	p := newPlot(title, fmt.Sprintf("the %d tenants limit_req delayed most; requests/s passed on (solid) and of them delayed first (dashed)",
+		len(r.passed)), "model time (s)", "requests/s (model time)")
+	peak := 0.0
+	for i, ps := range r.passed {
+		if len(ps.passed) == 0 {
+			continue
+		}
+		// One bucket of nothing after the last, so that the step ends
+		// where the series does rather than at the end of the drain.
+		ts := make([]float64, len(ps.passed)+1)
+		for b := range ts {
+			ts[b] = float64(b) * step
+		}
+		col := paletteColor(i)
+		name := tenantLabel(ps.tenant, ps.host)
+		peak = math.Max(peak, stepSeries(p, ts, append(slices.Clip(ps.passed), 0), t1, col, name, false))
+		if ps.delayedTotal == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, 0, 2*len(ts))
+		for b, v := range ps.delayed {
+			xys = append(xys, plotter.XY{X: ts[b], Y: v}, plotter.XY{X: ts[b+1], Y: v})
+		}
+		l := line(xys, col, 1.4, true)
+		p.Add(l)
+		p.Legend.Add(name+" delayed", l)
+	}
+	p.X.Min, p.X.Max = 0, t1
+	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
+	drawPlot(p, c)
+}
+
 // keysTitle names the in-flight chart by what it shows.
 func keysTitle(r *Results) string {
+	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.passed) > 0 {
+		return "Requests passed on and delayed by limit_req per tenant"
+	}
 	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.Series.Hosts) > 0 {
 		return "Requests in flight per host (busiest hosts)"
 	}
@@ -125,6 +170,13 @@ func keysTitle(r *Results) string {
 }
 
 func keysCaption(r *Results) string {
+	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.passed) > 0 {
+		s := "limit_req counts requests, not requests in flight: for the tenants it delayed most, each line is the requests it passed on per model second and, dashed, how many of them it held back first (a key's burst above its rate). Rejections are in the outcomes chart."
+		if !slices.ContainsFunc(r.passed, func(ps passedSeries) bool { return ps.delayedTotal > 0 }) {
+			s += " No request was delayed (nodelay, or the engine cannot see delays: the live engine does not)."
+		}
+		return s
+	}
 	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.Series.Hosts) > 0 {
 		return "No limit_conn counted keys in this run (limit_req only, or no limit): each host's mean requests in flight per model second, as its clients saw them, so time spent delayed by limit_req counts. No limit line: nothing limits in-flight requests."
 	}

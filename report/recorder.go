@@ -7,6 +7,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"stampede/limit"
 	"stampede/loadgen"
 	"stampede/scenarios"
 	"stampede/workerpool"
@@ -99,6 +100,10 @@ type Recorder struct {
 	tHist  []*hdr.PackedHistogram
 	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
 	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
+	// tReq is, per tenant and bucket of the moment limit_req passed them
+	// on, the requests it let through and how many of those it delayed
+	// first; nil without limit_req, and per tenant until one passed.
+	tReq   [][]reqCount
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
 	other  tally            // results naming no known tenant
@@ -269,6 +274,9 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
 	r.tWork = make([]time.Duration, len(r.tenants))
 	r.tBusy = make([][]float32, len(r.tenants))
+	if hasReqLimits(sc.Proxy.Limits) {
+		r.tReq = make([][]reqCount, len(r.tenants))
+	}
 	for i := range r.tHist {
 		r.tHist[i] = newHist()
 	}
@@ -359,6 +367,9 @@ func (r *Recorder) Add(res *workload.Result) {
 	if o != workload.Dropped {
 		r.noteInFlight(ti, res.Intended, end)
 	}
+	if r.tReq != nil && o != workload.Dropped && o != workload.Rejected {
+		r.notePassed(ti, res.Intended+res.Delay, res.Delay > 0)
+	}
 	if ok {
 		r.tHist[ti].RecordValue(us) // in range by micros
 	}
@@ -407,6 +418,38 @@ func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
 	}
 }
 
+// reqCount is one tenant's requests limit_req passed on in one bucket, and
+// how many of them it delayed first.
+type reqCount struct{ passed, delayed uint32 }
+
+// hasReqLimits reports whether c has a limit_req anywhere.
+func hasReqLimits(c limit.Config) bool {
+	if len(c.Req) > 0 {
+		return true
+	}
+	for _, l := range c.Locations {
+		if len(l.Req) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// notePassed counts a request of tenant ti that limit_req passed on at
+// model time at, delayed or not.
+func (r *Recorder) notePassed(ti int, at time.Duration, delayed bool) {
+	b := r.bucket(at)
+	rc := r.tReq[ti]
+	if b >= len(rc) {
+		rc = append(rc, make([]reqCount, b+1-len(rc))...)
+		r.tReq[ti] = rc
+	}
+	rc[b].passed++
+	if delayed {
+		rc[b].delayed++
+	}
+}
+
 // Merge adds o's records to r. Both must be for the same scenario; Merge
 // panics when their tenants, routes or steps differ.
 func (r *Recorder) Merge(o *Recorder) {
@@ -422,6 +465,15 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 		for b, v := range o.tBusy[i] {
 			r.tBusy[i][b] += v
+		}
+		if r.tReq != nil && len(o.tReq[i]) > 0 {
+			if n := len(o.tReq[i]); len(r.tReq[i]) < n {
+				r.tReq[i] = append(r.tReq[i], make([]reqCount, n-len(r.tReq[i]))...)
+			}
+			for b, c := range o.tReq[i] {
+				r.tReq[i][b].passed += c.passed
+				r.tReq[i][b].delayed += c.delayed
+			}
 		}
 	}
 	for i := range o.rTally {

@@ -5,6 +5,7 @@ package report
 // verdicts.
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -92,6 +93,9 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	}
 
 	res.Series = r.series()
+	if r.tReq != nil && len(res.Series.Groups) > 0 {
+		res.passed = r.passedSeries(len(res.Series.Groups[0].Counts))
+	}
 	for _, s := range res.Series.Backend {
 		res.Backend.BusyMax = max(res.Backend.BusyMax, s.Busy)
 		res.Backend.QueueMax = max(res.Backend.QueueMax, s.Queued)
@@ -317,3 +321,39 @@ func round(f float64, d int) float64 {
 }
 
 var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// passedSeries returns, for the maxKeyLines tenants limit_req delayed most
+// (then passed most), their requests it passed on and delayed per model
+// second over n buckets.
+func (r *Recorder) passedSeries(n int) []passedSeries {
+	type acc struct {
+		i              int
+		passed, delayd uint64
+	}
+	var ts []acc
+	for i, rc := range r.tReq {
+		a := acc{i: i}
+		for _, c := range rc {
+			a.passed += uint64(c.passed)
+			a.delayd += uint64(c.delayed)
+		}
+		if a.passed > 0 {
+			ts = append(ts, a)
+		}
+	}
+	slices.SortStableFunc(ts, func(a, b acc) int {
+		return cmp.Or(cmp.Compare(b.delayd, a.delayd), cmp.Compare(b.passed, a.passed))
+	})
+	step := r.step.Seconds()
+	var out []passedSeries
+	for _, a := range ts[:min(maxKeyLines, len(ts))] {
+		t := r.tenants[a.i]
+		ps := passedSeries{tenant: t.Name, host: t.Host, passed: make([]float64, n), delayed: make([]float64, n), delayedTotal: a.delayd}
+		for b, c := range r.tReq[a.i][:min(n, len(r.tReq[a.i]))] {
+			ps.passed[b] = float64(c.passed) / step
+			ps.delayed[b] = float64(c.delayed) / step
+		}
+		out = append(out, ps)
+	}
+	return out
+}

@@ -159,6 +159,7 @@ type request struct {
 	client   time.Duration // the client's deadline; never when none
 	read     time.Duration // the proxy's read deadline; never until connected upstream
 	connect  time.Duration // the proxy's connect deadline; never when none or connected
+	delay    time.Duration // how long limit_req held it (Result.Delay)
 	ev       uint64        // seq of the one pending event that is not stale; 0 none
 	next     *request      // free list
 	id       int32         // the request's place in the engine's chunks
@@ -653,6 +654,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 			return
 		case d.Delay > 0:
 			e.stats.Delayed++
+			r.delay = d.Delay
 			e.schedule(r, now+d.Delay, evDelayEnd)
 			return
 		}
@@ -814,6 +816,7 @@ func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, statu
 		Intended: r.intended,
 		Latency:  now - r.intended,
 		Work:     e.work(&r.job, now),
+		Delay:    r.delay,
 	}
 	e.emit()
 	if r.user >= 0 && !e.stopping {

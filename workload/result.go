@@ -79,6 +79,11 @@ type Result struct {
 	// reads it from the backend's answer, so there only ok responses carry
 	// it; the simulator knows it for every request.
 	Work time.Duration
+
+	// Delay is how long limit_req held the request before passing it on,
+	// model time; zero when it was not delayed, or when the engine cannot
+	// know (the live driver: the proxy does not say).
+	Delay time.Duration
 }
 
 // A Sink receives results. Engines call Add from one goroutine at a time
