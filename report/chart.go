@@ -237,6 +237,34 @@ func drawPlot(p *plot.Plot, c draw.Canvas) {
 	leg.Draw(strip)
 }
 
+// The time charts share one plot area, so that stacked one above the other
+// their time axes line up pixel for pixel: the data area starts timeLeft
+// pixels from the image's left edge and ends where a legend column of
+// timeLegend pixels begins.
+const (
+	timeLeft   = 96  // px
+	timeLegend = 330 // px, the legend column and its gap
+)
+
+// drawTimePlot draws p, a chart against model time, onto c (the full width
+// of its image) with its data area at the time charts' shared place, and
+// its legend in the column on the right.
+func drawTimePlot(p *plot.Plot, c draw.Canvas) {
+	leg := p.Legend
+	p.Legend = plot.NewLegend()
+	left := c.Min.X + px(timeLeft)
+	right := c.Max.X - px(timeLegend)
+	area := draw.Crop(c, 0, -px(timeLegend), px(12), -px(8))
+	// The y axis's width depends on its labels: move the canvas so that
+	// the data area, not the axis, starts at left; then trim its right so
+	// the data area ends at right whatever the last tick label needs.
+	area = draw.Crop(area, left-p.DataCanvas(area).Min.X, 0, 0, 0)
+	area = draw.Crop(area, 0, right-p.DataCanvas(area).Max.X, 0, 0)
+	p.Draw(area)
+	titleH := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + px(8)
+	leg.Draw(draw.Crop(c, c.Max.X-c.Min.X-px(timeLegend)+px(16), -px(8), px(12), -titleH))
+}
+
 // gridLines returns light grid lines.
 func gridLines() *plotter.Grid {
 	g := plotter.NewGrid()

@@ -42,13 +42,13 @@ func drawBackend(c draw.Canvas, title string, r *Results) {
 	}
 	p.X.Min, p.X.Max = t0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
-	drawPlot(p, tiles.At(c, 0, 0))
+	drawTimePlot(p, tiles.At(c, 0, 0))
 
 	q := newPlot("Backlog queue", "", "model time (s)", "queued requests")
 	peak = stepSeries(q, ts, queue, t1, paletteColor(3), "queue length", true)
 	q.X.Min, q.X.Max = t0, t1
 	q.Y.Min, q.Y.Max = 0, peak*1.15+0.5
-	drawPlot(q, tiles.At(c, 0, 1))
+	drawTimePlot(q, tiles.At(c, 0, 1))
 }
 
 // BackendMeasured reports whether r says anything of the backend's workers:

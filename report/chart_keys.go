@@ -84,7 +84,7 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 	}
 	p.X.Min, p.X.Max = t0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
-	drawPlot(p, c)
+	drawTimePlot(p, c)
 }
 
 // drawHosts draws the busiest hosts' mean requests in flight, for runs
@@ -117,7 +117,7 @@ func drawHosts(c draw.Canvas, title string, r *Results) {
 	}
 	p.X.Min, p.X.Max = 0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
-	drawPlot(p, c)
+	drawTimePlot(p, c)
 }
 
 // drawPassed draws, for the tenants limit_req delayed most, the requests it
@@ -155,7 +155,7 @@ func drawPassed(c draw.Canvas, title string, r *Results) {
 	}
 	p.X.Min, p.X.Max = 0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
-	drawPlot(p, c)
+	drawTimePlot(p, c)
 }
 
 // keysTitle names the in-flight chart by what it shows.

@@ -92,5 +92,5 @@ func drawLatencyTime(c draw.Canvas, title string, r *Results) {
 		p.Y.Tick.Marker = msLinearTicks
 	}
 	p.X.Min, p.X.Max = 0, end
-	drawPlot(p, c)
+	drawTimePlot(p, c)
 }

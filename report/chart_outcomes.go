@@ -112,12 +112,12 @@ func drawOutcomes(c draw.Canvas, title string, r *Results) {
 		for _, v := range lower {
 			hi = math.Max(hi, v)
 		}
-		p.X.Min, p.X.Max = 0, float64(len(g.Counts))*s.Step
+		p.X.Min, p.X.Max = 0, timeEnd(r) // the time axis every chart shares
 		p.Y.Min, p.Y.Max = 0, math.Max(hi*1.1, 1)
 		if row < len(idx)-1 {
 			p.X.Label.Text = ""
 		}
-		drawPlot(p, tiles.At(c, 0, row))
+		drawTimePlot(p, tiles.At(c, 0, row))
 	}
 }
 
