@@ -85,15 +85,3 @@ type Result struct {
 	// know (the live driver: the proxy does not say).
 	Delay time.Duration
 }
-
-// A Sink receives results. Engines call Add from one goroutine at a time
-// unless the sink says otherwise.
-type Sink interface {
-	Add(*Result)
-}
-
-// SinkFunc adapts a function to a Sink.
-type SinkFunc func(*Result)
-
-// Add calls f(r).
-func (f SinkFunc) Add(r *Result) { f(r) }
