@@ -122,11 +122,11 @@ func drawHosts(c draw.Canvas, title string, r *Results) {
 
 // drawPassed draws, for the tenants limit_req delayed most, the requests it
 // passed on per model second (solid) and those of them it delayed first
-// (dashed), by the moment it passed them on.
+// (dashed), by the moment they were sent.
 func drawPassed(c draw.Canvas, title string, r *Results) {
 	t1 := timeEnd(r)
 	step := r.Series.Step
-	p := newPlot(title, fmt.Sprintf("the %d tenants limit_req delayed most; requests/s passed on (solid) and of them delayed first (dashed)",
+	p := newPlot(title, fmt.Sprintf("the %d tenants limit_req delayed most; requests/s passed on (solid), of them delayed (dashed)",
 		len(r.passed)), "model time (s)", "requests/s (model time)")
 	peak := 0.0
 	for i, ps := range r.passed {
@@ -171,7 +171,7 @@ func keysTitle(r *Results) string {
 
 func keysCaption(r *Results) string {
 	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.passed) > 0 {
-		s := "limit_req counts requests, not requests in flight: for the tenants it delayed most, each line is the requests it passed on per model second and, dashed, how many of them it held back first (a key's burst above its rate). Rejections are in the outcomes chart."
+		s := "limit_req counts requests, not requests in flight: for the tenants it delayed most, each line is the requests sent in each model second that it passed on and, dashed, how many of them it held back first (a key's burst above its rate). Rejections are in the outcomes chart."
 		if !slices.ContainsFunc(r.passed, func(ps passedSeries) bool { return ps.delayedTotal > 0 }) {
 			s += " No request was delayed (nodelay, or the engine cannot see delays: the live engine does not)."
 		}

@@ -10,8 +10,8 @@ import (
 )
 
 // TestPassedByLimitReq: under limit_req the recorder counts, per tenant and
-// by the moment limit_req passed them on, the requests it let through and
-// those it delayed first, and the keys chart draws them.
+// by their intended send, the requests it let through and those it delayed
+// first, and the keys chart draws them.
 func TestPassedByLimitReq(t *testing.T) {
 	sc := recScenario()
 	sc.Proxy.Limits = limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 5}}}
@@ -19,7 +19,7 @@ func TestPassedByLimitReq(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		// user-x (tenant 3): ten at 1 s, the last eight delayed by i×0.5 s.
 		d := time.Duration(max(0, i-1)) * 500 * time.Millisecond
-		r.Add(&workload.Result{Tenant: 3, Outcome: workload.OK, Status: 200, Intended: time.Second, Latency: d + 10*time.Millisecond, Delay: d})
+		r.Add(&workload.Result{Tenant: 3, Outcome: workload.OK, Status: 200, Intended: time.Second, Latency: d + 10*time.Millisecond, Delayed: d > 0})
 	}
 	r.Add(&workload.Result{Tenant: 0, Outcome: workload.OK, Status: 200, Intended: 2 * time.Second, Latency: 5 * time.Millisecond})
 	r.Add(&workload.Result{Tenant: 0, Outcome: workload.Rejected, Status: 503, Intended: 2 * time.Second, Latency: time.Millisecond})

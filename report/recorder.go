@@ -99,9 +99,9 @@ type Recorder struct {
 	tHist  []*hdr.PackedHistogram
 	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
 	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
-	// tReq is, per tenant and bucket of the moment limit_req passed them
-	// on, the requests it let through and how many of those it delayed
-	// first; nil without limit_req, and per tenant until one passed.
+	// tReq is, per tenant and bucket of their intended send, the requests
+	// limit_req let through and how many of those it delayed first; nil
+	// without limit_req, and per tenant until one passed.
 	tReq   [][]reqCount
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
@@ -367,7 +367,7 @@ func (r *Recorder) Add(res *workload.Result) {
 		r.noteInFlight(ti, res.Intended, end)
 	}
 	if r.tReq != nil && o != workload.Dropped && o != workload.Rejected {
-		r.notePassed(ti, res.Intended+res.Delay, res.Delay > 0)
+		r.notePassed(ti, res.Intended, res.Delayed)
 	}
 	if ok {
 		r.tHist[ti].RecordValue(us) // in range by micros
@@ -434,8 +434,8 @@ func hasReqLimits(c limit.Config) bool {
 	return false
 }
 
-// notePassed counts a request of tenant ti that limit_req passed on at
-// model time at, delayed or not.
+// notePassed counts a request of tenant ti, meant to be sent at model time
+// at, that limit_req passed on, delayed or not.
 func (r *Recorder) notePassed(ti int, at time.Duration, delayed bool) {
 	b := r.bucket(at)
 	rc := r.tReq[ti]

@@ -146,12 +146,12 @@ type request struct {
 	user     int32    // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
+	delayed  bool          // limit_req held it (Result.Delayed)
 	inUse    bool          // allocated
 	intended time.Duration // when the client meant to send it
 	client   time.Duration // the client's deadline; never when none
 	read     time.Duration // the proxy's read deadline; never until connected upstream
 	connect  time.Duration // the proxy's connect deadline; never when none or connected
-	delay    time.Duration // how long limit_req held it (Result.Delay)
 	ev       uint64        // seq of the one pending event that is not stale; 0 none
 	next     *request      // free list
 	id       int32         // the request's place in the engine's chunks
@@ -634,7 +634,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 			return
 		case d.Delay > 0:
 			e.stats.Delayed++
-			r.delay = d.Delay
+			r.delayed = true
 			e.schedule(r, now+d.Delay, evDelayEnd)
 			return
 		}
@@ -796,7 +796,7 @@ func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, statu
 		Intended: r.intended,
 		Latency:  now - r.intended,
 		Work:     e.work(&r.job, now),
-		Delay:    r.delay,
+		Delayed:  r.delayed,
 	}
 	e.emit()
 	if r.user >= 0 && !e.stopping {

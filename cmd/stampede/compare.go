@@ -171,6 +171,9 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 			}
 			fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", cmp.Recommendation.Objective, cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
+			if !pointReports {
+				fmt.Fprintf(w, "each point's results.json is under %s; compare --point-reports also draws each point's own report (or: stampede report POINT/results.json -o POINT)\n", dir)
+			}
 			if depends {
 				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
 			}
