@@ -175,7 +175,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				fmt.Fprintf(w, "each point's results.json is under %s; compare --point-reports also draws each point's own report (or: stampede report POINT/results.json -o POINT)\n", dir)
 			}
 			if depends {
-				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
+				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (each point's results.json says why and the time_scale it can hold; --point-reports draws its report)"}
 			}
 			if !cmp.Recommendation.Passed {
 				return exitCodeError{exitSLO, "no point passes every SLO"}
