@@ -58,16 +58,22 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	path := filepath.Join(b.TempDir(), "access.log")
-	fh, err := os.Create(path)
+	path := os.Getenv("STAMPEDE_BENCH_LOG")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "access.log")
+		fh, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteSynthetic(fh, n, 1); err != nil {
+			b.Fatal(err)
+		}
+		fh.Close()
+	}
+	fi, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := WriteSynthetic(fh, n, 1); err != nil {
-		b.Fatal(err)
-	}
-	fi, _ := fh.Stat()
-	fh.Close()
 	f := mustNginx(b, SynthFormat)
 	b.SetBytes(fi.Size())
 	b.ReportAllocs()

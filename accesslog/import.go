@@ -146,6 +146,7 @@ type importer struct {
 	readBytes  int64
 	total      int64
 	lastProg   int64
+	upstream   bool // the nginx format has $upstream_response_time
 }
 
 const noSample = math.MaxUint32
@@ -185,6 +186,7 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 	if err := im.checkFormats(); err != nil {
 		return nil, err
 	}
+	im.upstream = im.opts.Format.Has("upstream_time")
 	for _, name := range append(slices.Clone(opts.Logs), opts.GunicornLogs...) {
 		if fi, err := os.Stat(name); err == nil {
 			im.total += fi.Size()
@@ -210,8 +212,10 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 	} else {
 		im.nginxService()
 	}
-	im.ups = nil // the largest array but one: free it before the sort
-	b, err := im.build()
+	// The largest array but one, no longer needed: the trace is ordered in it.
+	scratch := im.ups
+	im.ups = nil
+	b, err := im.build(scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +427,7 @@ func (im *importer) nginxEntry(e *Entry) error {
 	im.ticks = append(im.ticks, uint64(tick)<<32|uint64(tid)<<routeBits|uint64(rid))
 	up := uint32(noSample)
 	d := e.Upstream
-	if d == Unknown && !im.opts.Format.Has("upstream_time") {
+	if d == Unknown && !im.upstream {
 		d = e.RequestTime
 	}
 	if d >= 0 {
@@ -436,7 +440,7 @@ func (im *importer) nginxEntry(e *Entry) error {
 	}
 	im.ups = append(im.ups, up)
 	im.sum.Used++
-	if e.Upstream == Unknown && im.opts.Format.Has("upstream_time") {
+	if e.Upstream == Unknown && im.upstream {
 		if im.local == nil {
 			im.local = map[int]int64{}
 		}
