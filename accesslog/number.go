@@ -1,9 +1,6 @@
 package accesslog
 
-import (
-	"bytes"
-	"time"
-)
+import "time"
 
 // upstreamList reads nginx's list of upstream values: "0.1", "0.1, 0.2",
 // "0.1 : 0.2" or "-" entries, and keeps the last one.
@@ -39,9 +36,9 @@ func upstreamList(b []byte, k kind, e *Entry) (int, bool) {
 		}
 		pos = j
 		switch {
-		case bytes.HasPrefix(b[pos:], []byte(", ")):
+		case pos+1 < len(b) && b[pos] == ',' && b[pos+1] == ' ':
 			pos += 2
-		case bytes.HasPrefix(b[pos:], []byte(" : ")):
+		case pos+2 < len(b) && b[pos] == ' ' && b[pos+1] == ':' && b[pos+2] == ' ':
 			pos += 3
 		default:
 			if lastDash {
