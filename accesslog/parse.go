@@ -117,33 +117,28 @@ func (f *Format) value(b []byte, fd *field, e *Entry) (int, bool) {
 // ownValue reads a value that ends by its own syntax, and returns its
 // length.
 func (f *Format) ownValue(b []byte, k kind, e *Entry) (int, bool) {
+	var t int64
+	var ok bool
+	n := timeLocalLen
 	switch k {
 	case kTimeLocal:
-		t, ok := f.local.get(b, timeLocalLen, parseTimeLocal)
-		if !ok {
-			return 0, false
-		}
-		e.setTime(t, time.Second)
-		return timeLocalLen, true
+		t, ok = f.local.get(b, timeLocalLen, parseTimeLocal)
 	case kTimeBracket:
-		if len(b) < timeLocalLen+2 || b[0] != '[' || b[timeLocalLen+1] != ']' {
-			return 0, false
+		if len(b) >= timeLocalLen+2 && b[0] == '[' && b[timeLocalLen+1] == ']' {
+			t, ok = f.local.get(b[1:], timeLocalLen, parseTimeLocal)
+			n += 2
 		}
-		t, ok := f.local.get(b[1:], timeLocalLen, parseTimeLocal)
-		if !ok {
-			return 0, false
-		}
-		e.setTime(t, time.Second)
-		return timeLocalLen + 2, true
 	case kTimeISO:
-		t, ok := f.iso.get(b, timeISOLen, parseTimeISO)
-		if !ok {
-			return 0, false
-		}
-		e.setTime(t, time.Second)
-		return timeISOLen, true
+		t, ok = f.iso.get(b, timeISOLen, parseTimeISO)
+		n = timeISOLen
+	default:
+		return upstreamList(b, k, e)
 	}
-	return upstreamList(b, k, e)
+	if !ok {
+		return 0, false
+	}
+	e.setTime(t, time.Second)
+	return n, true
 }
 
 // find returns where the literal next begins in b (len(b) when next is
