@@ -14,104 +14,106 @@ func (f *Format) Parse(line []byte, e *Entry) error {
 	if !hasLit(line, f.lead) {
 		return lineErr(line, 0, "%q", f.lead)
 	}
-	pos := len(f.lead)
-	for i := range f.fields {
-		fd := &f.fields[i]
-		var n int
-		var ok bool
-		if fd.own {
-			n, ok = f.ownValue(line[pos:], fd.kind, e)
-		} else {
-			n, ok = f.value(line[pos:], fd, e)
-		}
-		if !ok {
-			return lineErr(line, pos, "%s for %s", want[fd.kind], fd.name)
-		}
-		pos += n
-		if fd.own {
-			if !hasLit(line[pos:], fd.next) {
-				return lineErr(line, pos, "%q", fd.next)
-			}
-			pos += len(fd.next)
-		}
-	}
-	if pos != len(line) {
+	pos, bad, ok := f.fieldsAt(line, len(f.lead), e)
+	switch {
+	case bad == nil && pos != len(line):
 		return lineErr(line, pos, "the end of the line after the format's last part")
+	case bad == nil:
+		return nil
+	case ok:
+		return lineErr(line, pos, "%q", bad.next)
 	}
-	return nil
+	return lineErr(line, pos, "%s for %s", want[bad.kind], bad.name)
 }
 
-// value reads one field's value, which ends where its literal begins, at
-// the start of b into e, and returns the length of the value and the
-// literal.
-func (f *Format) value(b []byte, fd *field, e *Entry) (int, bool) {
-	k := fd.kind
-	var n int
-	if fd.run {
-		for n < len(b) && numeric[b[n]] {
-			n++
+// fieldsAt reads the fields from line[pos:] into e, and returns where they
+// end; or where a field's value, or with ok its literal, does not match,
+// and the field. The loop and the reading of values are one function: a
+// call for each field costs a line more than most values do.
+func (f *Format) fieldsAt(line []byte, pos int, e *Entry) (int, *field, bool) {
+	for i := range f.fields {
+		fd := &f.fields[i]
+		k := fd.kind
+		b := line[pos:]
+		if fd.own {
+			n, ok := f.ownValue(b, k, e)
+			if !ok {
+				return pos, fd, false
+			}
+			if !hasLit(b[n:], fd.next) {
+				return pos + n, fd, true
+			}
+			pos += n + len(fd.next)
+			continue
 		}
-		if !hasLit(b[n:], fd.next) {
-			return 0, false
+		var n int
+		if fd.run {
+			for n < len(b) && numeric[b[n]] {
+				n++
+			}
+			if !hasLit(b[n:], fd.next) {
+				return pos, fd, false
+			}
+		} else if n = f.find(b, fd.next); n < 0 {
+			return pos, fd, false
 		}
-	} else if n = f.find(b, fd.next); n < 0 {
-		return 0, false
-	}
-	v := b[:n]
-	switch k {
-	case kSkip:
-	case kHost:
-		e.Host = f.host(v)
-	case kAddr:
-		e.Addr = f.unescape(v)
-	case kMsec:
-		ns, ok := parseDecimal(v, 9)
-		if !ok {
-			return 0, false
-		}
-		e.setTime(ns, time.Millisecond)
-	case kRequest:
-		f.request(v, e)
-	case kMethod:
-		e.Method = v
-	case kURI:
-		e.Path = f.path(v)
-	case kStatus:
-		st, ok := parseStatus(v)
-		if !ok {
-			return 0, false
-		}
-		e.Status = st
-	case kSeconds:
-		d, ok := seconds(v)
-		if !ok {
-			return 0, false
-		}
-		e.RequestTime = d
-	case kMicros, kMillis, kWholeSeconds:
-		x, ok := parseUint(v)
-		if !ok {
-			return 0, false
-		}
-		unit := time.Second
+		v := b[:n]
 		switch k {
-		case kMicros:
-			unit = time.Microsecond
-		case kMillis:
-			unit = time.Millisecond
+		case kSkip:
+		case kHost:
+			e.Host = f.host(v)
+		case kAddr:
+			e.Addr = f.unescape(v)
+		case kMsec:
+			ns, ok := parseDecimal(v, 9)
+			if !ok {
+				return pos, fd, false
+			}
+			e.setTime(ns, time.Millisecond)
+		case kRequest:
+			f.request(v, e)
+		case kMethod:
+			e.Method = v
+		case kURI:
+			e.Path = f.path(v)
+		case kStatus:
+			st, ok := parseStatus(v)
+			if !ok {
+				return pos, fd, false
+			}
+			e.Status = st
+		case kSeconds:
+			d, ok := seconds(v)
+			if !ok {
+				return pos, fd, false
+			}
+			e.RequestTime = d
+		case kMicros, kMillis, kWholeSeconds:
+			x, ok := parseUint(v)
+			if !ok {
+				return pos, fd, false
+			}
+			unit := time.Second
+			switch k {
+			case kMicros:
+				unit = time.Microsecond
+			case kMillis:
+				unit = time.Millisecond
+			}
+			e.RequestTime = time.Duration(x) * unit
+		case kBytes:
+			if len(v) == 1 && v[0] == '-' {
+				break
+			}
+			x, ok := parseUint(v)
+			if !ok {
+				return pos, fd, false
+			}
+			e.BodyBytes = int64(x)
 		}
-		e.RequestTime = time.Duration(x) * unit
-	case kBytes:
-		if len(v) == 1 && v[0] == '-' {
-			break
-		}
-		x, ok := parseUint(v)
-		if !ok {
-			return 0, false
-		}
-		e.BodyBytes = int64(x)
+		pos += n + len(fd.next)
 	}
-	return n + len(fd.next), true
+	return pos, nil, false
 }
 
 // ownValue reads a value that ends by its own syntax, and returns its
