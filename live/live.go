@@ -19,10 +19,12 @@ import (
 	"stampede/clock"
 	"stampede/fakebackend"
 	"stampede/internal/memnet"
+	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Engine is the engine name results.json records for live runs.
@@ -35,7 +37,7 @@ type Options struct {
 	// pair, which is then not started.
 	Target string
 	// BackendStatsURL, with Target, is where the backend answers its
-	// fakebackend.Stats as JSON (fakebackend.StatsPath); it is polled for the
+	// workerpool.Stats as JSON (fakebackend.StatsPath); it is polled for the
 	// busy/queue series. Empty means no backend samples.
 	BackendStatsURL string
 	// AllowRemote lets Target and BackendStatsURL be outside loopback.
@@ -45,7 +47,7 @@ type Options struct {
 	// progress display that polls Counters.Snapshot while Run runs.
 	Counters *loadgen.Counters
 	// MaxInFlight caps open-model requests in flight; zero means
-	// loadgen.DefaultMaxInFlight.
+	// workload.DefaultMaxInFlight.
 	MaxInFlight int
 	// SampleEvery is the model time between samples of the backend and the
 	// limiter's busiest keys. Zero means one model second (but no more
@@ -108,8 +110,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	var (
 		pr      *pair
 		target  *url.URL
-		policy  *limiterproxy.Policy
-		stats   func() (fakebackend.Stats, bool)
+		policy  *limit.Policy
+		stats   func() (workerpool.Stats, bool)
 		cleanup []func()
 	)
 	defer func() {
@@ -126,7 +128,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		pr = p
 		cleanup = append(cleanup, p.close)
 		target, policy = p.proxyURL, p.policy
-		stats = func() (fakebackend.Stats, bool) { return p.backend.Stats(), true }
+		stats = func() (workerpool.Stats, bool) { return p.backend.Stats(), true }
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
@@ -242,7 +244,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	// The driver's sink goroutine has ended: the recorder is ours again.
 	modelElapsed := time.Duration(float64(elapsed) / scale)
 	sample(modelElapsed)
-	var end fakebackend.Stats
+	var end workerpool.Stats
 	if stats != nil {
 		end, _ = stats()
 	}
@@ -292,8 +294,8 @@ func dialOf(pr *pair) func(ctx context.Context, from netip.Addr) (net.Conn, erro
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503
 // when none says otherwise.
-func RejectStatuses(cfg limiterproxy.Config) []int {
-	st := []int{limiterproxy.DefaultStatus}
+func RejectStatuses(cfg limit.Config) []int {
+	st := []int{limit.DefaultStatus}
 	add := func(s int) {
 		if s != 0 && !slices.Contains(st, s) {
 			st = append(st, s)
@@ -393,7 +395,7 @@ type statsPoller struct {
 	url    *url.URL
 	every  time.Duration
 	client *http.Client
-	last   atomic.Pointer[fakebackend.Stats]
+	last   atomic.Pointer[workerpool.Stats]
 }
 
 func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
@@ -401,11 +403,11 @@ func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
 }
 
 // latest returns the last stats fetched, false before the first.
-func (p *statsPoller) latest() (fakebackend.Stats, bool) {
+func (p *statsPoller) latest() (workerpool.Stats, bool) {
 	if s := p.last.Load(); s != nil {
 		return *s, true
 	}
-	return fakebackend.Stats{}, false
+	return workerpool.Stats{}, false
 }
 
 // run fetches the stats every p.every until ctx is done. A failed fetch
@@ -436,7 +438,7 @@ func (p *statsPoller) fetch(ctx context.Context) {
 	if resp.StatusCode != http.StatusOK {
 		return
 	}
-	var s fakebackend.Stats
+	var s workerpool.Stats
 	if json.NewDecoder(resp.Body).Decode(&s) == nil {
 		p.last.Store(&s)
 	}
@@ -456,7 +458,7 @@ const (
 // loopback TCP or in memory.
 type pair struct {
 	backend  *fakebackend.Backend
-	policy   *limiterproxy.Policy
+	policy   *limit.Policy
 	proxyURL *url.URL
 	// dial, in memory, connects to the proxy from a client's address;
 	// nil over TCP.
@@ -481,7 +483,7 @@ const proxyMaxConns = 16384
 
 // memBacklog is the in-memory backend listener's accept queue. The fake
 // backend accepts every connection at once and keeps its own backlog in
-// its pool (fakebackend.Config.Backlog), so the listener's queue only has
+// its pool (workerpool.Config.Backlog), so the listener's queue only has
 // to hold what arrives between two Accepts; it is as deep as the proxy has
 // connections, so it never overflows first.
 const memBacklog = proxyMaxConns
@@ -506,7 +508,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
@@ -519,7 +521,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	)
 	if memory {
 		overflow := memnet.Retry
-		if sc.Backend.Overflow == fakebackend.Reset {
+		if sc.Backend.Overflow == workerpool.Reset {
 			overflow = memnet.Refuse
 		}
 		ml := memnet.Listen(memnet.Options{
@@ -528,7 +530,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 			Overflow: overflow,
 			// The kernel's SYN retransmissions are model time.
 			RetryAfter: func(n int) (time.Duration, bool) {
-				d, again := fakebackend.SYNRetry(n)
+				d, again := workerpool.SYNRetry(n)
 				return wall(d), again
 			},
 		})

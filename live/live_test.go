@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // These tests play small scenarios over loopback in real time, each in well
@@ -23,7 +24,7 @@ import (
 // machine's speed.
 
 func route(name, path string, service time.Duration) scenarios.Route {
-	return scenarios.Route{Name: name, Path: path, Service: fakebackend.Constant{D: service}}
+	return scenarios.Route{Name: name, Path: path, Service: workerpool.Constant{D: service}}
 }
 
 func one(r int) []scenarios.WeightedRoute { return []scenarios.WeightedRoute{{Route: r, Weight: 1}} }
@@ -40,7 +41,7 @@ func group(t *testing.T, res *report.Results, name string) report.GroupResult {
 }
 
 func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) uint64 {
-	a := loadgen.NewArrivals(load, horizon, loadgen.TenantRand(seed, tenant))
+	a := workload.NewArrivals(load, horizon, workload.TenantRand(seed, tenant))
 	var n uint64
 	for {
 		if _, ok := a.Next(); !ok {
@@ -114,7 +115,7 @@ func story(perKey int) *scenarios.Scenario {
 		},
 	}
 	if perKey > 0 {
-		sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: perKey}}
+		sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: perKey}}
 	}
 	return sc
 }
@@ -208,9 +209,9 @@ func TestRunClientTimeoutAbandons(t *testing.T) {
 	// proxy frees the key's slot, but the worker goes on (continue).
 	sc := &scenarios.Scenario{
 		Name: "abandon", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
-		Backend: scenarios.Backend{Workers: 2, OnClientAbort: fakebackend.Continue,
+		Backend: scenarios.Backend{Workers: 2, OnClientAbort: workerpool.Continue,
 			Routes: []scenarios.Route{route("report", "/report", 30*time.Second)}},
-		Proxy: scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy: scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
 			Model: scenarios.Closed, Users: 1, Iterations: 1, OnTimeout: scenarios.GiveUp,
 			ClientTimeout: 5 * time.Second, Routes: one(0)}}},
@@ -253,8 +254,8 @@ func TestRunDropsOverInFlightCap(t *testing.T) {
 func TestRunTarget(t *testing.T) {
 	sc := story(0)
 	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale,
-		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 30 * time.Millisecond}},
-			{Name: "report", Path: "/api/report", Service: fakebackend.Constant{D: time.Minute}}}})
+		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 30 * time.Millisecond}},
+			{Name: "report", Path: "/api/report", Service: workerpool.Constant{D: time.Minute}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestRunRefusesUnreachableTarget(t *testing.T) {
 }
 
 func TestRejectStatusesAndDrain(t *testing.T) {
-	got := RejectStatuses(limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Status: 429}, {}}, Req: []limiterproxy.ReqSpec{{Status: 503}, {Status: 444}}})
+	got := RejectStatuses(limit.Config{Conn: []limit.ConnSpec{{Status: 429}, {}}, Req: []limit.ReqSpec{{Status: 503}, {Status: 444}}})
 	if want := []int{503, 429, 444}; !slices.Equal(got, want) {
 		t.Errorf("RejectStatuses: got %v, want %v", got, want)
 	}
@@ -315,7 +316,7 @@ func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
 	// timeout, which the proxy also answers 502. Only the limiter's mark
 	// tells them apart.
 	sc := story(0)
-	sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
+	sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
 	sc.Backend.Timeout = 30 * time.Second // the reports take a minute
 	res := run(t, context.Background(), sc, Options{})
 	x := group(t, res, "user-x")
