@@ -81,40 +81,43 @@ func seconds(v []byte) (time.Duration, bool) {
 // at most 9e9, which keeps every result within int64 and takes in Unix
 // seconds until the year 2255.
 func parseDecimal(v []byte, scale int) (int64, bool) {
-	if len(v) == 0 || len(v) > 30 {
-		return 0, false
-	}
+	x, n, ok := decimalPrefix(v, scale)
+	return x, ok && n == len(v)
+}
+
+// decimalPrefix reads the decimal at the start of b as parseDecimal does,
+// and returns its length: where its digits end, which is where a value
+// made of them alone must end.
+func decimalPrefix(b []byte, scale int) (int64, int, bool) {
 	var x int64
 	i := 0
-	for ; i < len(v); i++ {
-		c := v[i] - '0'
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
 		if c > 9 {
 			break
 		}
 		x = x*10 + int64(c)
 	}
 	if i == 0 || i > 10 || x > 9_000_000_000 {
-		return 0, false
+		return 0, i, false
 	}
-	if i == len(v) {
-		return x * pow10[scale], true
+	if i == len(b) || b[i] != '.' {
+		return x * pow10[scale], i, true
 	}
-	if v[i] != '.' || i+1 == len(v) {
-		return 0, false
-	}
+	i++ // the point
 	var frac int64
-	digits := 0
-	for _, c := range v[i+1:] {
-		c -= '0'
+	start := i
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
 		if c > 9 {
-			return 0, false
+			break
 		}
-		if digits < scale {
+		if i-start < scale {
 			frac = frac*10 + int64(c)
-			digits++
 		}
 	}
-	return x*pow10[scale] + frac*pow10[scale-digits], true
+	digits := min(i-start, scale)
+	return x*pow10[scale] + frac*pow10[scale-digits], i, i > start && i <= 30
 }
 
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}

@@ -46,6 +46,23 @@ func (f *Format) fieldsAt(line []byte, pos int, e *Entry) (int, *field, bool) {
 			pos += n + len(fd.next)
 			continue
 		}
+		if fd.run && (k == kMsec || k == kSeconds) {
+			// The decimal read as its run of bytes is scanned: in one pass.
+			x, n, ok := decimalPrefix(b, 9)
+			if k == kSeconds && len(b) > 0 && b[0] == '-' {
+				x, n, ok = int64(Unknown), 1, true
+			}
+			if !ok || n < len(b) && numeric[b[n]] || !hasLit(b[n:], fd.next) {
+				return pos, fd, false
+			}
+			if k == kMsec {
+				e.setTime(x, time.Millisecond)
+			} else {
+				e.RequestTime = time.Duration(x)
+			}
+			pos += n + len(fd.next)
+			continue
+		}
 		var n int
 		if fd.run {
 			for n < len(b) && numeric[b[n]] {
