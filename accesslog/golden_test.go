@@ -36,11 +36,8 @@ func TestImportGolden(t *testing.T) {
 			_, sc, tr := importString(t, log.String(), SynthFormat, tc.opts)
 			got := fmt.Sprintf("%s# trace: %d bytes, sha256 %x\n", sc, len(tr), sha256.Sum256([]byte(tr)))
 			path := filepath.Join("testdata", "import-"+tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
+			if *update && os.WriteFile(path, []byte(got), 0o644) != nil {
+				t.Fatalf("-update could not write %s", path)
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
