@@ -146,7 +146,8 @@ type importer struct {
 	readBytes  int64
 	total      int64
 	lastProg   int64
-	upstream   bool // the nginx format has $upstream_response_time
+	upstream   bool  // the nginx format has $upstream_response_time
+	from, to   int64 // the window, Unix ns: from included, to excluded
 }
 
 const noSample = math.MaxUint32
@@ -187,6 +188,13 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 		return nil, err
 	}
 	im.upstream = im.opts.Format.Has("upstream_time")
+	im.from, im.to = math.MinInt64, math.MaxInt64
+	if !opts.From.IsZero() {
+		im.from = opts.From.UnixNano()
+	}
+	if !opts.To.IsZero() {
+		im.to = opts.To.UnixNano()
+	}
 	for _, name := range append(slices.Clone(opts.Logs), opts.GunicornLogs...) {
 		if fi, err := os.Stat(name); err == nil {
 			im.total += fi.Size()
@@ -372,13 +380,7 @@ func (c *countReader) Read(p []byte) (int, error) {
 
 // inWindow reports whether an arrival at ns (Unix) is in the window.
 func (im *importer) inWindow(ns int64) bool {
-	if !im.opts.From.IsZero() && ns < im.opts.From.UnixNano() {
-		return false
-	}
-	if !im.opts.To.IsZero() && ns >= im.opts.To.UnixNano() {
-		return false
-	}
-	return true
+	return ns >= im.from && ns < im.to
 }
 
 // nginxEntry takes one request of the nginx log.
