@@ -71,8 +71,15 @@ func (f *Format) fieldsAt(line []byte, pos int, e *Entry) (int, *field, bool) {
 			if !hasLit(b[n:], fd.next) {
 				return pos, fd, false
 			}
-		} else if n = f.find(b, fd.next); n < 0 {
+		} else if len(fd.next) == 0 {
+			n = len(b)
+		} else if n = bytes.IndexByte(b, fd.next[0]); n < 0 {
 			return pos, fd, false
+		} else if !hasLit(b[n+1:], fd.next[1:]) || f.esc == escJSON && escaped(b, n) {
+			// Not the literal, or a quote escaped: search on.
+			if n = f.find(b, fd.next); n < 0 {
+				return pos, fd, false
+			}
 		}
 		v := b[:n]
 		switch k {

@@ -16,7 +16,7 @@ func NormalPath(dst, path []byte) []byte {
 		name := path[len("/api/method/"):]
 		// A method is a dotted Python name; what follows is not part of it.
 		for i, c := range name {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			if !methodByte[c] {
 				name = name[:i]
 				break
 			}
@@ -43,6 +43,14 @@ func NormalPath(dst, path []byte) []byte {
 	}
 	return dst
 }
+
+// methodByte marks the bytes of a dotted Python name.
+var methodByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.'
+	}
+	return t
+}()
 
 // pathSegment reads the path segment at path[i:] (up to the next / or the
 // end) and returns where it ends and whether it names one thing among
