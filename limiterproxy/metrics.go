@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"encoding/json"
 	"net/http"
+
 	"stampede/limit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,22 +55,13 @@ type limitMetrics struct {
 func NewMetrics(p *limit.Policy) *Metrics {
 	m := &Metrics{metrics{reg: prometheus.NewRegistry(), policy: p}}
 	labels := []string{"limit", "key"}
-	passed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_passed_total",
-		Help: "Requests the limit admitted without delay.",
-	}, labels)
-	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_total",
-		Help: "Requests the limit rejected with its status.",
-	}, labels)
-	dry := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_dry_run_total",
-		Help: "Requests the limit would have rejected, let through because it is in dry-run mode.",
-	}, labels)
-	delayed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_delayed_total",
-		Help: "Requests limit_req admitted after a delay.",
-	}, labels)
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	passed := counter("stampede_limit_passed_total", "Requests the limit admitted without delay.")
+	rejected := counter("stampede_limit_rejected_total", "Requests the limit rejected with its status.")
+	dry := counter("stampede_limit_rejected_dry_run_total", "Requests the limit would have rejected, let through because it is in dry-run mode.")
+	delayed := counter("stampede_limit_delayed_total", "Requests limit_req admitted after a delay.")
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stampede_limit_in_flight",
 		Help: "Requests holding a limit_conn slot now.",
@@ -163,5 +155,48 @@ func (lm *limitMetrics) count(v limit.Verdict) {
 		lm.rejected.Inc()
 	case limit.RejectedDryRun:
 		lm.rejectedDryRun.Inc()
+	}
+}
+
+// countReq counts the limit_req stage's decision: the deciding rule gets
+// the verdict, every other rule that counted the request (non-empty key)
+// passed it, unless the request was rejected, in which case nginx charged
+// no rule and neither do the metrics.
+func (m *Metrics) countReq(keys []string, d limit.ReqDecision) {
+	if m == nil {
+		return
+	}
+	for i, k := range keys {
+		switch {
+		case i == d.Rule:
+			m.reqVerdict(i, d.Verdict)
+		case k == "" || d.Verdict == limit.Rejected:
+		default:
+			m.reqVerdict(i, limit.Passed)
+		}
+	}
+}
+
+// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
+// for every limit_conn that counted it: the in-flight gauge of each rule
+// holding a slot, and on admission passed or rejected_dry_run.
+func (m *Metrics) connAdmitted(p *limit.Policy, keys []string, d limit.ConnDecision, delta float64) {
+	if d.Verdict == limit.RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, limit.RejectedDryRun)
+	}
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if d.Verdict == limit.RejectedDryRun && p.Conn[i].Spec.DryRun {
+			// The dry-run pass stopped at its rejecting rule and released
+			// what it had taken: no dry-run rule holds a slot, and later
+			// ones never saw the request. Enforced rules beside them do.
+			continue
+		}
+		if delta > 0 {
+			m.connVerdict(i, limit.Passed)
+		}
+		m.connInFlight(i, delta)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"stampede/limit"
 	"sync"
 	"time"
+
+	"stampede/limit"
 )
 
 // DefaultConnectTimeout bounds dialing the upstream, as nginx's

@@ -56,7 +56,7 @@ func TestLibrary(t *testing.T) {
 				t.Errorf("no SLO: a library scenario should say what good looks like")
 			}
 			for _, a := range sc.Sweep {
-				for _, set := range a.Sets() {
+				for _, set := range axisSets(a) {
 					if _, err := sc.With(set); err != nil {
 						t.Errorf("sweep point %s: %v", set, err)
 					}
@@ -308,7 +308,7 @@ func TestFeatures(t *testing.T) {
 	if tabs.OnTimeout != GiveUp || tabs.Think != 5*time.Second || tabs.Iterations != 3 || tabs.Stop != 4*time.Minute {
 		t.Errorf("tabs = %+v", tabs)
 	}
-	if len(sc.Sweep) != 2 || sc.Sweep[1].Path != "backend.routes.report.service" || len(Grid(sc.Sweep)) != 6 {
+	if len(sc.Sweep) != 2 || sc.Sweep[1].Path != "backend.routes.report.service" || len(sc.Sweep[0].Values)*len(sc.Sweep[1].Values) != 6 {
 		t.Errorf("sweep = %+v, want 2 axes making 6 points", sc.Sweep)
 	}
 }
