@@ -2,27 +2,20 @@ package accesslog
 
 import (
 	"bytes"
+	"slices"
 )
 
 // NormalPath appends to dst the route path stands for: numbers, UUIDs and
 // hashes (and segments of mixed letters and many digits, like document
 // names SINV-2026-00012) become {id}, while Frappe's /api/method/NAME
 // keeps its NAME, which names the code that runs. A trailing slash is
-// dropped, and an empty path is "/". It reads the path once and allocates
-// nothing when dst has room.
+// dropped, and an empty path is "/". A route normalises to itself. It
+// reads the path once and allocates nothing when dst has room.
 func NormalPath(dst, path []byte) []byte {
 	start := len(dst)
-	if bytes.HasPrefix(path, []byte("/api/method/")) {
-		name := path[len("/api/method/"):]
-		// A method is a dotted Python name; what follows is not part of it.
-		for i, c := range name {
-			if !methodByte[c] {
-				name = name[:i]
-				break
-			}
-		}
-		dst = append(dst, "/api/method/"...)
-		return append(dst, name...)
+	if bytes.HasPrefix(path, methodPrefix) {
+		dst = append(dst, methodPrefix...)
+		return append(dst, methodName(path[len(methodPrefix):])...)
 	}
 	for i := 0; i < len(path); {
 		if path[i] == '/' {
@@ -41,7 +34,23 @@ func NormalPath(dst, path []byte) []byte {
 	if len(dst) == start {
 		dst = append(dst, '/')
 	}
+	// A path the segments made a method's (api/method/x, //api/method/x)
+	// is the method's, as the path it is now would be.
+	if r := dst[start:]; bytes.HasPrefix(r, methodPrefix) {
+		dst = dst[:start+len(methodPrefix)+len(methodName(r[len(methodPrefix):]))]
+	}
 	return dst
+}
+
+var methodPrefix = []byte("/api/method/")
+
+// methodName returns the dotted Python name at the start of name: what
+// follows is not part of it.
+func methodName(name []byte) []byte {
+	if i := slices.IndexFunc(name, func(c byte) bool { return !methodByte[c] }); i >= 0 {
+		return name[:i]
+	}
+	return name
 }
 
 // methodByte marks the bytes of a dotted Python name.
