@@ -24,6 +24,8 @@ var nginxCases = []struct {
 	{"no-limits", Config{}, NginxOptions{}},
 	{"conn-host", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
 		NginxOptions{Listen: "127.0.0.1:8080", Upstream: "http://127.0.0.1:9000", ReadTimeout: 120 * time.Second}},
+	{"upstream-keepalive", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		NginxOptions{Upstream: "127.0.0.1:9000", ReadTimeout: 120 * time.Second, UpstreamKeepAlive: 32}},
 	{"two-limits", Config{
 		Req: []ReqSpec{{Key: "binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, Zone: "1m"}},
 		Conn: []ConnSpec{

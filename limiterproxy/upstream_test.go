@@ -170,7 +170,7 @@ func TestOneShotDialsWithoutLookup(t *testing.T) {
 		{"http://localhost:" + port, false},
 	} {
 		u := mustURL(t, tt.upstream)
-		if got := newOneShot(u, &net.Dialer{}, 0, 0).addr.IsValid(); got != tt.direct {
+		if got := newUpstreamTransport(u, &net.Dialer{}, 0, 0).addr.IsValid(); got != tt.direct {
 			t.Errorf("step %d: %s dialled without a lookup: %v, want %v", i, tt.upstream, got, tt.direct)
 		}
 		front := httptest.NewServer(NewProxy(u, ProxyOptions{}))
