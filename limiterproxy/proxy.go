@@ -17,6 +17,12 @@ import (
 // proxy_connect_timeout does by default; over it the proxy answers 504.
 const DefaultConnectTimeout = 60 * time.Second
 
+// MaxUpstreamKeepAlive bounds ProxyOptions.UpstreamKeepAlive: more idle
+// upstream connections than the proxy serves clients at once by default
+// (and than the exported nginx.conf's worker_connections) could never
+// fill.
+const MaxUpstreamKeepAlive = 4096
+
 // DialFunc opens a connection to address on network, as
 // net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
@@ -39,7 +45,8 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 //     beyond that, each for at most 60 s (keepalive_timeout), for at most
 //     1000 requests (keepalive_requests) and one hour (keepalive_time);
 //     one the upstream closes while idle is not used again. N bounds the
-//     proxy as nginx's bounds each worker process. A reused connection
+//     proxy as nginx's bounds each worker process; over
+//     MaxUpstreamKeepAlive it is MaxUpstreamKeepAlive. A reused connection
 //     that fails before the response (the upstream closed it as the
 //     request went out) sends the request once more on the next
 //     connection, as nginx's default proxy_next_upstream does, unless
@@ -79,7 +86,7 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	}
 	keepAlive := opts.UpstreamKeepAlive > 0
 	if keepAlive {
-		t.pool = newIdlePool(opts.UpstreamKeepAlive)
+		t.pool = newIdlePool(min(opts.UpstreamKeepAlive, MaxUpstreamKeepAlive))
 	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
