@@ -17,6 +17,7 @@ import (
 	"stampede/fakebackend"
 	"stampede/internal/gunicorntest"
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 	"stampede/limiterproxy"
 )
 
@@ -317,7 +318,7 @@ func startFake(t *testing.T, c gCase) string {
 func startNginx(t *testing.T, c gCase, upstream string) string {
 	t.Helper()
 	return nginxtest.Start(t, func(w io.Writer, listen string) error {
-		return limiterproxy.WriteNginx(w, limiterproxy.Config{}, limiterproxy.NginxOptions{
+		return limiterproxy.WriteNginx(w, limit.Config{}, limiterproxy.NginxOptions{
 			Listen: listen, Upstream: upstream, ReadTimeout: c.readTimeout, ConnectTimeout: limiterproxy.DefaultConnectTimeout,
 		})
 	})

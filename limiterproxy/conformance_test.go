@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"slices"
+	"stampede/limit"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +49,7 @@ func (r confReq) group() string {
 
 type confCase struct {
 	name        string
-	cfg         Config
+	cfg         limit.Config
 	readTimeout time.Duration
 	waves       [][]confReq
 	want        []map[int]int // per wave, the statuses both must give (a check on the test itself)
@@ -61,7 +62,7 @@ func concat(parts ...[]confReq) []confReq { return slices.Concat(parts...) }
 var confCases = []confCase{
 	{
 		name: "limit_conn per host",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
+		cfg:  limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2}}},
 		waves: [][]confReq{concat(
 			reqs(3, confReq{host: "site1", path: "/hold"}),
 			reqs(3, confReq{host: "site2", path: "/hold"}),
@@ -70,7 +71,7 @@ var confCases = []confCase{
 	},
 	{
 		name: "limit_conn per address",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 429}}},
+		cfg:  limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 429}}},
 		waves: [][]confReq{concat(
 			reqs(2, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}),
 			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}),
@@ -80,7 +81,7 @@ var confCases = []confCase{
 	},
 	{
 		name: "two limits at once",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2}}},
+		cfg:  limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2}}},
 		waves: [][]confReq{
 			reqs(3, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}), // the address limit
 			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}), // then the host limit
@@ -90,7 +91,7 @@ var confCases = []confCase{
 	},
 	{
 		name: "empty key is not counted",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
+		cfg:  limit.Config{Conn: []limit.ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
 		waves: [][]confReq{
 			reqs(3, confReq{host: "site1", path: "/hold"}),
 			reqs(2, confReq{host: "site1", tenant: "acme", path: "/hold"}),
@@ -99,13 +100,13 @@ var confCases = []confCase{
 	},
 	{
 		name:  "dry run",
-		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
+		cfg:   limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
 		waves: [][]confReq{reqs(3, confReq{host: "site1", path: "/hold"})},
 		want:  []map[int]int{{200: 3}},
 	},
 	{
 		name: "limit_req burst nodelay, one at a time",
-		cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
+		cfg:  limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
 		waves: [][]confReq{
 			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
 			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
@@ -115,34 +116,34 @@ var confCases = []confCase{
 	},
 	{
 		name:  "limit_req burst nodelay, simultaneous",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
+		cfg:   limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
 		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/"})},
 		want:  []map[int]int{{200: 4, 503: 2}},
 	},
 	{
 		name:  "limit_req burst with delay",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "4r/s", Burst: 2, Status: 429}}},
+		cfg:   limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "4r/s", Burst: 2, Status: 429}}},
 		waves: [][]confReq{reqs(4, confReq{host: "site1", path: "/"})},
 		want:  []map[int]int{{200: 3, 429: 1}},
 	},
 	{
 		name:  "limit_req delay=N",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 5, Delay: 2}}},
+		cfg:   limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 5, Delay: 2}}},
 		waves: [][]confReq{reqs(7, confReq{host: "site1", path: "/"})},
 		want:  []map[int]int{{200: 6, 503: 1}},
 	},
 	{
 		name: "limit_req then limit_conn",
-		cfg: Config{
-			Req:  []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 4, NoDelay: true}},
-			Conn: []ConnSpec{{Key: "$host", PerKey: 2}},
+		cfg: limit.Config{
+			Req:  []limit.ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 4, NoDelay: true}},
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2}},
 		},
 		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/hold"})},
 		want:  []map[int]int{{200: 2, 503: 4}},
 	},
 	{
 		name:  "502 on a killed worker",
-		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		cfg:   limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}},
 		waves: [][]confReq{reqs(2, confReq{host: "site1", path: "/kill"})},
 		want:  []map[int]int{{502: 2}},
 	},
@@ -151,12 +152,12 @@ var confCases = []confCase{
 	// with its own status.
 	{
 		name: "limit_conn.t: locations and inheritance",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/zone"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}},
-				{Paths: []string{"/unlim"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 5}}},
-				{Paths: []string{"/custom"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 501}}},
+		cfg: limit.Config{
+			Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
+			Locations: []limit.Location{
+				{Paths: []string{"/zone"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}},
+				{Paths: []string{"/unlim"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 5}}},
+				{Paths: []string{"/custom"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 501}}},
 			},
 		},
 		waves: [][]confReq{
@@ -170,12 +171,12 @@ var confCases = []confCase{
 	// The longest prefix wins; each kind is inherited on its own.
 	{
 		name: "locations: longest prefix, inheritance per kind",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$host", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/report"}, Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
-				{Paths: []string{"/report/x"}, Conn: []ConnSpec{{Key: "$host", PerKey: 3}}},
-				{Paths: []string{"/login", "/signin"}, Req: []ReqSpec{{Key: "$host", Rate: "1r/m", NoDelay: true, Status: 429}}},
+		cfg: limit.Config{
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
+			Locations: []limit.Location{
+				{Paths: []string{"/report"}, Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2}}},
+				{Paths: []string{"/report/x"}, Conn: []limit.ConnSpec{{Key: "$host", PerKey: 3}}},
+				{Paths: []string{"/login", "/signin"}, Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/m", NoDelay: true, Status: 429}}},
 			},
 		},
 		waves: [][]confReq{
@@ -192,7 +193,7 @@ var confCases = []confCase{
 	// $arg_: the first argument of the name with "=", any case, raw.
 	{
 		name: "limit_conn_complex.t: $arg_ keys",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr$arg_c", PerKey: 1}}},
+		cfg:  limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr$arg_c", PerKey: 1}}},
 		waves: [][]confReq{
 			{{host: "site1", path: "/w/hold"}},
 			{{host: "site1", path: "/"}, {host: "site1", path: "/?c=2"}},
@@ -204,7 +205,7 @@ var confCases = []confCase{
 	// nginx-tests limit_req2.t: two limits on $arg_ keys; no key, no limit.
 	{
 		name: "limit_req2.t: $arg_ keys, two limits",
-		cfg:  Config{Req: []ReqSpec{{Key: "$arg_b", Rate: "1000r/s", NoDelay: true}, {Key: "$arg_a", Rate: "1r/m", NoDelay: true}}},
+		cfg:  limit.Config{Req: []limit.ReqSpec{{Key: "$arg_b", Rate: "1000r/s", NoDelay: true}, {Key: "$arg_a", Rate: "1r/m", NoDelay: true}}},
 		waves: [][]confReq{
 			{{host: "site1", path: "/t1?a=1"}}, {{host: "site1", path: "/t1?a=1"}},
 			{{host: "site1", path: "/t1?a=2&b=2"}}, {{host: "site1", path: "/t1?a=2&b=9"}},
@@ -218,7 +219,7 @@ var confCases = []confCase{
 	// rejected.
 	{
 		name: "limit_req_delay.t: two-stage",
-		cfg:  Config{Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "30r/m", Burst: 2, Delay: 1}}},
+		cfg:  limit.Config{Req: []limit.ReqSpec{{Key: "$binary_remote_addr", Rate: "30r/m", Burst: 2, Delay: 1}}},
 		waves: [][]confReq{
 			{{host: "site1", path: "/delay.html"}},
 			{{host: "site1", path: "/delay.html"}},
@@ -232,10 +233,10 @@ var confCases = []confCase{
 	// settle); a location with an enforced limit of its own rejects.
 	{
 		name: "limit_req_dry_run.t: dry run, and a location with it off",
-		cfg: Config{
-			Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m", Burst: 2, DryRun: true}},
-			Locations: []Location{
-				{Paths: []string{"/reject/off"}, Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m"}}},
+		cfg: limit.Config{
+			Req: []limit.ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m", Burst: 2, DryRun: true}},
+			Locations: []limit.Location{
+				{Paths: []string{"/reject/off"}, Req: []limit.ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m"}}},
 			},
 		},
 		waves: [][]confReq{
@@ -249,10 +250,10 @@ var confCases = []confCase{
 	// what an enforced one rejects.
 	{
 		name: "limit_conn_dry_run.t: dry run beside an enforced location",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/dry"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, DryRun: true}}},
+		cfg: limit.Config{
+			Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
+			Locations: []limit.Location{
+				{Paths: []string{"/dry"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, DryRun: true}}},
 			},
 		},
 		waves: [][]confReq{
@@ -263,7 +264,7 @@ var confCases = []confCase{
 	},
 	{
 		name:        "504 on read timeout",
-		cfg:         Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+		cfg:         limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}},
 		readTimeout: 300 * time.Millisecond,
 		waves:       [][]confReq{reqs(2, confReq{host: "site1", path: "/hang"})},
 		want:        []map[int]int{{504: 2}},
@@ -497,9 +498,9 @@ func TestConformanceWithNginx(t *testing.T) {
 
 // startGoProxy serves Handler+NewProxy for cfg on a loopback port until the
 // test ends, and returns its base URL.
-func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+func startGoProxy(t *testing.T, cfg limit.Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
-	p, err := NewPolicy(cfg)
+	p, err := limit.NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +526,7 @@ func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Du
 
 // startNginx runs nginx with WriteNginx's config for cfg until the test
 // ends, and returns its base URL.
-func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+func startNginx(t *testing.T, cfg limit.Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
 	return nginxtest.Start(t, func(w io.Writer, listen string) error {
 		return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: upstream, ReadTimeout: readTimeout})
@@ -548,14 +549,14 @@ func TestConformanceMixedDryRun(t *testing.T) {
 	cl := &clients{m: map[string]*http.Client{}}
 	for _, tc := range []struct {
 		name                 string
-		cfg                  Config
+		cfg                  limit.Config
 		zones, front, behind string
 		wave                 []confReq
 		want                 map[int]int
 	}{
 		{
 			name:   "limit_conn: dry run first, enforced second",
-			cfg:    Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 2}}},
+			cfg:    limit.Config{Conn: []limit.ConnSpec{{Key: "$http_x_tenant", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 2}}},
 			zones:  "limit_conn_zone $host zone=e:1m; limit_conn_zone $http_x_tenant zone=d:1m;",
 			front:  "limit_conn e 2;",
 			behind: "limit_conn d 1; limit_conn_dry_run on;",
@@ -564,7 +565,7 @@ func TestConformanceMixedDryRun(t *testing.T) {
 		},
 		{
 			name:   "limit_req: enforced after a dry run",
-			cfg:    Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s"}}},
+			cfg:    limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s"}}},
 			zones:  "limit_req_zone $host zone=d:1m rate=1r/s; limit_req_zone $host zone=e:1m rate=1r/s;",
 			front:  "limit_req zone=e;",
 			behind: "limit_req zone=d; limit_req_dry_run on;",
@@ -633,7 +634,7 @@ func TestConformanceDisconnect(t *testing.T) {
 	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
 	upstream.Start()
 	defer upstream.Close()
-	cfg := Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
+	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
 	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer cl.CloseIdleConnections()
 	const steps = 20

@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"fmt"
 	"slices"
+	"stampede/limit"
 	"strconv"
 	"strings"
 )
@@ -17,16 +18,16 @@ const (
 // comma-separated options zone=SIZE, status=CODE and dry_run. The key's "$"
 // may be left out ("host=4" is "$host=4"). Errors say what is wrong and give
 // an example.
-func ParseConnFlag(s string) (ConnSpec, error) {
+func ParseConnFlag(s string) (limit.ConnSpec, error) {
 	key, val, opts, err := splitFlag(s, connFlagExample)
 	if err != nil {
-		return ConnSpec{}, err
+		return limit.ConnSpec{}, err
 	}
 	n, err := strconv.Atoi(val)
 	if err != nil || n < 1 {
-		return ConnSpec{}, fmt.Errorf("%q: limit %q is not a whole number of at least 1 (want e.g. %s)", s, val, connFlagExample)
+		return limit.ConnSpec{}, fmt.Errorf("%q: limit %q is not a whole number of at least 1 (want e.g. %s)", s, val, connFlagExample)
 	}
-	spec := ConnSpec{Key: key, PerKey: n}
+	spec := limit.ConnSpec{Key: key, PerKey: n}
 	for _, o := range opts {
 		name, v, hasV := strings.Cut(o, "=")
 		switch {
@@ -40,7 +41,7 @@ func ParseConnFlag(s string) (ConnSpec, error) {
 			err = fmt.Errorf("%q: unknown option %q (want zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, connFlagExample)
 		}
 		if err != nil {
-			return ConnSpec{}, err
+			return limit.ConnSpec{}, err
 		}
 	}
 	return spec, nil
@@ -50,15 +51,15 @@ func ParseConnFlag(s string) (ConnSpec, error) {
 // optional comma-separated options burst=N, nodelay or delay=N, zone=SIZE,
 // status=CODE and dry_run. The key's "$" may be left out. Errors say what
 // is wrong and give an example.
-func ParseReqFlag(s string) (ReqSpec, error) {
+func ParseReqFlag(s string) (limit.ReqSpec, error) {
 	key, val, opts, err := splitFlag(s, reqFlagExample)
 	if err != nil {
-		return ReqSpec{}, err
+		return limit.ReqSpec{}, err
 	}
-	if r, err := ParseRate(val); err != nil || r <= 0 {
-		return ReqSpec{}, fmt.Errorf("%q: rate %q is not a rate (want Nr/s or Nr/m with N ≥ 1, e.g. %s)", s, val, reqFlagExample)
+	if r, err := limit.ParseRate(val); err != nil || r <= 0 {
+		return limit.ReqSpec{}, fmt.Errorf("%q: rate %q is not a rate (want Nr/s or Nr/m with N ≥ 1, e.g. %s)", s, val, reqFlagExample)
 	}
-	spec := ReqSpec{Key: key, Rate: val}
+	spec := limit.ReqSpec{Key: key, Rate: val}
 	hasDelay := false
 	for _, o := range opts {
 		name, v, hasV := strings.Cut(o, "=")
@@ -80,11 +81,11 @@ func ParseReqFlag(s string) (ReqSpec, error) {
 			err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
 		}
 		if err != nil {
-			return ReqSpec{}, err
+			return limit.ReqSpec{}, err
 		}
 	}
 	if hasDelay && spec.NoDelay {
-		return ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
+		return limit.ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
 	}
 	return spec, nil
 }
@@ -98,7 +99,7 @@ func splitFlag(s, example string) (key, val string, opts []string, err error) {
 	if !ok || k == "" || v == "" {
 		return "", "", nil, fmt.Errorf("%q: want KEY=VALUE first (e.g. %s)", s, example)
 	}
-	pk, err := ParseKey(k)
+	pk, err := limit.ParseKey(k)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("%q: %v (want e.g. %s)", s, err, example)
 	}
@@ -113,7 +114,7 @@ func splitFlag(s, example string) (key, val string, opts []string, err error) {
 }
 
 func flagZone(s, v, example string) (string, error) {
-	if n, err := ParseSize(v); err != nil || n <= 0 {
+	if n, err := limit.ParseSize(v); err != nil || n <= 0 {
 		return "", fmt.Errorf("%q: zone %q is not a size (want bytes, or k or m, e.g. zone=10m in %s)", s, v, example)
 	}
 	return v, nil
@@ -136,7 +137,7 @@ func flagCount(s, name, v, example string) (int, error) {
 }
 
 // FormatConnFlag writes spec as ParseConnFlag reads it.
-func FormatConnFlag(spec ConnSpec) string {
+func FormatConnFlag(spec limit.ConnSpec) string {
 	var b strings.Builder
 	b.WriteString(spec.Key)
 	b.WriteString("=")
@@ -146,7 +147,7 @@ func FormatConnFlag(spec ConnSpec) string {
 }
 
 // FormatReqFlag writes spec as ParseReqFlag reads it.
-func FormatReqFlag(spec ReqSpec) string {
+func FormatReqFlag(spec limit.ReqSpec) string {
 	var b strings.Builder
 	b.WriteString(spec.Key)
 	b.WriteString("=")
@@ -182,26 +183,26 @@ func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
 // with "/" has no location (paths nil): a limit of the server. The paths
 // end at the first ":", so a path holding ":" or "," cannot be given this
 // way (use a scenario file).
-func SplitLocationFlag(s string) (paths []string, limit string, err error) {
+func SplitLocationFlag(s string) (paths []string, rest string, err error) {
 	if !strings.HasPrefix(s, "/") {
 		return nil, s, nil
 	}
-	list, limit, ok := strings.Cut(s, ":")
+	list, rest, ok := strings.Cut(s, ":")
 	if !ok {
 		return nil, "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
 	}
 	for _, p := range strings.Split(list, ",") {
-		if err := CheckLocationPath(p); err != nil {
+		if err := limit.CheckLocationPath(p); err != nil {
 			return nil, "", fmt.Errorf("%q: %v", s, err)
 		}
 		paths = append(paths, p)
 	}
-	return paths, limit, nil
+	return paths, rest, nil
 }
 
 // AddLocationLimits adds conn and req to the location of cfg whose paths
 // are paths, creating it at the end of cfg.Locations if there is none.
-func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSpec) {
+func AddLocationLimits(cfg *limit.Config, paths []string, conn []limit.ConnSpec, req []limit.ReqSpec) {
 	for i := range cfg.Locations {
 		if l := &cfg.Locations[i]; slices.Equal(l.Paths, paths) {
 			l.Conn = append(l.Conn, conn...)
@@ -209,5 +210,5 @@ func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSp
 			return
 		}
 	}
-	cfg.Locations = append(cfg.Locations, Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
+	cfg.Locations = append(cfg.Locations, limit.Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"stampede/limit"
 	"testing"
 	"time"
 )
@@ -26,7 +27,7 @@ func TestSlotFreeAfterDisconnect(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer up.Close()
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestSlotFreeAfterDisconnect(t *testing.T) {
 // NewServer, whose client connection the Handler registers while they
 // hold slots.
 func BenchmarkHandlerHolders(b *testing.B) {
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 65535}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 65535}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"io"
 	"net/http"
+	"stampede/limit"
 	"strconv"
 	"sync"
 	"syscall"
@@ -18,6 +19,29 @@ const (
 	LimitHeader  = "X-Stampede-Limit"
 	DryRunHeader = "X-Stampede-Dry-Run"
 )
+
+// Handler applies a Policy in front of Next: limit_req first (a delay waits
+// on the request's context), then every limit_conn in order, releasing on
+// every path (response, client gone, upstream error, panic).
+type Handler struct {
+	Policy *limit.Policy
+	// Next serves admitted requests, usually the reverse proxy.
+	Next http.Handler
+	// Metrics, when not nil, counts decisions per limit.
+	Metrics *Metrics
+	// TimeScale plays model time faster than real time: limit_req sees
+	// model time (wall time ÷ TimeScale) and its delays are waited for
+	// TimeScale times as long. Zero means 1, real time.
+	TimeScale float64
+	// PreciseTimers times limit_req delays within about 0.1 ms rather than
+	// the runtime timer's millisecond (see package clock); a time-scaled
+	// run wants it. False uses the runtime's timers alone.
+	PreciseTimers bool
+
+	// holders are the requests holding slots whose client can be asked
+	// whether it hung up (see gone.go).
+	holders holders
+}
 
 // epoch anchors model time for a Handler with a TimeScale: every Handler in
 // the process measures model time from the same instant, so handlers that
@@ -53,7 +77,7 @@ const maxPooledKeyBytes = 64 << 10
 // limits nothing. Next must not be nil. ServeHTTP is safe for
 // concurrent use.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Host != "" && !ValidHost(r.Host) {
+	if r.Host != "" && !limit.ValidHost(r.Host) {
 		// nginx refuses such a request before any limit sees it.
 		http.Error(w, "400 Bad Request: invalid host", http.StatusBadRequest)
 		return
@@ -86,10 +110,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rd := p.ReqStage(h.modelTime(start), reqKeys)
 		reqM.countReq(reqKeys, rd)
 		switch rd.Verdict {
-		case Rejected:
+		case limit.Rejected:
 			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
 			return
-		case RejectedDryRun:
+		case limit.RejectedDryRun:
 			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
 		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
@@ -98,7 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	slots, cd := p.ConnStage(connKeys)
-	if (cd.Verdict == Rejected || cd.Verdict == RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
+	if (cd.Verdict == limit.Rejected || cd.Verdict == limit.RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
 		// A holder's client had hung up before this request came: nginx
 		// would have freed its slot first. Give back what this pass took
 		// (the enforced limits' slots beside a dry-run rejection) and
@@ -112,11 +136,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer slots.Release()
 	}
 	switch cd.Verdict {
-	case Rejected:
-		connM.connVerdict(cd.Rule, Rejected)
+	case limit.Rejected:
+		connM.connVerdict(cd.Rule, limit.Rejected)
 		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
 		return
-	case RejectedDryRun:
+	case limit.RejectedDryRun:
 		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
 	if connM != nil && len(connKeys) > 0 {
@@ -135,7 +159,7 @@ func sameRules[R any](a, b []R) bool {
 // eval evaluates every rule's key for r into one shared string, limit_req
 // keys first. A key longer than nginx counts (MaxReqKey, MaxConnKey) is
 // returned empty: not counted.
-func (ks *keyScratch) eval(p *Policy, r *http.Request) (reqKeys, connKeys []string) {
+func (ks *keyScratch) eval(p *limit.Policy, r *http.Request) (reqKeys, connKeys []string) {
 	ks.buf, ks.ends, ks.keys = ks.buf[:0], ks.ends[:0], ks.keys[:0]
 	for i := range p.Req {
 		ks.buf = p.Req[i].Key.Append(ks.buf, r)
@@ -151,11 +175,11 @@ func (ks *keyScratch) eval(p *Policy, r *http.Request) (reqKeys, connKeys []stri
 	from := 0
 	for i, to := range ks.ends {
 		k := all[from:to]
-		limit := MaxConnKey
+		longest := limit.MaxConnKey
 		if i < len(p.Req) {
-			limit = MaxReqKey
+			longest = limit.MaxReqKey
 		}
-		if len(k) > limit {
+		if len(k) > longest {
 			k = ""
 		}
 		ks.keys = append(ks.keys, k)
@@ -201,23 +225,23 @@ func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
 }
 
 // reject answers a request a limit turned away.
-func reject(w http.ResponseWriter, limit, key string, status int) {
+func reject(w http.ResponseWriter, rule, key string, status int) {
 	if status == 0 {
-		status = DefaultStatus
+		status = limit.DefaultStatus
 	}
 	hdr := w.Header()
-	hdr.Set(LimitHeader, limit+" "+key)
+	hdr.Set(LimitHeader, rule+" "+key)
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+limit+" "+key+"\n") //nolint:errcheck // the client may be gone
+	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+rule+" "+key+"\n") //nolint:errcheck // the client may be gone
 }
 
 // countReq counts the limit_req stage's decision: the deciding rule gets
 // the verdict, every other rule that counted the request (non-empty key)
 // passed it, unless the request was rejected, in which case nginx charged
 // no rule and neither do the metrics.
-func (m *Metrics) countReq(keys []string, d ReqDecision) {
+func (m *Metrics) countReq(keys []string, d limit.ReqDecision) {
 	if m == nil {
 		return
 	}
@@ -225,9 +249,9 @@ func (m *Metrics) countReq(keys []string, d ReqDecision) {
 		switch {
 		case i == d.Rule:
 			m.reqVerdict(i, d.Verdict)
-		case k == "" || d.Verdict == Rejected:
+		case k == "" || d.Verdict == limit.Rejected:
 		default:
-			m.reqVerdict(i, Passed)
+			m.reqVerdict(i, limit.Passed)
 		}
 	}
 }
@@ -235,22 +259,22 @@ func (m *Metrics) countReq(keys []string, d ReqDecision) {
 // connAdmitted counts an admitted request (delta 1) and its end (delta -1)
 // for every limit_conn that counted it: the in-flight gauge of each rule
 // holding a slot, and on admission passed or rejected_dry_run.
-func (m *Metrics) connAdmitted(p *Policy, keys []string, d ConnDecision, delta float64) {
-	if d.Verdict == RejectedDryRun && delta > 0 {
-		m.connVerdict(d.Rule, RejectedDryRun)
+func (m *Metrics) connAdmitted(p *limit.Policy, keys []string, d limit.ConnDecision, delta float64) {
+	if d.Verdict == limit.RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, limit.RejectedDryRun)
 	}
 	for i, k := range keys {
 		if k == "" {
 			continue
 		}
-		if d.Verdict == RejectedDryRun && p.Conn[i].Spec.DryRun {
+		if d.Verdict == limit.RejectedDryRun && p.Conn[i].Spec.DryRun {
 			// The dry-run pass stopped at its rejecting rule and released
 			// what it had taken: no dry-run rule holds a slot, and later
 			// ones never saw the request. Enforced rules beside them do.
 			continue
 		}
 		if delta > 0 {
-			m.connVerdict(i, Passed)
+			m.connVerdict(i, limit.Passed)
 		}
 		m.connInFlight(i, delta)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 // TestKeepAliveNginx plays the keep-alive scenarios of TestKeepAlive
@@ -23,7 +24,7 @@ func TestKeepAliveNginx(t *testing.T) {
 			u := startKAUpstream(t)
 			base := nginxtest.Start(t, func(w io.Writer, listen string) error {
 				var b strings.Builder
-				err := WriteNginx(&b, Config{}, NginxOptions{Listen: listen, Upstream: u.addr(), ReadTimeout: 10 * time.Second, UpstreamKeepAlive: sc.n})
+				err := WriteNginx(&b, limit.Config{}, NginxOptions{Listen: listen, Upstream: u.addr(), ReadTimeout: 10 * time.Second, UpstreamKeepAlive: sc.n})
 				if err != nil {
 					return err
 				}

@@ -2,13 +2,8 @@ package limiterproxy
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/netip"
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+	"stampede/limit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,11 +19,14 @@ const (
 // busiestKeys is how many keys KeysPath lists.
 const busiestKeys = 20
 
-// metrics is the state behind Metrics (declared in policy.go): the counters
+// Metrics are the proxy's Prometheus metrics, on a registry of their own.
+type Metrics struct{ metrics }
+
+// metrics is the state behind Metrics: the counters
 // of every limit, resolved once so that counting is an atomic add.
 type metrics struct {
 	reg    *prometheus.Registry
-	policy *Policy
+	policy *limit.Policy
 	conn   []limitMetrics // per Policy.Conn rule
 	req    []limitMetrics // per Policy.Req rule
 }
@@ -38,13 +36,6 @@ type metrics struct {
 type limitMetrics struct {
 	passed, rejected, rejectedDryRun, delayed prometheus.Counter
 	inFlight                                  prometheus.Gauge
-}
-
-// LimitName names rule i of a kind ("limit_conn" or "limit_req") as the
-// metrics' limit label, the X-Stampede-Limit header and the nginx comments
-// do: "limit_conn[0]".
-func LimitName(kind string, i int) string {
-	return kind + "[" + strconv.Itoa(i) + "]"
 }
 
 // NewMetrics returns the metrics of every limit in p on a registry of their
@@ -60,7 +51,7 @@ func LimitName(kind string, i int) string {
 // passed counts requests the limit admitted without delay; a request whose
 // key is empty is not counted by that limit at all, as nginx does. A nil
 // *Metrics counts nothing. Metrics are safe for concurrent use.
-func NewMetrics(p *Policy) *Metrics {
+func NewMetrics(p *limit.Policy) *Metrics {
 	m := &Metrics{metrics{reg: prometheus.NewRegistry(), policy: p}}
 	labels := []string{"limit", "key"}
 	passed := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,7 +76,7 @@ func NewMetrics(p *Policy) *Metrics {
 	}, labels)
 	m.reg.MustRegister(passed, rejected, dry, delayed, inFlight)
 	series := func(kind string, i int, key string, gauge bool) limitMetrics {
-		lv := []string{LimitName(kind, i), key}
+		lv := []string{limit.LimitName(kind, i), key}
 		lm := limitMetrics{
 			passed:         passed.WithLabelValues(lv...),
 			rejected:       rejected.WithLabelValues(lv...),
@@ -114,21 +105,21 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves MetricsPath (Prometheus text format) and KeysPath: a JSON
 // array of the busiest keys of the first limit_conn, at most 20, as
-// [{"key":"site1","in_flight":4}, ...], each key as displayKey writes it.
+// [{"key":"site1","in_flight":4}, ...], each key as Key.Display writes it.
 // Anything else is 404.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(KeysPath, func(w http.ResponseWriter, r *http.Request) {
-		var keys []KeyCount
+		var keys []limit.KeyCount
 		if m.policy != nil {
 			keys = m.policy.Busiest(busiestKeys)
 			for i := range keys {
-				keys[i].Key = displayKey(m.policy.Conn[0].Key, keys[i].Key)
+				keys[i].Key = m.policy.Conn[0].Key.Display(keys[i].Key)
 			}
 		}
 		if keys == nil {
-			keys = []KeyCount{}
+			keys = []limit.KeyCount{}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -141,14 +132,14 @@ func (m *Metrics) Handler() http.Handler {
 // The counting methods below take a nil receiver (no metrics) and an index
 // the Policy produced.
 
-func (m *Metrics) reqVerdict(i int, v Verdict) {
+func (m *Metrics) reqVerdict(i int, v limit.Verdict) {
 	if m == nil || i < 0 || i >= len(m.req) {
 		return
 	}
 	m.req[i].count(v)
 }
 
-func (m *Metrics) connVerdict(i int, v Verdict) {
+func (m *Metrics) connVerdict(i int, v limit.Verdict) {
 	if m == nil || i < 0 || i >= len(m.conn) {
 		return
 	}
@@ -162,48 +153,15 @@ func (m *Metrics) connInFlight(i int, d float64) {
 	m.conn[i].inFlight.Add(d)
 }
 
-func (lm *limitMetrics) count(v Verdict) {
+func (lm *limitMetrics) count(v limit.Verdict) {
 	switch v {
-	case Passed:
+	case limit.Passed:
 		lm.passed.Inc()
-	case Delayed:
+	case limit.Delayed:
 		lm.delayed.Inc()
-	case Rejected:
+	case limit.Rejected:
 		lm.rejected.Inc()
-	case RejectedDryRun:
+	case limit.RejectedDryRun:
 		lm.rejectedDryRun.Inc()
 	}
-}
-
-// displayKey writes a key's value raw, evaluated from k, as text: a
-// $binary_remote_addr key as its address ("10.0.0.7", "2001:db8::1"), and
-// any other key with bytes that are not printable UTF-8 (a concatenation
-// with $binary_remote_addr) with those bytes escaped as \xNN, so that
-// different keys read differently.
-func displayKey(k Key, raw string) string {
-	if len(k.parts) == 1 && k.parts[0].kind == partBinaryRemoteAddr {
-		if a, ok := netip.AddrFromSlice([]byte(raw)); ok {
-			return a.String()
-		}
-	}
-	printable := utf8.ValidString(raw)
-	for _, r := range raw {
-		printable = printable && unicode.IsPrint(r) && r != '\\'
-	}
-	if printable {
-		return raw
-	}
-	var b strings.Builder
-	for i := 0; i < len(raw); {
-		r, n := utf8.DecodeRuneInString(raw[i:])
-		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
-			for _, c := range []byte(raw[i : i+n]) {
-				fmt.Fprintf(&b, "\\x%02x", c)
-			}
-		} else {
-			b.WriteString(raw[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }

@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"stampede/limit"
 	"sync"
-	"time"
 )
 
 // DefaultConnectTimeout bounds dialing the upstream, as nginx's
 // proxy_connect_timeout does by default; over it the proxy answers 504.
-const DefaultConnectTimeout = 60 * time.Second
+const DefaultConnectTimeout = limit.DefaultConnectTimeout
 
 // MaxUpstreamKeepAlive bounds ProxyOptions.UpstreamKeepAlive: more idle
 // upstream connections than the proxy serves clients at once by default
@@ -93,7 +93,7 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 			pr.SetURL(upstream)
 			// nginx's proxy_set_header Host $host: without the port,
 			// lower-cased.
-			if h, ok := NormalizeHost(pr.In.Host); ok {
+			if h, ok := limit.NormalizeHost(pr.In.Host); ok {
 				pr.Out.Host = h
 			} else {
 				pr.Out.Host = pr.In.Host

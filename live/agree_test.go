@@ -28,7 +28,7 @@ import (
 // the engines. Both runs therefore draw from common random numbers
 // (sharedDraws): the n-th request to reach a route gets the same service
 // time in both, and the tenants' arrivals, which both engines take from
-// loadgen.TenantRand, are then the same too. What is left to differ is what
+// workload.TenantRand, are then the same too. What is left to differ is what
 // the test is about: the live run's timers, queue and HTTP against the
 // simulator's model of them.
 

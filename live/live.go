@@ -19,6 +19,7 @@ import (
 	"stampede/clock"
 	"stampede/fakebackend"
 	"stampede/internal/memnet"
+	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/report"
@@ -45,7 +46,7 @@ type Options struct {
 	// progress display that polls Counters.Snapshot while Run runs.
 	Counters *loadgen.Counters
 	// MaxInFlight caps open-model requests in flight; zero means
-	// loadgen.DefaultMaxInFlight.
+	// workload.DefaultMaxInFlight.
 	MaxInFlight int
 	// SampleEvery is the model time between samples of the backend and the
 	// limiter's busiest keys. Zero means one model second (but no more
@@ -108,7 +109,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	var (
 		pr      *pair
 		target  *url.URL
-		policy  *limiterproxy.Policy
+		policy  *limit.Policy
 		stats   func() (fakebackend.Stats, bool)
 		cleanup []func()
 	)
@@ -292,8 +293,8 @@ func dialOf(pr *pair) func(ctx context.Context, from netip.Addr) (net.Conn, erro
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503
 // when none says otherwise.
-func RejectStatuses(cfg limiterproxy.Config) []int {
-	st := []int{limiterproxy.DefaultStatus}
+func RejectStatuses(cfg limit.Config) []int {
+	st := []int{limit.DefaultStatus}
 	add := func(s int) {
 		if s != 0 && !slices.Contains(st, s) {
 			st = append(st, s)
@@ -456,7 +457,7 @@ const (
 // loopback TCP or in memory.
 type pair struct {
 	backend  *fakebackend.Backend
-	policy   *limiterproxy.Policy
+	policy   *limit.Policy
 	proxyURL *url.URL
 	// dial, in memory, connects to the proxy from a client's address;
 	// nil over TCP.
@@ -506,7 +507,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}

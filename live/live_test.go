@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // These tests play small scenarios over loopback in real time, each in well
@@ -40,7 +40,7 @@ func group(t *testing.T, res *report.Results, name string) report.GroupResult {
 }
 
 func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) uint64 {
-	a := loadgen.NewArrivals(load, horizon, loadgen.TenantRand(seed, tenant))
+	a := workload.NewArrivals(load, horizon, workload.TenantRand(seed, tenant))
 	var n uint64
 	for {
 		if _, ok := a.Next(); !ok {
@@ -114,7 +114,7 @@ func story(perKey int) *scenarios.Scenario {
 		},
 	}
 	if perKey > 0 {
-		sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: perKey}}
+		sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: perKey}}
 	}
 	return sc
 }
@@ -210,7 +210,7 @@ func TestRunClientTimeoutAbandons(t *testing.T) {
 		Name: "abandon", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
 		Backend: scenarios.Backend{Workers: 2, OnClientAbort: fakebackend.Continue,
 			Routes: []scenarios.Route{route("report", "/report", 30*time.Second)}},
-		Proxy: scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy: scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
 			Model: scenarios.Closed, Users: 1, Iterations: 1, OnTimeout: scenarios.GiveUp,
 			ClientTimeout: 5 * time.Second, Routes: one(0)}}},
@@ -296,7 +296,7 @@ func TestRunRefusesUnreachableTarget(t *testing.T) {
 }
 
 func TestRejectStatusesAndDrain(t *testing.T) {
-	got := RejectStatuses(limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Status: 429}, {}}, Req: []limiterproxy.ReqSpec{{Status: 503}, {Status: 444}}})
+	got := RejectStatuses(limit.Config{Conn: []limit.ConnSpec{{Status: 429}, {}}, Req: []limit.ReqSpec{{Status: 503}, {Status: 444}}})
 	if want := []int{503, 429, 444}; !slices.Equal(got, want) {
 		t.Errorf("RejectStatuses: got %v, want %v", got, want)
 	}
@@ -315,7 +315,7 @@ func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
 	// timeout, which the proxy also answers 502. Only the limiter's mark
 	// tells them apart.
 	sc := story(0)
-	sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
+	sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
 	sc.Backend.Timeout = 30 * time.Second // the reports take a minute
 	res := run(t, context.Background(), sc, Options{})
 	x := group(t, res, "user-x")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
@@ -88,7 +89,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 			target := bsrv.URL
 			if c.front == nil {
 				// The built-in pair's shape, started apart from Run.
-				policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+				policy, err := limit.NewPolicy(sc.Proxy.Limits)
 				if err != nil {
 					t.Fatal(err)
 				}

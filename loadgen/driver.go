@@ -21,18 +21,11 @@ import (
 	"stampede/fakebackend"
 	"stampede/limiterproxy"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // Defaults of DriverOptions.
 const (
-	// DefaultTenantInFlight caps one open-model tenant's requests in flight
-	// when its Load.MaxInFlight is zero.
-	DefaultTenantInFlight = 10000
-	// DefaultMaxInFlight caps all open-model requests in flight together.
-	// Each one holds a goroutine and a TCP connection (HTTP/1.1 sends one
-	// request per connection at a time), so the cap also bounds the file
-	// descriptors a run takes.
-	DefaultMaxInFlight = 10000
 	// resultBuffer is how many results may wait for the sink goroutine before
 	// producers block on it.
 	resultBuffer = 8192
@@ -120,16 +113,16 @@ type Counters struct {
 	sent      atomic.Uint64
 	inFlight  atomic.Int64
 	abandoned atomic.Uint64
-	outcomes  [NumOutcomes]atomic.Uint64
+	outcomes  [workload.NumOutcomes]atomic.Uint64
 }
 
 // Progress is a snapshot of Counters.
 type Progress struct {
-	Elapsed   time.Duration       // model time since the start of the run; 0 before it
-	Sent      uint64              // requests sent
-	InFlight  int64               // requests sent whose end is not yet known
-	Outcomes  [NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
-	Abandoned uint64              // requests cut off by cancellation of Run's context; never recorded
+	Elapsed   time.Duration                // model time since the start of the run; 0 before it
+	Sent      uint64                       // requests sent
+	InFlight  int64                        // requests sent whose end is not yet known
+	Outcomes  [workload.NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
+	Abandoned uint64                       // requests cut off by cancellation of Run's context; never recorded
 }
 
 // Done returns the number of results handed to the sink.
@@ -170,11 +163,11 @@ type tenant struct {
 	timeout  time.Duration // wall
 	cap      int64         // open model: in-flight cap
 	inFlight atomic.Int64  // open model: incremented by the scheduler only
-	mix      Mix
+	mix      workload.Mix
 	routeOf  []int // weighted-route position → backend route index
 	stop     time.Duration
 	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
-	arrivals *Arrivals
+	arrivals *workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
 	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
@@ -225,7 +218,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	}
 	d.maxFlight = int64(opts.MaxInFlight)
 	if d.maxFlight <= 0 {
-		d.maxFlight = DefaultMaxInFlight
+		d.maxFlight = workload.DefaultMaxInFlight
 	}
 	if d.counters == nil {
 		d.counters = new(Counters)
@@ -262,7 +255,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		if len(sc.Load.Routes) == 0 {
 			return nil, fmt.Errorf("loadgen: tenant %s: no routes", sc.Name)
 		}
-		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: NewMix(sc.Load.Routes)}
+		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: workload.NewMix(sc.Load.Routes)}
 		t.trace = sc.Trace
 		for j, wr := range sc.Load.Routes {
 			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
@@ -272,7 +265,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		t.timeout = d.wall(sc.Load.ClientTimeout)
 		t.cap = int64(sc.Load.MaxInFlight)
 		if t.cap <= 0 {
-			t.cap = DefaultTenantInFlight
+			t.cap = workload.DefaultTenantInFlight
 		}
 		t.stop = sc.Load.Stop
 		if t.stop <= 0 || t.stop > opts.Horizon {
@@ -306,6 +299,15 @@ func (t *tenant) visitor(v int) http.RoundTripper {
 		return t.rt
 	}
 	return t.pool[v%len(t.pool)]
+}
+
+// route returns the route of an open or trace tenant's arrival now due:
+// the trace's, or a pick from the tenant's mix.
+func (t *tenant) route() int {
+	if r, ok := t.arrivals.Route(); ok {
+		return r
+	}
+	return t.mix.Pick(t.picks)
 }
 
 // isLoopbackV4 reports whether host is an IPv4 loopback address, the only
@@ -402,7 +404,7 @@ func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (p
 // the cancellation all reach the sink.
 //
 // Run may be called once.
-func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
+func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) error {
 	if d.ran.Swap(true) {
 		return errors.New("loadgen: Driver.Run called twice")
 	}
@@ -417,7 +419,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	results := make(chan Result, resultBuffer)
+	results := make(chan workload.Result, resultBuffer)
 	consumed := make(chan struct{})
 	go d.consume(start, results, sink, consumed)
 
@@ -433,7 +435,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 		}
 		// The arrivals draw from the tenant's own stream alone, so they are
 		// exactly NewArrivals' whatever the routes; picks come from another.
-		t.arrivals = NewArrivals(t.load, d.opts.Horizon, TenantRand(d.opts.Seed, int(t.index)))
+		t.arrivals = workload.NewArrivals(t.load, d.opts.Horizon, workload.TenantRand(d.opts.Seed, int(t.index)))
 		if t.load.Model == scenarios.Traced {
 			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
 		}
@@ -472,7 +474,7 @@ func stream(tenant int32, n int) uint64 {
 }
 
 // consume hands results to sink, and calls Sample between them.
-func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done chan<- struct{}) {
+func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink workload.Sink, done chan<- struct{}) {
 	defer close(done)
 	var tick <-chan time.Time
 	if d.opts.Sample != nil {
@@ -485,7 +487,7 @@ func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done
 		tick = ticker.C
 	}
 	// One Result reused: sinks must not keep the pointer past Add.
-	var r Result
+	var r workload.Result
 	for {
 		select {
 		case res, ok := <-results:
@@ -494,7 +496,7 @@ func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done
 			}
 			r = res
 			d.counters.outcomes[r.Outcome].Add(1)
-			if r.Outcome != Dropped {
+			if r.Outcome != workload.Dropped {
 				d.late.record(time.Duration(r.Late) * time.Microsecond)
 			}
 			sink.Add(&r)
@@ -539,7 +541,7 @@ func (h arrivalHeap) down(i int) {
 
 // schedule fires every open-model tenant's arrivals at their intended times
 // from one timer, each request in a goroutine of its own that wg owns.
-func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- Result, wg *sync.WaitGroup) {
+func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result, wg *sync.WaitGroup) {
 	h := make(arrivalHeap, 0, len(open))
 	for _, t := range open {
 		if at, ok := t.arrivals.Next(); ok {
@@ -576,7 +578,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		// Only this goroutine increments the counts, so checking then
 		// adding cannot overshoot the caps.
 		if t.inFlight.Load() >= t.cap || d.openFlight.Load() >= d.maxFlight {
-			out <- Result{Tenant: t.index, Route: int16(route), Outcome: Dropped, Intended: a.at}
+			out <- workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: a.at}
 			continue
 		}
 		t.inFlight.Add(1)
@@ -597,7 +599,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 // again, from the tenant's Start until its Stop or its Iterations. A client
 // timeout under Retry sends again (a refreshed tab: the same iteration);
 // under GiveUp the user stops.
-func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- Result) {
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- workload.Result) {
 	next := t.load.Start
 	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
 		if next >= t.stop {
@@ -616,7 +618,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 			return
 		}
 		out <- r
-		if r.Outcome == ClientTimeout {
+		if r.Outcome == workload.ClientTimeout {
 			if t.load.OnTimeout == scenarios.GiveUp {
 				return
 			}
@@ -625,7 +627,7 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 		}
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next = NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
+		next = workload.NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
 	}
 }
 
@@ -648,8 +650,8 @@ func serviceOf(h []string) time.Duration {
 // do sends one request intended at model time intended and returns its
 // result, or false when ctx's cancellation abandoned it. Paced says the
 // pacer slept for this send and should learn how late it was.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (Result, bool) {
-	res := Result{Tenant: t.index, Route: int16(route), Intended: intended}
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (workload.Result, bool) {
+	res := workload.Result{Tenant: t.index, Route: int16(route), Intended: intended}
 	reqCtx := ctx
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
@@ -704,14 +706,14 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	case err == nil:
 		switch {
 		case limited:
-			res.Outcome = Rejected
+			res.Outcome = workload.Rejected
 		case d.opts.MarkedRejections:
-			res.Outcome = Classify(status, nil) // no status is a rejection without the mark
+			res.Outcome = workload.Classify(status, nil) // no status is a rejection without the mark
 		default:
-			res.Outcome = Classify(status, d.reject)
+			res.Outcome = workload.Classify(status, d.reject)
 		}
 		res.Status = int16(status)
-		if res.Outcome == OK {
+		if res.Outcome == workload.OK {
 			res.Work = serviceOf(service)
 		}
 	case ctx.Err() != nil:
@@ -719,11 +721,11 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 			c.abandoned.Add(1)
 			return res, false
 		}
-		res.Outcome = ClientTimeout
+		res.Outcome = workload.ClientTimeout
 	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
-		res.Outcome = ClientTimeout
+		res.Outcome = workload.ClientTimeout
 	default:
-		res.Outcome = Error
+		res.Outcome = workload.Error
 	}
 	return res, true
 }

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // This file turns a YAML node tree into a Scenario, checking every field and
@@ -435,7 +435,7 @@ func (d *decoder) decode(root *yaml.Node) *Scenario {
 		top.missing("backend", "{workers: 8, routes: [{name: page, path: /, service: 30ms}]}")
 	}
 	s.Proxy.ReadTimeout = DefaultReadTimeout
-	s.Proxy.ConnectTimeout = limiterproxy.DefaultConnectTimeout
+	s.Proxy.ConnectTimeout = limit.DefaultConnectTimeout
 	s.Proxy.SendTimeout, s.Proxy.ClientBodyTimeout, s.Proxy.ClientHeaderTimeout = DefaultNginxTimeout, DefaultNginxTimeout, DefaultNginxTimeout
 	if n := top.get("proxy"); n != nil {
 		d.proxy(n, &s.Proxy)
@@ -627,15 +627,15 @@ const locExample = "{path: /api/method/stock_balance, limit_conn: {key: $host, p
 
 // locations reads proxy.locations: a list of {path, limit_conn, limit_req},
 // path one URI prefix or a list of them.
-func (d *decoder) locations(n *yaml.Node, path string) []limiterproxy.Location {
-	var out []limiterproxy.Location
+func (d *decoder) locations(n *yaml.Node, path string) []limit.Location {
+	var out []limit.Location
 	seen := map[string]string{}
 	for _, en := range d.list(n, path, locExample) {
 		f := d.mapping(en.node, en.path, locExample, locKeys)
 		if f == nil {
 			continue
 		}
-		var loc limiterproxy.Location
+		var loc limit.Location
 		pn := f.get("path")
 		switch {
 		case pn == nil:
@@ -669,8 +669,8 @@ func (d *decoder) locations(n *yaml.Node, path string) []limiterproxy.Location {
 	return out
 }
 
-func (d *decoder) locPath(n *yaml.Node, path, v string, seen map[string]string, loc *limiterproxy.Location) {
-	if err := limiterproxy.CheckLocationPath(v); err != nil {
+func (d *decoder) locPath(n *yaml.Node, path, v string, seen map[string]string, loc *limit.Location) {
+	if err := limit.CheckLocationPath(v); err != nil {
 		d.fail(n, path, err, "%v", err)
 		return
 	}
@@ -716,19 +716,19 @@ func (d *decoder) limitCommon(f *fields, path string, key, zone *string, status 
 			d.fail(f.at("key"), join(path, "key"), err, "%v", err)
 		}
 	}
-	*zone = limiterproxy.DefaultZone
+	*zone = limit.DefaultZone
 	if f.str("zone", "10m", zone) {
 		if err := checkSize(*zone); err != nil {
 			d.fail(f.at("zone"), join(path, "zone"), err, "%v", err)
 		}
 	}
-	*status = limiterproxy.DefaultStatus
+	*status = limit.DefaultStatus
 	f.integer("status", "503", 400, 599, status)
 	f.boolean("dry_run", dryRun)
 }
 
-func (d *decoder) connSpec(n *yaml.Node, path string) (limiterproxy.ConnSpec, bool) {
-	var c limiterproxy.ConnSpec
+func (d *decoder) connSpec(n *yaml.Node, path string) (limit.ConnSpec, bool) {
+	var c limit.ConnSpec
 	f := d.mapping(n, path, "{key: $host, per_key: 4}", connKeys)
 	if f == nil {
 		return c, false
@@ -748,8 +748,8 @@ func (d *decoder) connSpec(n *yaml.Node, path string) (limiterproxy.ConnSpec, bo
 	return c, true
 }
 
-func (d *decoder) reqSpec(n *yaml.Node, path string) (limiterproxy.ReqSpec, bool) {
-	var r limiterproxy.ReqSpec
+func (d *decoder) reqSpec(n *yaml.Node, path string) (limit.ReqSpec, bool) {
+	var r limit.ReqSpec
 	f := d.mapping(n, path, "{key: $binary_remote_addr, rate: 10r/s, burst: 20}", reqKeys)
 	if f == nil {
 		return r, false

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // Format writes s as a scenario file with every default filled in. What it
@@ -296,12 +296,12 @@ func orDefaultInt(i, def int) int {
 }
 
 // limitNodes writes limit_conn and limit_req entries with their defaults.
-func limitNodes(cs []limiterproxy.ConnSpec, rs []limiterproxy.ReqSpec) (conn, req []*yaml.Node) {
+func limitNodes(cs []limit.ConnSpec, rs []limit.ReqSpec) (conn, req []*yaml.Node) {
 	for _, c := range cs {
 		conn = append(conn, mapNode(true,
 			kv("key", strNode(c.Key)), kv("per_key", intNode(c.PerKey)),
-			kv("zone", strNode(orDefault(c.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(c.Status, limiterproxy.DefaultStatus))),
+			kv("zone", strNode(orDefault(c.Zone, limit.DefaultZone))),
+			kv("status", intNode(orDefaultInt(c.Status, limit.DefaultStatus))),
 			kv("dry_run", boolNode(c.DryRun))))
 	}
 	for _, r := range rs {
@@ -312,15 +312,15 @@ func limitNodes(cs []limiterproxy.ConnSpec, rs []limiterproxy.ReqSpec) (conn, re
 		req = append(req, mapNode(true,
 			kv("key", strNode(r.Key)), kv("rate", strNode(r.Rate)), kv("burst", intNode(r.Burst)),
 			kv("delay", delay), kv("nodelay", boolNode(r.NoDelay)),
-			kv("zone", strNode(orDefault(r.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(r.Status, limiterproxy.DefaultStatus))),
+			kv("zone", strNode(orDefault(r.Zone, limit.DefaultZone))),
+			kv("status", intNode(orDefaultInt(r.Status, limit.DefaultStatus))),
 			kv("dry_run", boolNode(r.DryRun))))
 	}
 	return conn, req
 }
 
 // locationsNode writes proxy.locations; nil (left out) when there are none.
-func locationsNode(locs []limiterproxy.Location) *yaml.Node {
+func locationsNode(locs []limit.Location) *yaml.Node {
 	if len(locs) == 0 {
 		return nil
 	}

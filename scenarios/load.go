@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // maxFileSize bounds what Load reads; a scenario is a page of YAML.
@@ -212,24 +212,24 @@ func (s *Scenario) With(sets ...string) (*Scenario, error) {
 
 // checkKey checks an nginx key expression.
 func checkKey(s string) error {
-	_, err := limiterproxy.ParseKey(s)
+	_, err := limit.ParseKey(s)
 	return err
 }
 
 // checkReqRate checks a limit_req rate, "10r/s" or "30r/m".
 func checkReqRate(s string) error {
-	_, err := limiterproxy.ParseRate(s)
+	_, err := limit.ParseRate(s)
 	return err
 }
 
 // checkSize checks a zone size, "10m".
 func checkSize(s string) error {
-	n, err := limiterproxy.ParseSize(s)
+	n, err := limit.ParseSize(s)
 	if err != nil {
 		return err
 	}
-	if n < limiterproxy.MinZone {
-		return fmt.Errorf("%q is too small (nginx wants at least %dk)", s, limiterproxy.MinZone/1024)
+	if n < limit.MinZone {
+		return fmt.Errorf("%q is too small (nginx wants at least %dk)", s, limit.MinZone/1024)
 	}
 	return nil
 }

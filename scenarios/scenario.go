@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // This file holds the types the engines and reports are written against.
@@ -105,7 +105,7 @@ type Route struct {
 type Proxy struct {
 	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
 	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
-	Limits         limiterproxy.Config
+	Limits         limit.Config
 	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are nginx's
 	// proxy_send_timeout, client_body_timeout and client_header_timeout;
 	// a decoded scenario has each above 0 (default 60s).

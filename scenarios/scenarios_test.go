@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 func library(t testing.TB) []string {
@@ -128,7 +128,7 @@ func TestStockBalance(t *testing.T) {
 		Proxy: Proxy{
 			ReadTimeout:    120 * time.Second,
 			ConnectTimeout: 60 * time.Second,
-			Limits:         limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
+			Limits:         limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
 			SendTimeout:    time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute,
 		},
 		Tenants: []TenantGroup{
@@ -247,9 +247,9 @@ tenants:
 	want := &Scenario{
 		Name: "plain", Duration: 2 * time.Minute, TimeScale: 1, TimeScaleAuto: true, Seed: 1,
 		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: fakebackend.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: fakebackend.Constant{D: 5 * time.Millisecond}}}},
-		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limiterproxy.Config{
-			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
-			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
+		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limit.Config{
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
+			Req:  []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
 		}, SendTimeout: time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute},
 		Tenants: []TenantGroup{
 			{Group: "g", Count: 1, Host: "h.example.com", Addr: "127.0.0.1", Load: Load{Model: Open, Arrivals: Poisson, Rate: 1, Routes: []WeightedRoute{{0, 1}}}},

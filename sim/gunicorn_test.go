@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // These tests play the patterns of fakebackend's conformance test against
@@ -39,18 +39,18 @@ func shotScenario(backend scenarios.Backend, proxy scenarios.Proxy, shots []simS
 }
 
 // playShots runs sc and returns the results of each shot, by when they end.
-func playShots(t *testing.T, sc *scenarios.Scenario) ([][]loadgen.Result, Stats) {
+func playShots(t *testing.T, sc *scenarios.Scenario) ([][]workload.Result, Stats) {
 	t.Helper()
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
-	out := make([][]loadgen.Result, len(sc.Tenants))
+	out := make([][]workload.Result, len(sc.Tenants))
 	for _, r := range c.results {
 		out[r.Tenant] = append(out[r.Tenant], r)
 	}
 	return out, st
 }
 
-func statuses(rs []loadgen.Result) map[int]int {
+func statuses(rs []workload.Result) map[int]int {
 	m := map[int]int{}
 	for _, r := range rs {
 		m[int(r.Status)]++
@@ -58,7 +58,7 @@ func statuses(rs []loadgen.Result) map[int]int {
 	return m
 }
 
-func latencies(rs []loadgen.Result) []time.Duration {
+func latencies(rs []workload.Result) []time.Duration {
 	var l []time.Duration
 	for _, r := range rs {
 		l = append(l, r.Latency)
@@ -114,9 +114,9 @@ func TestGunicornSYNSchedule(t *testing.T) {
 		want    want
 	}{
 		// Sent at 0, 1, 3, 7 s: the worker is free from 5 s.
-		{"served on the 4th SYN", 5 * time.Second, 60 * time.Second, want{loadgen.OK, 200, 7 * time.Second}},
-		{"connect timeout", time.Hour, 10 * time.Second, want{loadgen.GatewayTimeout, 504, 10 * time.Second}},
-		{"the kernel gives up", time.Hour, 0, want{loadgen.BackendError, 502, 127 * time.Second}},
+		{"served on the 4th SYN", 5 * time.Second, 60 * time.Second, want{workload.OK, 200, 7 * time.Second}},
+		{"connect timeout", time.Hour, 10 * time.Second, want{workload.GatewayTimeout, 504, 10 * time.Second}},
+		{"the kernel gives up", time.Hour, 0, want{workload.BackendError, 502, 127 * time.Second}},
 	} {
 		sc := shotScenario(backend, scenarios.Proxy{ConnectTimeout: tc.connect}, []simShot{{service: tc.first}, {at: time.Millisecond, service: 0}})
 		got, _ := playShots(t, sc)
@@ -135,8 +135,8 @@ func TestGunicornTimeoutKillAndBoot(t *testing.T) {
 	if kill <= time.Second || kill > time.Second+fakebackend.ArbiterTick {
 		t.Errorf("kill at %v, want within (1s, 2s]", kill)
 	}
-	check(t, "killed", got[0], []want{{loadgen.BackendError, 502, kill}})
-	check(t, "queued behind the kill", got[1], []want{{loadgen.OK, 200, kill + fakebackend.DefaultBoot - 100*time.Millisecond}})
+	check(t, "killed", got[0], []want{{workload.BackendError, 502, kill}})
+	check(t, "queued behind the kill", got[1], []want{{workload.OK, 200, kill + fakebackend.DefaultBoot - 100*time.Millisecond}})
 	if st.Backend.Killed != 1 || st.Backend.Booting != 0 {
 		t.Errorf("backend %+v: want 1 killed, none booting at the end", st.Backend)
 	}
@@ -152,7 +152,7 @@ func TestGunicornThreads(t *testing.T) {
 		{at: 200 * time.Millisecond, service: 500 * time.Millisecond, n: 3},
 	})
 	got, _ := playShots(t, sc)
-	check(t, "long", got[0], []want{{loadgen.OK, 200, 6 * time.Second}})
+	check(t, "long", got[0], []want{{workload.OK, 200, 6 * time.Second}})
 	// One thread is held by the long request: the three short ones take
 	// turns on the other (gunicorn: 0.70, 1.21, 1.71 s after 0.2–0.4 s).
 	if l := latencies(got[1]); !slices.Equal(l, []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}) {

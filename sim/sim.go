@@ -1,6 +1,6 @@
 // Package sim plays a scenario as a discrete-event simulation in virtual
 // time. It drives the same pure cores as the live engine — loadgen's
-// schedules, limiterproxy's Policy and fakebackend's Pool — with explicit
+// schedules, limit's Policy and fakebackend's Pool — with explicit
 // model time, so an hour of traffic takes a fraction of a second and the two
 // engines cannot drift apart. It opens no socket and starts no goroutine.
 package sim
@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // Epoch is the wall time model time 0 maps to when the simulator hands
@@ -64,7 +64,7 @@ type Options struct {
 	BusiestKeys int
 	// MaxInFlight caps open-model requests in flight over all tenants, as
 	// the live driver does; an arrival over it is Dropped. Zero means
-	// loadgen.DefaultMaxInFlight; negative means no cap.
+	// workload.DefaultMaxInFlight; negative means no cap.
 	MaxInFlight int
 	// Drain is how much model time after the scenario's Duration requests
 	// still in flight may take to end. Those still in flight after it are
@@ -81,23 +81,23 @@ type Options struct {
 
 // Stats are what a run counted. Times are model time.
 type Stats struct {
-	Events      uint64                      // events processed, stale ones included
-	Requests    uint64                      // results handed to the sink
-	Outcomes    [loadgen.NumOutcomes]uint64 // results by outcome
-	CutOff      uint64                      // requests cut off when the drain ran out (counted as ClientTimeout too)
-	Delayed     uint64                      // requests limit_req delayed
-	Waited      uint64                      // requests that waited in the backend's backlog
-	Started     uint64                      // jobs a worker took
-	WaitTime    time.Duration               // total backlog wait of the jobs a worker took
-	SYNDrops    uint64                      // connection attempts the full backlog dropped, retransmissions included
-	KillGuessed uint64                      // results whose Work guessed the kill of a job not yet started (see engine.work)
-	End         time.Duration               // model time of the last event
-	Backend     fakebackend.Stats           // the pool's counters at End
-	Interrupted bool                        // ctx ended the run early
+	Events      uint64                       // events processed, stale ones included
+	Requests    uint64                       // results handed to the sink
+	Outcomes    [workload.NumOutcomes]uint64 // results by outcome
+	CutOff      uint64                       // requests cut off when the drain ran out (counted as ClientTimeout too)
+	Delayed     uint64                       // requests limit_req delayed
+	Waited      uint64                       // requests that waited in the backend's backlog
+	Started     uint64                       // jobs a worker took
+	WaitTime    time.Duration                // total backlog wait of the jobs a worker took
+	SYNDrops    uint64                       // connection attempts the full backlog dropped, retransmissions included
+	KillGuessed uint64                       // results whose Work guessed the kill of a job not yet started (see engine.work)
+	End         time.Duration                // model time of the last event
+	Backend     fakebackend.Stats            // the pool's counters at End
+	Interrupted bool                         // ctx ended the run early
 }
 
 // OutcomeShare returns the share of results that ended as o.
-func (s *Stats) OutcomeShare(o loadgen.Outcome) float64 {
+func (s *Stats) OutcomeShare(o workload.Outcome) float64 {
 	if s.Requests == 0 {
 		return 0
 	}
@@ -112,11 +112,11 @@ type tenant struct {
 	index    int32
 	load     *scenarios.Load
 	rng      *rand.Rand
-	mix      loadgen.Mix
-	arrivals loadgen.Arrivals
+	mix      workload.Mix
+	arrivals workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 	reqKeys  []string
-	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	connKeys limit.ConnKeys // prepared: each request hashes none
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
@@ -134,7 +134,7 @@ type tenant struct {
 // location.
 type keySet struct {
 	req  []string
-	conn limiterproxy.ConnKeys
+	conn limit.ConnKeys
 }
 
 // user is one closed-model user.
@@ -148,10 +148,10 @@ type user struct {
 // once its result is out and its job has left the pool.
 type request struct {
 	job      fakebackend.Job // job.Data is the request itself
-	slots    limiterproxy.Slots
+	slots    limit.Slots
 	t        *tenant
-	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
-	user     int32                 // closed model: the user; -1 for open
+	connKeys limit.ConnKeys // its visitor's limit_conn keys
+	user     int32          // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -167,11 +167,11 @@ type request struct {
 // engine is one run.
 type engine struct {
 	sc        *scenarios.Scenario
-	sink      loadgen.Sink
+	sink      workload.Sink
 	sampler   Sampler
-	policy    *limiterproxy.Policy
-	routePol  []*limiterproxy.Policy // per route, its location's limits; nil without locations
-	keyRoutes int                    // routes a tenant's keys are kept for: the backend's with locations, else 1
+	policy    *limit.Policy
+	routePol  []*limit.Policy // per route, its location's limits; nil without locations
+	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
 	pool      *fakebackend.Pool
 	dists     []fakebackend.Dist
 	tenants   []tenant
@@ -190,13 +190,13 @@ type engine struct {
 	every     time.Duration
 	busiest   int
 	keyMap    map[string]int
-	busy      []limiterproxy.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree             // the open-model tenants' next arrivals, one per tenant
-	heap      eventHeap               // every other event: requests', users', samples
+	busy      []limit.KeyCount // the busiest keys of the last sample
+	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
+	heap      eventHeap        // every other event: requests', users', samples
 	seq       uint64
 	free      *request
 	chunks    [][]request
-	res       loadgen.Result
+	res       workload.Result
 	stopping  bool
 	stats     Stats
 	guard     guard
@@ -205,7 +205,7 @@ type engine struct {
 // Run plays sc in virtual time and hands every request's result to sink
 // (nil discards them), in the order the results happen; ties in model time
 // go in the order their events were scheduled, so the same scenario and
-// seed always give the same sequence. The *loadgen.Result passed to Add is
+// seed always give the same sequence. The *workload.Result passed to Add is
 // reused after Add returns.
 //
 // Each request follows the live path: its tenant's schedule (open model) or
@@ -222,7 +222,7 @@ type engine struct {
 //
 // Run returns the run's statistics. When ctx ends first it stops at once and
 // returns what it counted, with Interrupted set, and ctx's error.
-func Run(ctx context.Context, sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (Stats, error) {
+func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (Stats, error) {
 	e, err := newEngine(sc, sink, opts)
 	if err != nil {
 		return Stats{}, err
@@ -231,14 +231,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink loadgen.Sink, opts Op
 	return e.stats, err
 }
 
-func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine, error) {
+func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engine, error) {
 	if sc == nil {
 		return nil, errors.New("sim: no scenario")
 	}
 	if len(sc.Backend.Routes) == 0 {
 		return nil, fmt.Errorf("sim: scenario %s: the backend has no routes", sc.Name)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
@@ -260,7 +260,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
 	e.pool.OnStart = func(j *fakebackend.Job) { e.starts = append(e.starts, j) }
 	if e.sink == nil {
-		e.sink = loadgen.SinkFunc(func(*loadgen.Result) {})
+		e.sink = workload.SinkFunc(func(*workload.Result) {})
 	}
 	e.sampler = opts.Sampler
 	if e.sampler == nil {
@@ -277,7 +277,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	}
 	switch {
 	case opts.MaxInFlight == 0:
-		e.maxOpen = loadgen.DefaultMaxInFlight
+		e.maxOpen = workload.DefaultMaxInFlight
 	case opts.MaxInFlight > 0:
 		e.maxOpen = opts.MaxInFlight
 	}
@@ -316,14 +316,14 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
 		t.load = st.Load
-		t.rng = loadgen.TenantRand(sc.Seed, st.Index)
-		t.mix = loadgen.NewMix(st.Load.Routes)
+		t.rng = workload.TenantRand(sc.Seed, st.Index)
+		t.mix = workload.NewMix(st.Load.Routes)
 		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
 		t.cap = st.Load.MaxInFlight
 		if t.cap <= 0 {
-			t.cap = loadgen.DefaultTenantInFlight
+			t.cap = workload.DefaultTenantInFlight
 		}
 		t.stop = st.Load.Stop
 		if t.stop <= 0 || t.stop > sc.Duration {
@@ -385,7 +385,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 // code, from the request its client would send for target (a path, with
 // its query if any): Host the tenant's host, the connection from addr, no
 // headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
+func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
@@ -537,13 +537,13 @@ func (e *engine) run(ctx context.Context) error {
 			case evEnd:
 				e.end(r, ev.at)
 			case evReadTimeout, evConnectTimeout:
-				e.timeout(r, ev.at, loadgen.GatewayTimeout, http.StatusGatewayTimeout)
+				e.timeout(r, ev.at, workload.GatewayTimeout, http.StatusGatewayTimeout)
 			case evClientTimeout:
-				e.timeout(r, ev.at, loadgen.ClientTimeout, 0)
+				e.timeout(r, ev.at, workload.ClientTimeout, 0)
 			case evSYN:
 				e.connect(r, ev.at)
 			case evConnectFail:
-				e.timeout(r, ev.at, loadgen.BackendError, http.StatusBadGateway)
+				e.timeout(r, ev.at, workload.BackendError, http.StatusBadGateway)
 			}
 		}
 	}
@@ -601,7 +601,7 @@ func (e *engine) arrive(t *tenant, now time.Duration) {
 	route := t.route()
 	service := e.dists[route].Sample(t.rng)
 	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
-		e.res = loadgen.Result{Tenant: t.index, Route: int16(route), Outcome: loadgen.Dropped, Intended: now}
+		e.res = workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: now}
 		e.emit()
 		return
 	}
@@ -647,8 +647,8 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 	if len(pol.Req) > 0 {
 		d := pol.ReqStage(at(now), reqKeys)
 		switch {
-		case d.Verdict == limiterproxy.Rejected:
-			e.finish(r, now, loadgen.Rejected, d.Status)
+		case d.Verdict == limit.Rejected:
+			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
 			return
 		case d.Delay > 0:
@@ -668,8 +668,8 @@ func (e *engine) connStage(r *request, now time.Duration) {
 	}
 	if len(pol.Conn) > 0 {
 		slots, d := pol.ConnStageKeys(r.connKeys)
-		if d.Verdict == limiterproxy.Rejected {
-			e.finish(r, now, loadgen.Rejected, d.Status)
+		if d.Verdict == limit.Rejected {
+			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
 			return
 		}
@@ -692,7 +692,7 @@ func (e *engine) connect(r *request, now time.Duration) {
 	switch e.pool.Arrive(now, &r.job) {
 	case fakebackend.Refused:
 		r.read = never
-		e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
+		e.finish(r, now, workload.BackendError, http.StatusBadGateway)
 		e.release(r)
 	case fakebackend.Dropped:
 		r.read = never
@@ -767,9 +767,9 @@ func (e *engine) end(r *request, now time.Duration) {
 	e.pool.Finish(now, &r.job)
 	if !r.done {
 		if r.job.State() == fakebackend.Killed {
-			e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
+			e.finish(r, now, workload.BackendError, http.StatusBadGateway)
 		} else {
-			e.finish(r, now, loadgen.OK, http.StatusOK)
+			e.finish(r, now, workload.OK, http.StatusOK)
 		}
 	}
 	e.release(r)
@@ -779,7 +779,7 @@ func (e *engine) end(r *request, now time.Duration) {
 
 // timeout ends r at now with outcome o: the proxy or the client gave up.
 // The job, if the backend has it, is abandoned; under Continue it goes on.
-func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, status int) {
+func (e *engine) timeout(r *request, now time.Duration, o workload.Outcome, status int) {
 	e.finish(r, now, o, status)
 	switch r.job.State() {
 	case fakebackend.Queued, fakebackend.Running:
@@ -798,7 +798,7 @@ func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, statu
 
 // finish ends r's request at now: its slots are released, its result goes to
 // the sink and its user, if any, plans the next request.
-func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status int) {
+func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, status int) {
 	r.done = true
 	r.slots.Release()
 	t := r.t
@@ -806,7 +806,7 @@ func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status
 		t.inFlight--
 		e.open--
 	}
-	e.res = loadgen.Result{
+	e.res = workload.Result{
 		Tenant:   t.index,
 		Route:    r.route,
 		Outcome:  o,
@@ -869,11 +869,11 @@ func (e *engine) emit() {
 // next plans a closed-model user's next request after one intended at
 // intended ended at now with outcome o: a client timeout is retried (the
 // same iteration) or ends the user; anything else completes an iteration.
-// When is loadgen.NextSend's rule, the live driver's.
-func (e *engine) next(ui int32, intended, now time.Duration, o loadgen.Outcome) {
+// When is workload.NextSend's rule, the live driver's.
+func (e *engine) next(ui int32, intended, now time.Duration, o workload.Outcome) {
 	u := &e.users[ui]
 	t := u.t
-	if o == loadgen.ClientTimeout {
+	if o == workload.ClientTimeout {
 		if t.load.OnTimeout == scenarios.GiveUp {
 			return
 		}
@@ -883,7 +883,7 @@ func (e *engine) next(ui int32, intended, now time.Duration, o loadgen.Outcome) 
 	if t.load.Iterations > 0 && u.done >= t.load.Iterations {
 		return
 	}
-	if at := loadgen.NextSend(intended, now, t.load.Think, o); at < t.stop {
+	if at := workload.NextSend(intended, now, t.load.Think, o); at < t.stop {
 		e.push(at, evSend, ui)
 	}
 }
@@ -918,7 +918,7 @@ func (e *engine) cutOff(now time.Duration) {
 			}
 			r.ev = 0
 			e.stats.CutOff++
-			e.timeout(r, now, loadgen.ClientTimeout, 0)
+			e.timeout(r, now, workload.ClientTimeout, 0)
 		}
 	}
 }

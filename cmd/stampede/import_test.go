@@ -18,10 +18,10 @@ import (
 	"stampede/internal/nginxtest"
 	"stampede/limiterproxy"
 	"stampede/live"
-	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/sim"
+	"stampede/workload"
 )
 
 // roundTripScenario has three groups: a heavy tenant whose constant-time
@@ -184,9 +184,9 @@ func TestImportRoundTrip(t *testing.T) {
 		}
 		g.requests++
 		switch r.Outcome {
-		case loadgen.Rejected:
+		case workload.Rejected:
 			g.rejected++
-		case loadgen.OK:
+		case workload.OK:
 			g.lat = append(g.lat, float64(r.Latency)/float64(time.Millisecond))
 		}
 	}
@@ -303,9 +303,9 @@ func reportStretch(t *testing.T, path string, service time.Duration, scale float
 }
 
 // simCollector keeps every result.
-type simCollector struct{ results []loadgen.Result }
+type simCollector struct{ results []workload.Result }
 
-func (c *simCollector) Add(r *loadgen.Result) { c.results = append(c.results, *r) }
+func (c *simCollector) Add(r *workload.Result) { c.results = append(c.results, *r) }
 
 // quantileOf returns the q-quantile of sorted values: the least value with
 // at least q of them at or below it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stampede/limit"
 	"stampede/limiterproxy"
 )
 
@@ -71,7 +72,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.StringVar(&f.upstream, "upstream", "", "URL of the app to proxy to, e.g. http://127.0.0.1:9000 (required)")
 	fl.StringArrayVar(&f.conns, "limit-conn", nil, "a limit_conn, e.g. '$host=4' (repeatable)")
 	fl.StringArrayVar(&f.reqs, "limit-req", nil, "a limit_req, e.g. '$binary_remote_addr=10r/s,burst=20,nodelay' (repeatable)")
-	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
+	fl.IntVar(&f.status, "status", limit.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
 	fl.DurationVar(&f.connTimeout, "connect-timeout", limiterproxy.DefaultConnectTimeout, "nginx's proxy_connect_timeout: no connection to the upstream within it answers 504")
@@ -86,8 +87,8 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 }
 
 // proxyConfig turns the flags into the limits and the upstream URL.
-func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
-	var cfg limiterproxy.Config
+func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
+	var cfg limit.Config
 	if f.status < 400 || f.status > 599 {
 		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
 	}
@@ -105,7 +106,7 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, []limiterproxy.ConnSpec{spec}, nil)
+			limiterproxy.AddLocationLimits(&cfg, paths, []limit.ConnSpec{spec}, nil)
 			continue
 		}
 		cfg.Conn = append(cfg.Conn, spec)
@@ -124,7 +125,7 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limiterproxy.ReqSpec{spec})
+			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limit.ReqSpec{spec})
 			continue
 		}
 		cfg.Req = append(cfg.Req, spec)
@@ -176,7 +177,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	if err != nil {
 		return err
 	}
-	policy, err := limiterproxy.NewPolicy(cfg)
+	policy, err := limit.NewPolicy(cfg)
 	if err != nil {
 		return asUsage(err)
 	}

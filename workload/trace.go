@@ -1,4 +1,4 @@
-package loadgen
+package workload
 
 import (
 	"time"
@@ -44,13 +44,4 @@ func (a *Arrivals) Route() (int, bool) {
 		return 0, false
 	}
 	return a.trace.route, true
-}
-
-// route returns the route of an open or trace tenant's arrival now due:
-// the trace's, or a pick from the tenant's mix.
-func (t *tenant) route() int {
-	if r, ok := t.arrivals.Route(); ok {
-		return r
-	}
-	return t.mix.Pick(t.picks)
 }

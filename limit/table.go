@@ -1,4 +1,4 @@
-package limiterproxy
+package limit
 
 import "unsafe"
 

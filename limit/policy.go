@@ -1,8 +1,8 @@
-package limiterproxy
+package limit
 
 import (
 	"fmt"
-	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -10,7 +10,12 @@ import (
 // simulator, the scenario format and the CLI) is written against.
 
 // DefaultStatus is the status nginx answers a limited request with.
-const DefaultStatus = http.StatusServiceUnavailable
+const DefaultStatus = 503 // Service Unavailable
+
+// DefaultConnectTimeout is nginx's default proxy_connect_timeout. It is
+// declared here, beside the limits' defaults, so that the scenario format
+// and the simulator agree with the proxy without importing it.
+const DefaultConnectTimeout = 60 * time.Second
 
 // DefaultZone is the zone size the scenario and CLI use when none is given.
 const DefaultZone = "10m"
@@ -169,6 +174,13 @@ func newRules(cfg Config, prefix string) (*Policy, error) {
 		p.Req = append(p.Req, ReqRule{Name: name, Spec: spec, Key: key, Limiter: NewReqLimiter(rate, spec.Burst, spec.Delay, spec.NoDelay, zone)})
 	}
 	return p, nil
+}
+
+// LimitName names rule i of a kind ("limit_conn" or "limit_req") as the
+// metrics' limit label, the X-Stampede-Limit header and the nginx comments
+// do: "limit_conn[0]".
+func LimitName(kind string, i int) string {
+	return kind + "[" + strconv.Itoa(i) + "]"
 }
 
 // split sorts p's rules into their passes.
@@ -501,85 +513,6 @@ func (p *Policy) KeysLimiter() *ConnLimiter {
 		}
 	}
 	return nil
-}
-
-// Handler applies a Policy in front of Next: limit_req first (a delay waits
-// on the request's context), then every limit_conn in order, releasing on
-// every path (response, client gone, upstream error, panic).
-type Handler struct {
-	Policy *Policy
-	// Next serves admitted requests, usually the reverse proxy.
-	Next http.Handler
-	// Metrics, when not nil, counts decisions per limit.
-	Metrics *Metrics
-	// TimeScale plays model time faster than real time: limit_req sees
-	// model time (wall time ÷ TimeScale) and its delays are waited for
-	// TimeScale times as long. Zero means 1, real time.
-	TimeScale float64
-	// PreciseTimers times limit_req delays within about 0.1 ms rather than
-	// the runtime timer's millisecond (see package clock); a time-scaled
-	// run wants it. False uses the runtime's timers alone.
-	PreciseTimers bool
-
-	// holders are the requests holding slots whose client can be asked
-	// whether it hung up (see gone.go).
-	holders holders
-}
-
-// Metrics are the proxy's Prometheus metrics, on a registry of their own.
-type Metrics struct{ metrics }
-
-// ProxyOptions configure NewProxy.
-type ProxyOptions struct {
-	// ReadTimeout is nginx's proxy_read_timeout: no response headers from
-	// upstream within it answers 504. Zero means none.
-	ReadTimeout time.Duration
-	// ConnectTimeout is nginx's proxy_connect_timeout: a connection to
-	// upstream not made within it (its SYNs dropped by a full backlog)
-	// answers 504. Zero means DefaultConnectTimeout, nginx's default.
-	ConnectTimeout time.Duration
-	// SendTimeout is nginx's proxy_send_timeout: a write of the request
-	// to the upstream that makes no progress within it answers 504. Zero
-	// means none.
-	SendTimeout time.Duration
-	// UpstreamKeepAlive is nginx's `upstream { keepalive N; }` with
-	// proxy_http_version 1.1 and an empty Connection header: at most N
-	// idle upstream connections are kept for the next requests (see
-	// NewProxy). Zero opens a connection per request, nginx's default.
-	UpstreamKeepAlive int
-	// NextUpstreamOff is nginx's proxy_next_upstream off: a reused
-	// connection that fails before the response answers 502, as a fresh
-	// one does. False sends the request once more, as nginx does by
-	// default, unless it has a body or is a POST, LOCK or PATCH.
-	NextUpstreamOff bool
-	// Dial, when set, opens upstream connections (an in-memory network);
-	// nil dials TCP within ConnectTimeout.
-	Dial DialFunc
-}
-
-// NginxOptions configure WriteNginx.
-type NginxOptions struct {
-	Listen      string // e.g. "127.0.0.1:8080"
-	Upstream    string // e.g. "127.0.0.1:9000"
-	ReadTimeout time.Duration
-	// ConnectTimeout is written as proxy_connect_timeout; zero writes
-	// nothing, leaving nginx's default of 60 s.
-	ConnectTimeout time.Duration
-	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are written
-	// as proxy_send_timeout, client_body_timeout and client_header_timeout;
-	// zero leaves nginx's default (60s).
-	SendTimeout, ClientBodyTimeout, ClientHeaderTimeout time.Duration
-	// TimeScale writes the config for a scenario played TimeScale times
-	// real time: rates divided by it, timeouts multiplied. Zero means 1.
-	TimeScale float64
-	// NoHeaders leaves out the X-Stampede-Limit and X-Stampede-Dry-Run
-	// headers (and their maps). False writes them.
-	NoHeaders bool
-	// UpstreamKeepAlive writes an upstream block with `keepalive N;` and
-	// the proxy_http_version 1.1 and empty Connection header it needs;
-	// zero writes proxy_pass to the address, nginx's connection per
-	// request.
-	UpstreamKeepAlive int
 }
 
 // heldEntry is a limit_req entry held between lookup and account.

@@ -1,4 +1,4 @@
-package limiterproxy
+package limit
 
 import (
 	"net/http"
@@ -342,4 +342,22 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("ParseSize(%q) accepted two units", s)
 		}
 	})
+}
+
+func TestKeyDisplayDistinct(t *testing.T) {
+	k, err := ParseKey("$http_x_tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, raw := range []string{"acme", `a\x01`, "a\x01", "a\\", "a\xff", "é", "\x00"} {
+		got := k.Display(raw)
+		if prev, dup := seen[got]; dup {
+			t.Errorf("Display(%q) = Display(%q) = %q", raw, prev, got)
+		}
+		seen[got] = raw
+	}
+	if got := k.Display("acme"); got != "acme" {
+		t.Errorf("Display(acme) = %q, want it unchanged", got)
+	}
 }

@@ -1,4 +1,4 @@
-package limiterproxy
+package limit
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The kinds of keyPart.
@@ -212,6 +214,39 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 		}
 	}
 	return dst
+}
+
+// Display writes value, a value of k (as Append gives it), as text: a
+// $binary_remote_addr key as its address ("10.0.0.7", "2001:db8::1"), and
+// any other key with bytes that are not printable UTF-8 (a concatenation
+// with $binary_remote_addr) with those bytes escaped as \xNN, so that
+// different keys read differently.
+func (k Key) Display(raw string) string {
+	if len(k.parts) == 1 && k.parts[0].kind == partBinaryRemoteAddr {
+		if a, ok := netip.AddrFromSlice([]byte(raw)); ok {
+			return a.String()
+		}
+	}
+	printable := utf8.ValidString(raw)
+	for _, r := range raw {
+		printable = printable && unicode.IsPrint(r) && r != '\\'
+	}
+	if printable {
+		return raw
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRuneInString(raw[i:])
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			for _, c := range []byte(raw[i : i+n]) {
+				fmt.Fprintf(&b, "\\x%02x", c)
+			}
+		} else {
+			b.WriteString(raw[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // appendArg appends the value of the query argument name in the raw query
