@@ -468,7 +468,10 @@ type upstreamBody struct {
 // by the read timeout, as nginx's proxy_read_timeout bounds the time
 // between two successive reads.
 func (b *upstreamBody) Read(p []byte) (int, error) {
-	if t := b.x.t.readTimeout; t > 0 {
+	// Bytes the response reader holds already are read without waiting:
+	// the deadline is for a read that waits on the connection (a small
+	// body came in with the headers).
+	if t := b.x.t.readTimeout; t > 0 && b.x.br.Buffered() == 0 {
 		b.x.conn.SetReadDeadline(time.Now().Add(t)) //nolint:errcheck // a closed conn fails the read
 	}
 	n, err := b.body.Read(p)
@@ -575,11 +578,14 @@ const (
 // upConn is a connection to the upstream and what the pool knows of it.
 type upConn struct {
 	net.Conn
-	raw      syscall.RawConn // for the idle check; nil without one
-	reused   bool            // it served a request before this one
-	requests int             // requests sent on it
-	start    time.Time       // when it was dialled (with a pool)
-	idle     time.Time       // when it went idle
+	raw      syscall.RawConn  // for the idle check; nil without one
+	peek     func(fd uintptr) // the idle check's peek, made once
+	usable   bool             // the last peek's finding
+	peekBuf  [1]byte
+	reused   bool      // it served a request before this one
+	requests int       // requests sent on it
+	start    time.Time // when it was dialled (with a pool)
+	idle     time.Time // when it went idle
 	// writeDeadline is set when a write deadline may be left on it.
 	writeDeadline bool
 }

@@ -13,11 +13,12 @@ func idleUsable(c *upConn) bool {
 	if c.raw == nil {
 		return true
 	}
-	usable := false
-	var b [1]byte
-	err := c.raw.Control(func(fd uintptr) {
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		usable = err == syscall.EAGAIN
-	})
-	return err == nil && usable
+	if c.peek == nil {
+		c.peek = func(fd uintptr) {
+			_, _, err := syscall.Recvfrom(int(fd), c.peekBuf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			c.usable = err == syscall.EAGAIN
+		}
+	}
+	c.usable = false
+	return c.raw.Control(c.peek) == nil && c.usable
 }
