@@ -125,10 +125,12 @@ func serveRaw(c net.Conn, d *net.Dialer, upstream string) {
 }
 
 // keptRoundTrip is roundTrip over a kept connection: a reused one that
-// fails is replaced by a new one, once.
+// fails (the upstream closed it while idle) is dropped for the next, and
+// only a new one's failure is an error.
 func keptRoundTrip(d *net.Dialer, upstream string, r *http.Request) (int, []byte, error) {
-	for try := 0; ; try++ {
+	for {
 		var c *upConn
+		reused := true
 		select {
 		case c = <-idle:
 		default:
@@ -136,13 +138,12 @@ func keptRoundTrip(d *net.Dialer, upstream string, r *http.Request) (int, []byte
 			if err != nil {
 				return 0, nil, err
 			}
-			c = &upConn{Conn: nc, br: bufio.NewReader(nc)}
-			try = 1
+			c, reused = &upConn{Conn: nc, br: bufio.NewReader(nc)}, false
 		}
 		status, body, keep, err := exchange(c, r)
 		if err != nil {
 			c.Close()
-			if try == 0 {
+			if reused {
 				continue
 			}
 			return 0, nil, err
