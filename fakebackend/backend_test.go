@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // call is one request served by ServeHTTP on its own goroutine, as
@@ -87,7 +89,7 @@ func checkBusy(t *testing.T, step string, b *Backend, busy, queued int) {
 
 func TestBackendQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 8}, Routes: []Route{{Name: "report", Path: "/report", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 8}, Routes: []Route{{Name: "report", Path: "/report", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		var calls []*call
 		for range 10 {
 			calls = append(calls, serve(t, b, "/report?item=x"))
@@ -113,7 +115,7 @@ func TestBackendQueue(t *testing.T) {
 			}
 		}
 		s := b.Snapshot()
-		want := Stats{Workers: 8, Threads: 1, Backlog: DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
+		want := workerpool.Stats{Workers: 8, Threads: 1, Backlog: workerpool.DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
 		if s.Stats != want {
 			t.Errorf("Stats = %+v, want %+v", s.Stats, want)
 		}
@@ -126,7 +128,7 @@ func TestBackendQueue(t *testing.T) {
 func TestBackendBacklogFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// listen(2) backlog 1: the accept queue holds 2.
-		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 2, Backlog: 1, Overflow: workerpool.Reset}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Second}}}})
 		calls := []*call{serve(t, b, "/a"), serve(t, b, "/b"), serve(t, b, "/c"), serve(t, b, "/d"), serve(t, b, "/e")}
 		// The fifth finds both workers busy and the backlog full: its
 		// connection is refused at once.
@@ -153,7 +155,7 @@ func TestBackendBacklogFull(t *testing.T) {
 // schedule, in model time, until it fits.
 func TestBackendBacklogDrop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: Constant{2500 * time.Millisecond}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2500 * time.Millisecond}}}})
 		a, c := serve(t, b, "/a"), serve(t, b, "/c")
 		time.Sleep(time.Millisecond) // d's SYNs go a model 2ms after c's
 		d := serve(t, b, "/d")
@@ -177,7 +179,7 @@ func TestBackendBacklogDrop(t *testing.T) {
 
 func TestBackendNoBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1, Overflow: workerpool.Reset}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Second}}}})
 		a, c := serve(t, b, "/"), serve(t, b, "/")
 		if !c.aborted || !c.ended() {
 			t.Errorf("step 1: second request with no backlog: aborted %v, want dropped", c.aborted)
@@ -191,10 +193,10 @@ func TestBackendNoBacklog(t *testing.T) {
 func TestBackendTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool: Config{Workers: 1, Timeout: 120 * time.Second},
+			Pool: workerpool.Config{Workers: 1, Timeout: 120 * time.Second},
 			Routes: []Route{
-				{Name: "stock", Path: "/stock", Service: Constant{4 * time.Minute}},
-				{Name: "home", Path: "/", Service: Constant{time.Second}},
+				{Name: "stock", Path: "/stock", Service: workerpool.Constant{D: 4 * time.Minute}},
+				{Name: "home", Path: "/", Service: workerpool.Constant{D: time.Second}},
 			},
 		})
 		kill := tickAfter(b.pool, 120*time.Second)
@@ -224,7 +226,7 @@ func TestBackendTimeout(t *testing.T) {
 
 func TestBackendClientAbortContinue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Path: "/", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		a := serve(t, b, "/a")
 		q := serve(t, b, "/q")
 		time.Sleep(30 * time.Second)
@@ -252,7 +254,7 @@ func TestBackendClientAbortContinue(t *testing.T) {
 
 func TestBackendClientAbortCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, OnClientAbort: Cancel}, Routes: []Route{{Path: "/", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, OnClientAbort: workerpool.Cancel}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		a := serve(t, b, "/a")
 		q1 := serve(t, b, "/q1")
 		q2 := serve(t, b, "/q2")
@@ -282,9 +284,9 @@ func TestBackendClientAbortCancel(t *testing.T) {
 func TestBackendRoutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{Routes: []Route{
-			{Path: "/api", Service: Constant{time.Second}},
-			{Name: "slow", Path: "/api/slow", Service: Constant{time.Minute}},
-			{Path: "/static/", Service: Constant{0}},
+			{Path: "/api", Service: workerpool.Constant{D: time.Second}},
+			{Name: "slow", Path: "/api/slow", Service: workerpool.Constant{D: time.Minute}},
+			{Path: "/static/", Service: workerpool.Constant{D: 0}},
 		}})
 		cases := []struct {
 			path  string
@@ -331,8 +333,8 @@ func TestBackendNoRoutes(t *testing.T) {
 func TestBackendTimeScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool:      Config{Workers: 1, Timeout: 120 * time.Second},
-			Routes:    []Route{{Path: "/slow", Service: Constant{3 * time.Minute}}, {Path: "/", Service: Constant{2 * time.Minute}}},
+			Pool:      workerpool.Config{Workers: 1, Timeout: 120 * time.Second},
+			Routes:    []Route{{Path: "/slow", Service: workerpool.Constant{D: 3 * time.Minute}}, {Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}},
 			TimeScale: 0.01,
 		})
 		a, k := serve(t, b, "/"), serve(t, b, "/slow")
@@ -353,9 +355,9 @@ func TestBackendTimeScale(t *testing.T) {
 
 func TestBackendStatsEndpoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 4}, Routes: []Route{
-			{Name: "slow", Path: "/slow", Service: Constant{time.Minute}},
-			{Name: "home", Path: "/", Service: Constant{time.Second}},
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 2, Backlog: 4}, Routes: []Route{
+			{Name: "slow", Path: "/slow", Service: workerpool.Constant{D: time.Minute}},
+			{Name: "home", Path: "/", Service: workerpool.Constant{D: time.Second}},
 		}})
 		serve(t, b, "/slow")
 		serve(t, b, "/slow")
@@ -406,12 +408,12 @@ func TestBackendStatsEndpoint(t *testing.T) {
 // both policies and checks that every one ends, every worker comes back and
 // the counters add up.
 func TestBackendChurn(t *testing.T) {
-	for _, policy := range []AbortPolicy{Continue, Cancel} {
+	for _, policy := range []workerpool.AbortPolicy{workerpool.Continue, workerpool.Cancel} {
 		t.Run(policy.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := mustNew(t, Options{
-					Pool:   Config{Workers: 4, Backlog: 20, Timeout: 3 * time.Second, OnClientAbort: policy},
-					Routes: []Route{{Path: "/", Service: Exp{time.Second}}},
+					Pool:   workerpool.Config{Workers: 4, Backlog: 20, Timeout: 3 * time.Second, OnClientAbort: policy},
+					Routes: []Route{{Path: "/", Service: workerpool.Exp{Avg: time.Second}}},
 					Seed:   7,
 				})
 				rng := rand.New(rand.NewPCG(7, 7))
@@ -437,7 +439,7 @@ func TestBackendChurn(t *testing.T) {
 				if s.Killed == 0 || s.Abandoned == 0 || s.QueueMax == 0 {
 					t.Errorf("stats %+v: want some killed, abandoned and queued to exercise every path", s)
 				}
-				if policy == Continue && s.Cancelled != 0 || policy == Cancel && s.Cancelled == 0 {
+				if policy == workerpool.Continue && s.Cancelled != 0 || policy == workerpool.Cancel && s.Cancelled == 0 {
 					t.Errorf("policy %v: cancelled %d", policy, s.Cancelled)
 				}
 			})
@@ -446,16 +448,16 @@ func TestBackendChurn(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	dist := Constant{time.Second}
+	dist := workerpool.Constant{D: time.Second}
 	cases := []struct {
 		opts Options
 		want string
 	}{
-		{Options{Pool: Config{Workers: -1}}, "workers -1: want 1 to 65536"},
-		{Options{Pool: Config{Workers: MaxWorkers + 1}}, "workers 65537"},
-		{Options{Pool: Config{Backlog: MaxBacklog + 1}}, "backlog 1048577: want at most"},
-		{Options{Pool: Config{Timeout: -time.Second}}, "timeout -1s is negative"},
-		{Options{Pool: Config{OnClientAbort: 7}}, "on_client_abort 7"},
+		{Options{Pool: workerpool.Config{Workers: -1}}, "workers: -1 is below 0"},
+		{Options{Pool: workerpool.Config{Workers: workerpool.MaxWorkers + 1}}, "workers: 65537 is over 65536"},
+		{Options{Pool: workerpool.Config{Backlog: workerpool.MaxBacklog + 1}}, "backlog: 1048577 is over"},
+		{Options{Pool: workerpool.Config{Timeout: -time.Second}}, "timeout: -1s is negative"},
+		{Options{Pool: workerpool.Config{OnClientAbort: 7}}, "on_client_abort: 7"},
 		{Options{TimeScale: -1}, "time scale -1"},
 		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" must start with /`},
 		{Options{Routes: []Route{{Path: "/", Service: dist}, {Path: "/x"}}}, "route 1 (/x): no service time"},
@@ -468,7 +470,7 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("step %d: New(%+v) error %v, want one containing %q", i, c.opts, err, c.want)
 		}
 	}
-	for i, opts := range []Options{{}, {Pool: Config{Workers: 8, Backlog: -1}, TimeScale: 0.01}, {Routes: []Route{{Path: "/", Service: dist}}}} {
+	for i, opts := range []Options{{}, {Pool: workerpool.Config{Workers: 8, Backlog: -1}, TimeScale: 0.01}, {Routes: []Route{{Path: "/", Service: dist}}}} {
 		if _, err := New(opts); err != nil {
 			t.Errorf("step %d: New(%+v): %v, want ok", i, opts, err)
 		}
@@ -488,8 +490,8 @@ func TestBackendLoopback(t *testing.T) {
 
 	t.Run("served and killed", func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool:      Config{Workers: 1, Timeout: time.Second},
-			Routes:    []Route{{Path: "/killed", Service: Constant{2 * time.Second}}, {Path: "/", Service: Constant{0}}},
+			Pool:      workerpool.Config{Workers: 1, Timeout: time.Second},
+			Routes:    []Route{{Path: "/killed", Service: workerpool.Constant{D: 2 * time.Second}}, {Path: "/", Service: workerpool.Constant{D: 0}}},
 			TimeScale: 0.01, // the timeout fires after 10ms
 		})
 		srv := httptest.NewServer(b)
@@ -514,8 +516,8 @@ func TestBackendLoopback(t *testing.T) {
 
 	t.Run("refused", func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool:   Config{Workers: 1, Backlog: -1, Overflow: Reset, OnClientAbort: Cancel},
-			Routes: []Route{{Path: "/", Service: Constant{time.Hour}}},
+			Pool:   workerpool.Config{Workers: 1, Backlog: -1, Overflow: workerpool.Reset, OnClientAbort: workerpool.Cancel},
+			Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Hour}}},
 		})
 		srv := httptest.NewServer(b)
 		defer srv.Close()
@@ -553,7 +555,7 @@ func TestBackendLoopback(t *testing.T) {
 }
 
 func BenchmarkBackend(b *testing.B) {
-	be, _ := New(Options{Pool: Config{Workers: 8}})
+	be, _ := New(Options{Pool: workerpool.Config{Workers: 8}})
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -563,7 +565,7 @@ func BenchmarkBackend(b *testing.B) {
 
 func TestBackendClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Path: "/", Service: Constant{time.Hour}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Hour}}}})
 		run, queued := serve(t, b, "/"), serve(t, b, "/")
 		time.Sleep(time.Minute)
 		b.Close()
@@ -584,7 +586,7 @@ func TestBackendClose(t *testing.T) {
 }
 
 func TestBackendServe(t *testing.T) {
-	b := mustNew(t, Options{Routes: []Route{{Path: "/hold", Service: Constant{time.Hour}}, {Path: "/", Service: Constant{0}}}})
+	b := mustNew(t, Options{Routes: []Route{{Path: "/hold", Service: workerpool.Constant{D: time.Hour}}, {Path: "/", Service: workerpool.Constant{D: 0}}}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -625,4 +627,11 @@ func TestBackendServe(t *testing.T) {
 	if err := <-held; err == nil {
 		t.Errorf("step 4: the hour-long request got a response, want its connection dropped")
 	}
+}
+
+// tickAfter returns the arbiter tick that kills a request still running at
+// x, whose worker took it at x − Timeout.
+func tickAfter(p *workerpool.Pool, x time.Duration) time.Duration {
+	k, _ := p.KillTick(x - p.Config().Timeout)
+	return k
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/sim"
+	"stampede/workerpool"
 )
 
 // These tests play one scenario in both engines, live over loopback HTTP and
@@ -38,13 +38,13 @@ const (
 	agreeLatency  = 0.10 // p50 and p99, relative to the sim's
 )
 
-// sharedDraws is a fakebackend.Dist that hands its callers one sequence of
+// sharedDraws is a workerpool.Dist that hands its callers one sequence of
 // draws from Dist, out of its own seeded stream, whatever stream they pass:
 // the n-th Sample returns the same duration in every run. It is safe for
 // concurrent use (the live backend samples under its own lock, but says
 // nothing of it).
 type sharedDraws struct {
-	fakebackend.Dist
+	workerpool.Dist
 	mu  sync.Mutex
 	rng *rand.Rand
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // cpuTime returns the CPU time this process has used, user and system.
@@ -26,7 +26,7 @@ func trioScenario(rate float64, d time.Duration) *scenarios.Scenario {
 	return &scenarios.Scenario{
 		Name: "trio", Duration: d, TimeScale: 1, Seed: 1,
 		Backend: scenarios.Backend{Workers: 64, Routes: []scenarios.Route{
-			{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 0}}}},
+			{Name: "page", Path: "/app", Service: workerpool.Constant{D: 0}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "sites", Count: sites, Host: "site{i}.example.com", Load: scenarios.Load{
 			Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: rate / sites, Routes: one(0), ClientTimeout: 10 * time.Second}}},
 	}

@@ -24,6 +24,7 @@ import (
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Engine is the engine name results.json records for live runs.
@@ -36,7 +37,7 @@ type Options struct {
 	// pair, which is then not started.
 	Target string
 	// BackendStatsURL, with Target, is where the backend answers its
-	// fakebackend.Stats as JSON (fakebackend.StatsPath); it is polled for the
+	// workerpool.Stats as JSON (fakebackend.StatsPath); it is polled for the
 	// busy/queue series. Empty means no backend samples.
 	BackendStatsURL string
 	// AllowRemote lets Target and BackendStatsURL be outside loopback.
@@ -110,7 +111,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		pr      *pair
 		target  *url.URL
 		policy  *limit.Policy
-		stats   func() (fakebackend.Stats, bool)
+		stats   func() (workerpool.Stats, bool)
 		cleanup []func()
 	)
 	defer func() {
@@ -127,7 +128,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		pr = p
 		cleanup = append(cleanup, p.close)
 		target, policy = p.proxyURL, p.policy
-		stats = func() (fakebackend.Stats, bool) { return p.backend.Stats(), true }
+		stats = func() (workerpool.Stats, bool) { return p.backend.Stats(), true }
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
@@ -243,7 +244,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	// The driver's sink goroutine has ended: the recorder is ours again.
 	modelElapsed := time.Duration(float64(elapsed) / scale)
 	sample(modelElapsed)
-	var end fakebackend.Stats
+	var end workerpool.Stats
 	if stats != nil {
 		end, _ = stats()
 	}
@@ -394,7 +395,7 @@ type statsPoller struct {
 	url    *url.URL
 	every  time.Duration
 	client *http.Client
-	last   atomic.Pointer[fakebackend.Stats]
+	last   atomic.Pointer[workerpool.Stats]
 }
 
 func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
@@ -402,11 +403,11 @@ func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
 }
 
 // latest returns the last stats fetched, false before the first.
-func (p *statsPoller) latest() (fakebackend.Stats, bool) {
+func (p *statsPoller) latest() (workerpool.Stats, bool) {
 	if s := p.last.Load(); s != nil {
 		return *s, true
 	}
-	return fakebackend.Stats{}, false
+	return workerpool.Stats{}, false
 }
 
 // run fetches the stats every p.every until ctx is done. A failed fetch
@@ -437,7 +438,7 @@ func (p *statsPoller) fetch(ctx context.Context) {
 	if resp.StatusCode != http.StatusOK {
 		return
 	}
-	var s fakebackend.Stats
+	var s workerpool.Stats
 	if json.NewDecoder(resp.Body).Decode(&s) == nil {
 		p.last.Store(&s)
 	}
@@ -482,7 +483,7 @@ const proxyMaxConns = 16384
 
 // memBacklog is the in-memory backend listener's accept queue. The fake
 // backend accepts every connection at once and keeps its own backlog in
-// its pool (fakebackend.Config.Backlog), so the listener's queue only has
+// its pool (workerpool.Config.Backlog), so the listener's queue only has
 // to hold what arrives between two Accepts; it is as deep as the proxy has
 // connections, so it never overflows first.
 const memBacklog = proxyMaxConns
@@ -520,7 +521,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	)
 	if memory {
 		overflow := memnet.Retry
-		if sc.Backend.Overflow == fakebackend.Reset {
+		if sc.Backend.Overflow == workerpool.Reset {
 			overflow = memnet.Refuse
 		}
 		ml := memnet.Listen(memnet.Options{
@@ -529,7 +530,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 			Overflow: overflow,
 			// The kernel's SYN retransmissions are model time.
 			RetryAfter: func(n int) (time.Duration, bool) {
-				d, again := fakebackend.SYNRetry(n)
+				d, again := workerpool.SYNRetry(n)
 				return wall(d), again
 			},
 		})

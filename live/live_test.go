@@ -15,6 +15,7 @@ import (
 	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -23,7 +24,7 @@ import (
 // machine's speed.
 
 func route(name, path string, service time.Duration) scenarios.Route {
-	return scenarios.Route{Name: name, Path: path, Service: fakebackend.Constant{D: service}}
+	return scenarios.Route{Name: name, Path: path, Service: workerpool.Constant{D: service}}
 }
 
 func one(r int) []scenarios.WeightedRoute { return []scenarios.WeightedRoute{{Route: r, Weight: 1}} }
@@ -208,7 +209,7 @@ func TestRunClientTimeoutAbandons(t *testing.T) {
 	// proxy frees the key's slot, but the worker goes on (continue).
 	sc := &scenarios.Scenario{
 		Name: "abandon", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
-		Backend: scenarios.Backend{Workers: 2, OnClientAbort: fakebackend.Continue,
+		Backend: scenarios.Backend{Workers: 2, OnClientAbort: workerpool.Continue,
 			Routes: []scenarios.Route{route("report", "/report", 30*time.Second)}},
 		Proxy: scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
@@ -253,8 +254,8 @@ func TestRunDropsOverInFlightCap(t *testing.T) {
 func TestRunTarget(t *testing.T) {
 	sc := story(0)
 	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale,
-		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 30 * time.Millisecond}},
-			{Name: "report", Path: "/api/report", Service: fakebackend.Constant{D: time.Minute}}}})
+		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 30 * time.Millisecond}},
+			{Name: "report", Path: "/api/report", Service: workerpool.Constant{D: time.Minute}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // tareScenario is a few requests of a short route, played 10× faster: about
@@ -79,7 +80,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale, Seed: sc.Seed,
-				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 100 * time.Millisecond}}}})
+				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 100 * time.Millisecond}}}})
 			if err != nil {
 				t.Fatal(err)
 			}

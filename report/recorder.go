@@ -8,9 +8,9 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"stampede/fakebackend"
 	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -122,7 +122,7 @@ type RunInfo struct {
 	Engine      string // "live" or "sim"
 	Wall        time.Duration
 	Interrupted bool
-	Backend     fakebackend.Stats // the pool's counters at the end
+	Backend     workerpool.Stats // the pool's counters at the end
 	Version     string
 	CommandLine string
 	// Start is the wall-clock moment the run began; the zero time leaves

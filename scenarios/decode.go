@@ -12,8 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/fakebackend"
 	"stampede/limit"
+	"stampede/workerpool"
 )
 
 // This file turns a YAML node tree into a Scenario, checking every field and
@@ -22,8 +22,6 @@ import (
 
 // Defaults the file may leave out.
 const (
-	// DefaultWorkers is gunicorn's default number of workers.
-	DefaultWorkers = 1
 	// DefaultReadTimeout is nginx's default proxy_read_timeout.
 	DefaultReadTimeout = 60 * time.Second
 	// DefaultNginxTimeout is nginx's default proxy_send_timeout,
@@ -39,7 +37,6 @@ const (
 // Bounds that keep a scenario's memory and work bounded.
 const (
 	maxTenants   = 100_000 // expanded tenants in one scenario
-	maxWorkers   = 100_000
 	maxAxes      = 3
 	maxAxisSize  = 50
 	maxAliases   = 10_000 // alias dereferences while decoding one file
@@ -72,9 +69,11 @@ type decoder struct {
 	errs    []*Error
 	aliases int
 
-	routes   []string // backend route names, nil when the routes were bad
-	groups   []string // tenant group names, in order
-	tenantOK bool
+	routes []string // backend route names, nil when the routes were bad
+	// routesOptional lets a backend leave out its routes (ParseBackend).
+	routesOptional bool
+	groups         []string // tenant group names, in order
+	tenantOK       bool
 
 	sweepValues [][]*yaml.Node // the node of each sweep value, per axis
 }
@@ -474,26 +473,30 @@ func (d *decoder) scenarioName(n *yaml.Node, s string) {
 func (d *decoder) backend(n *yaml.Node, b *Backend) {
 	const path = "backend"
 	f := d.mapping(n, path, "{workers: 8, routes: [...]}", backendKeys)
-	b.Workers, b.Backlog = DefaultWorkers, fakebackend.DefaultBacklog
-	b.Threads, b.Boot = 1, fakebackend.DefaultBoot
+	b.Workers, b.Backlog = workerpool.DefaultWorkers, workerpool.DefaultBacklog
+	b.Threads, b.Boot = 1, workerpool.DefaultBoot
 	if f == nil {
 		return
 	}
 	d.gunicorn(f, path, b)
-	f.integer("workers", "8", 1, maxWorkers, &b.Workers)
-	if f.integer("backlog", "2048", 0, math.MaxInt32, &b.Backlog) && b.Backlog == 0 {
-		b.Backlog = -1 // fakebackend.Config: negative means none may wait
+	f.integer("workers", backendExamples["workers"], 1, math.MaxInt, &b.Workers)
+	if f.integer("backlog", backendExamples["backlog"], 0, math.MaxInt, &b.Backlog) && b.Backlog == 0 {
+		b.Backlog = -1 // workerpool.Config: negative means none may wait
 	}
-	f.duration("timeout", "120s", &b.Timeout)
+	f.duration("timeout", backendExamples["timeout"], &b.Timeout)
 	var abort string
 	if f.str("on_client_abort", "continue", &abort) {
-		p, err := fakebackend.ParseAbortPolicy(abort)
+		p, err := workerpool.ParseAbortPolicy(abort)
 		if err != nil {
 			d.fail(f.at("on_client_abort"), join(path, "on_client_abort"), err, "%q is not continue or cancel (want e.g. continue, as a gunicorn sync worker)", abort)
 		}
 		b.OnClientAbort = p
 	}
+	d.poolBounds(f, path, b)
 	rn := f.get("routes")
+	if rn == nil && d.routesOptional {
+		return
+	}
 	if rn == nil {
 		f.missing("routes", "[{name: page, path: /, service: 30ms}]")
 		return
@@ -557,9 +560,9 @@ func (d *decoder) route(n *yaml.Node, path string, names, paths map[string]bool)
 	}
 	var svc string
 	if f.str("service", `"lognormal:median=30ms,p99=200ms"`, &svc) {
-		dist, err := fakebackend.ParseDist(svc)
+		dist, err := workerpool.ParseDist(svc)
 		if err != nil {
-			d.fail(f.at("service"), join(path, "service"), err, "%s", strings.TrimPrefix(err.Error(), fakebackend.ErrDist.Error()+" "))
+			d.fail(f.at("service"), join(path, "service"), err, "%s", strings.TrimPrefix(err.Error(), workerpool.ErrDist.Error()+" "))
 		}
 		r.Service = dist
 	} else {
@@ -577,17 +580,32 @@ func isOff(n *yaml.Node) bool {
 // gunicorn reads the backend's fields that model gunicorn beyond its
 // workers: threads, boot, max_requests and the kernel's backlog overflow.
 func (d *decoder) gunicorn(f *fields, path string, b *Backend) {
-	f.integer("threads", "4", 1, fakebackend.WorkerConnections, &b.Threads)
-	f.duration("boot", "300ms", &b.Boot)
-	f.integer("max_requests", "5000", 0, math.MaxInt32, &b.MaxRequests)
-	f.integer("max_requests_jitter", "500", 0, math.MaxInt32, &b.MaxRequestsJitter)
+	f.integer("threads", backendExamples["threads"], 1, math.MaxInt, &b.Threads)
+	f.duration("boot", backendExamples["boot"], &b.Boot)
+	f.integer("max_requests", backendExamples["max_requests"], 0, math.MaxInt, &b.MaxRequests)
+	f.integer("max_requests_jitter", backendExamples["max_requests_jitter"], 0, math.MaxInt, &b.MaxRequestsJitter)
 	var over string
 	if f.str("backlog_overflow", "drop", &over) {
-		o, err := fakebackend.ParseOverflowPolicy(over)
+		o, err := workerpool.ParseOverflowPolicy(over)
 		if err != nil || over == "" {
 			d.fail(f.at("backlog_overflow"), join(path, "backlog_overflow"), err, "%q is not drop or reset (want e.g. drop, Linux's default tcp_abort_on_overflow=0)", over)
 		}
 		b.Overflow = o
+	}
+}
+
+// backendExamples are a good value of each backend field the pool's
+// Config bounds, keyed as workerpool.FieldError names them.
+var backendExamples = map[string]string{
+	"workers": "8", "threads": "4", "backlog": "2048", "timeout": "120s", "boot": "300ms",
+	"max_requests": "5000", "max_requests_jitter": "500", "on_client_abort": "continue", "backlog_overflow": "drop",
+}
+
+// poolBounds holds the backend read so far against the pool's own bounds
+// (workerpool.Config.Validate), blaming the field each one names.
+func (d *decoder) poolBounds(f *fields, path string, b *Backend) {
+	for _, fe := range workerpool.FieldErrors(b.PoolConfig().Validate()) {
+		d.fail(f.at(fe.Field), join(path, fe.Field), fe, "%s (want e.g. %s)", fe.Msg, backendExamples[fe.Field])
 	}
 }
 

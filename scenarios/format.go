@@ -92,13 +92,9 @@ func durNode(d time.Duration, zero string) *yaml.Node {
 
 func (s *Scenario) node() (*yaml.Node, error) {
 	b := s.Backend
-	backlog := intNode(b.Backlog)
-	switch {
-	case b.Backlog < 0:
-		backlog = intNode(0)
+	backlog := intNode(b.PoolConfig().ListenBacklog())
+	if b.Backlog < 0 {
 		backlog.LineComment = "# none may wait"
-	case b.Backlog == 0:
-		backlog = intNode(2048)
 	}
 	var routes []*yaml.Node
 	for i, r := range b.Routes {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 func TestOverrides(t *testing.T) {
@@ -33,16 +33,16 @@ func TestOverrides(t *testing.T) {
 			return expect(s.Tenants[0].Count, 10, "count")
 		}},
 		{"route by index", []string{"backend.routes.1.service=uniform:1m..2m"}, func(s *Scenario) string {
-			return expect(s.Backend.Routes[1].Service, fakebackend.Dist(fakebackend.Uniform{Min: time.Minute, Max: 2 * time.Minute}), "service")
+			return expect(s.Backend.Routes[1].Service, workerpool.Dist(workerpool.Uniform{Min: time.Minute, Max: 2 * time.Minute}), "service")
 		}},
 		{"route by name", []string{"backend.routes.page.service=5ms"}, func(s *Scenario) string {
-			return expect(s.Backend.Routes[0].Service, fakebackend.Dist(fakebackend.Constant{D: 5 * time.Millisecond}), "service")
+			return expect(s.Backend.Routes[0].Service, workerpool.Dist(workerpool.Constant{D: 5 * time.Millisecond}), "service")
 		}},
 		{"later wins", []string{"backend.workers=2", "backend.workers=3"}, func(s *Scenario) string {
 			return expect(s.Backend.Workers, 3, "workers") + expect(s.Settings["backend.workers"], "3", "setting")
 		}},
 		{"new field", []string{"backend.on_client_abort=cancel"}, func(s *Scenario) string {
-			return expect(s.Backend.OnClientAbort, fakebackend.Cancel, "on_client_abort")
+			return expect(s.Backend.OnClientAbort, workerpool.Cancel, "on_client_abort")
 		}},
 		{"new block", []string{"proxy.limit_req.rate=10r/s", "proxy.limit_req.burst=20"}, func(s *Scenario) string {
 			r := s.Proxy.Limits.Req

@@ -26,8 +26,8 @@ import (
 	"strconv"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/limit"
+	"stampede/workerpool"
 )
 
 // This file holds the types the engines and reports are written against.
@@ -66,29 +66,29 @@ type Scenario struct {
 // Backend is the fake gunicorn backend.
 type Backend struct {
 	Workers       int
-	Backlog       int           // as fakebackend.Config: negative means none may wait (backlog: 0 in the file)
+	Backlog       int           // as workerpool.Config: negative means none may wait (backlog: 0 in the file)
 	Timeout       time.Duration // worker timeout; 0 = none
-	OnClientAbort fakebackend.AbortPolicy
+	OnClientAbort workerpool.AbortPolicy
 	Routes        []Route
 
-	Threads           int                        // per worker; 1 is gunicorn's sync worker, more its gthread one
-	Boot              time.Duration              // a replacement worker is ready this long after one exits
-	MaxRequests       int                        // recycle a worker after this many requests; 0 = never
-	MaxRequestsJitter int                        // plus a draw from 0 to this, per worker
-	Overflow          fakebackend.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
+	Threads           int                       // per worker; 1 is gunicorn's sync worker, more its gthread one
+	Boot              time.Duration             // a replacement worker is ready this long after one exits
+	MaxRequests       int                       // recycle a worker after this many requests; 0 = never
+	MaxRequestsJitter int                       // plus a draw from 0 to this, per worker
+	Overflow          workerpool.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
 }
 
 // PoolConfig returns the backend's pool configuration; its Seed is left
 // zero for the caller to set from the scenario's.
-func (b Backend) PoolConfig() fakebackend.Config {
-	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
+func (b Backend) PoolConfig() workerpool.Config {
+	return workerpool.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
 		Threads: b.Threads, Boot: b.Boot, MaxRequests: b.MaxRequests, MaxRequestsJitter: b.MaxRequestsJitter, Overflow: b.Overflow}
 }
 
 // PoolConfig returns the backend pool's configuration seeded by the
 // scenario's seed, so that both engines draw the same arbiter tick phase
 // and max_requests jitter.
-func (s *Scenario) PoolConfig() fakebackend.Config {
+func (s *Scenario) PoolConfig() workerpool.Config {
 	cfg := s.Backend.PoolConfig()
 	cfg.Seed = s.Seed
 	return cfg
@@ -98,7 +98,7 @@ func (s *Scenario) PoolConfig() fakebackend.Config {
 type Route struct {
 	Name    string
 	Path    string
-	Service fakebackend.Dist
+	Service workerpool.Dist
 }
 
 // Proxy is the limiting proxy in front of the backend.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/limit"
+	"stampede/workerpool"
 )
 
 func library(t testing.TB) []string {
@@ -118,11 +118,11 @@ func TestStockBalance(t *testing.T) {
 		TimeScale:   0.01,
 		Seed:        1,
 		Backend: Backend{
-			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, OnClientAbort: fakebackend.Continue,
-			Threads: 1, Boot: fakebackend.DefaultBoot,
+			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, OnClientAbort: workerpool.Continue,
+			Threads: 1, Boot: workerpool.DefaultBoot,
 			Routes: []Route{
-				{Name: "page", Path: "/app", Service: fakebackend.LogNormal{Median: 30 * time.Millisecond, P99: 200 * time.Millisecond}},
-				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: fakebackend.Uniform{Min: 2 * time.Minute, Max: 4 * time.Minute}},
+				{Name: "page", Path: "/app", Service: workerpool.LogNormal{Median: 30 * time.Millisecond, P99: 200 * time.Millisecond}},
+				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: workerpool.Uniform{Min: 2 * time.Minute, Max: 4 * time.Minute}},
 			},
 		},
 		Proxy: Proxy{
@@ -246,7 +246,7 @@ tenants:
 	}
 	want := &Scenario{
 		Name: "plain", Duration: 2 * time.Minute, TimeScale: 1, TimeScaleAuto: true, Seed: 1,
-		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: fakebackend.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: fakebackend.Constant{D: 5 * time.Millisecond}}}},
+		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: workerpool.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: workerpool.Constant{D: 5 * time.Millisecond}}}},
 		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limit.Config{
 			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
 			Req:  []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},

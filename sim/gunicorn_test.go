@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -29,7 +29,7 @@ func shotScenario(backend scenarios.Backend, proxy scenarios.Proxy, shots []simS
 	sc := &scenarios.Scenario{Name: "shots", Duration: time.Hour, Seed: 1, Backend: backend, Proxy: proxy}
 	sc.Backend.Routes = nil
 	for i, s := range shots {
-		sc.Backend.Routes = append(sc.Backend.Routes, scenarios.Route{Name: fmt.Sprint(i), Path: fmt.Sprintf("/%d", i), Service: fakebackend.Constant{D: s.service}})
+		sc.Backend.Routes = append(sc.Backend.Routes, scenarios.Route{Name: fmt.Sprint(i), Path: fmt.Sprintf("/%d", i), Service: workerpool.Constant{D: s.service}})
 		sc.Tenants = append(sc.Tenants, scenarios.TenantGroup{Group: fmt.Sprint(i), Count: 1, Host: fmt.Sprintf("s%d.example.com", i), Load: scenarios.Load{
 			Model: scenarios.Closed, Users: max(s.n, 1), Iterations: 1, Start: s.at, OnTimeout: scenarios.GiveUp,
 			Routes: []scenarios.WeightedRoute{{Route: i, Weight: 1}},
@@ -74,7 +74,7 @@ func gunicornProxy(read time.Duration) scenarios.Proxy {
 }
 
 func TestGunicornBacklogOverflow(t *testing.T) {
-	backend := scenarios.Backend{Workers: 2, Backlog: 8, Timeout: 30 * time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 2, Backlog: 8, Timeout: 30 * time.Second, Boot: workerpool.DefaultBoot}
 	for _, tc := range []struct {
 		read time.Duration
 		want map[int]int
@@ -125,18 +125,18 @@ func TestGunicornSYNSchedule(t *testing.T) {
 }
 
 func TestGunicornTimeoutKillAndBoot(t *testing.T) {
-	backend := scenarios.Backend{Workers: 1, Timeout: time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 1, Timeout: time.Second, Boot: workerpool.DefaultBoot}
 	sc := shotScenario(backend, gunicornProxy(60*time.Second), []simShot{{service: 4 * time.Second}, {at: 100 * time.Millisecond, service: 0}})
 	got, st := playShots(t, sc)
 	kill := killAt(t, sc, 0)
 	t.Logf("killed at %v; the queued request served at %v", kill, got[1][0].Latency+100*time.Millisecond)
 	// Killed between the timeout and a tick later (gunicorn: 1.13–1.85 s
 	// with --timeout 1); the queued request is served a boot later.
-	if kill <= time.Second || kill > time.Second+fakebackend.ArbiterTick {
+	if kill <= time.Second || kill > time.Second+workerpool.ArbiterTick {
 		t.Errorf("kill at %v, want within (1s, 2s]", kill)
 	}
 	check(t, "killed", got[0], []want{{workload.BackendError, 502, kill}})
-	check(t, "queued behind the kill", got[1], []want{{workload.OK, 200, kill + fakebackend.DefaultBoot - 100*time.Millisecond}})
+	check(t, "queued behind the kill", got[1], []want{{workload.OK, 200, kill + workerpool.DefaultBoot - 100*time.Millisecond}})
 	if st.Backend.Killed != 1 || st.Backend.Booting != 0 {
 		t.Errorf("backend %+v: want 1 killed, none booting at the end", st.Backend)
 	}
@@ -146,7 +146,7 @@ func TestGunicornTimeoutKillAndBoot(t *testing.T) {
 // worker, and a request longer than the timeout not killed, as gunicorn
 // 20.1 measured (a 6 s request with --threads 2 --timeout 2 served whole).
 func TestGunicornThreads(t *testing.T) {
-	backend := scenarios.Backend{Workers: 1, Threads: 2, Timeout: 2 * time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 1, Threads: 2, Timeout: 2 * time.Second, Boot: workerpool.DefaultBoot}
 	sc := shotScenario(backend, gunicornProxy(60*time.Second), []simShot{
 		{service: 6 * time.Second},
 		{at: 200 * time.Millisecond, service: 500 * time.Millisecond, n: 3},
@@ -179,12 +179,12 @@ func TestGunicornMaxRequests(t *testing.T) {
 	// from 0 to 500): every worker's life is within it, and the draws
 	// depend on the seed alone.
 	life := func(seed uint64) []int {
-		p := fakebackend.NewPool(fakebackend.Config{Workers: 1, MaxRequests: 5000, MaxRequestsJitter: 500, Seed: seed})
+		p := workerpool.NewPool(workerpool.Config{Workers: 1, MaxRequests: 5000, MaxRequestsJitter: 500, Seed: seed})
 		var served []int
 		n := 0
-		p.OnStart = func(*fakebackend.Job) {}
+		p.OnStart = func(*workerpool.Job) {}
 		for i := range 30000 {
-			j := &fakebackend.Job{Service: time.Millisecond}
+			j := &workerpool.Job{Service: time.Millisecond}
 			at := time.Duration(i) * time.Millisecond
 			p.Arrive(at, j)
 			end, _ := p.End(j)

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -31,8 +31,8 @@ func TestInvariants(t *testing.T) {
 				Workers: 1 + rng.IntN(6),
 				Backlog: rng.IntN(8) - 1,
 				Routes: []scenarios.Route{
-					{Name: "fast", Path: "/", Service: fakebackend.Exp{Avg: d(time.Millisecond, 300*time.Millisecond)}},
-					{Name: "slow", Path: "/slow", Service: fakebackend.Uniform{Min: time.Second, Max: d(2*time.Second, 20*time.Second)}},
+					{Name: "fast", Path: "/", Service: workerpool.Exp{Avg: d(time.Millisecond, 300*time.Millisecond)}},
+					{Name: "slow", Path: "/slow", Service: workerpool.Uniform{Min: time.Second, Max: d(2*time.Second, 20*time.Second)}},
 				},
 			},
 		}
@@ -40,7 +40,7 @@ func TestInvariants(t *testing.T) {
 			sc.Backend.Timeout = d(time.Second, 10*time.Second)
 		}
 		if rng.IntN(2) == 0 {
-			sc.Backend.OnClientAbort = fakebackend.Cancel
+			sc.Backend.OnClientAbort = workerpool.Cancel
 		}
 		if rng.IntN(2) == 0 {
 			sc.Proxy.ReadTimeout = d(time.Second, 10*time.Second)
@@ -121,8 +121,8 @@ func TestInvariants(t *testing.T) {
 		// work is both in some result and in the pool's busy time.
 		// A queued job whose kill was guessed (engine.work) is off by at
 		// most half an arbiter tick.
-		if off := (c.work - b.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*fakebackend.ArbiterTick/2 {
-			t.Errorf("seed %d: the results' Work sums to %v, the backend was busy %v: off by %v, over %d guessed kills × %v", seed, c.work, b.BusyTime, off, st.KillGuessed, fakebackend.ArbiterTick/2)
+		if off := (c.work - b.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*workerpool.ArbiterTick/2 {
+			t.Errorf("seed %d: the results' Work sums to %v, the backend was busy %v: off by %v, over %d guessed kills × %v", seed, c.work, b.BusyTime, off, st.KillGuessed, workerpool.ArbiterTick/2)
 		}
 		if b.Arrived != b.Served+b.Killed+b.Refused+b.Cancelled+b.GaveUp {
 			t.Errorf("seed %d: backend arrived %d ≠ served %d + killed %d + refused %d + cancelled %d + gave up %d", seed, b.Arrived, b.Served, b.Killed, b.Refused, b.Cancelled, b.GaveUp)

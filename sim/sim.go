@@ -16,9 +16,9 @@ import (
 	"net/url"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -92,7 +92,7 @@ type Stats struct {
 	SYNDrops    uint64                       // connection attempts the full backlog dropped, retransmissions included
 	KillGuessed uint64                       // results whose Work guessed the kill of a job not yet started (see engine.work)
 	End         time.Duration                // model time of the last event
-	Backend     fakebackend.Stats            // the pool's counters at End
+	Backend     workerpool.Stats             // the pool's counters at End
 	Interrupted bool                         // ctx ended the run early
 }
 
@@ -147,7 +147,7 @@ type user struct {
 // request is one request on its way. Requests are pooled: one is reused
 // once its result is out and its job has left the pool.
 type request struct {
-	job      fakebackend.Job // job.Data is the request itself
+	job      workerpool.Job // job.Data is the request itself
 	slots    limit.Slots
 	t        *tenant
 	connKeys limit.ConnKeys // its visitor's limit_conn keys
@@ -172,20 +172,20 @@ type engine struct {
 	policy    *limit.Policy
 	routePol  []*limit.Policy // per route, its location's limits; nil without locations
 	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
-	pool      *fakebackend.Pool
-	dists     []fakebackend.Dist
+	pool      *workerpool.Pool
+	dists     []workerpool.Dist
 	tenants   []tenant
 	users     []user
 	hasConn   bool // there are keys to sample (Policy.KeysLimiter)
 	readTO    time.Duration
-	connTO    time.Duration      // the proxy's connect timeout; 0 none
-	workerTO  time.Duration      // the backend's worker timeout; 0 none
-	killable  bool               // the worker timeout kills (sync workers)
-	starts    []*fakebackend.Job // jobs the pool started during the current call
-	wakeAt    time.Duration      // the pending evWake; never when none
-	cancel    bool               // on_client_abort: cancel
-	maxOpen   int                // 0: no cap
-	open      int                // open-model requests without a result
+	connTO    time.Duration     // the proxy's connect timeout; 0 none
+	workerTO  time.Duration     // the backend's worker timeout; 0 none
+	killable  bool              // the worker timeout kills (sync workers)
+	starts    []*workerpool.Job // jobs the pool started during the current call
+	wakeAt    time.Duration     // the pending evWake; never when none
+	cancel    bool              // on_client_abort: cancel
+	maxOpen   int               // 0: no cap
+	open      int               // open-model requests without a result
 	horizon   time.Duration
 	every     time.Duration
 	busiest   int
@@ -246,7 +246,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		sc:      sc,
 		sink:    sink,
 		policy:  policy,
-		pool:    fakebackend.NewPool(sc.PoolConfig()),
+		pool:    workerpool.NewPool(sc.PoolConfig()),
 		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		connTO:  sc.Proxy.ConnectTimeout,
@@ -257,8 +257,8 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	}
 	e.workerTO = e.pool.Config().Timeout
 	_, e.killable = e.pool.KillTick(0)
-	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
-	e.pool.OnStart = func(j *fakebackend.Job) { e.starts = append(e.starts, j) }
+	e.cancel = e.pool.Config().OnClientAbort == workerpool.Cancel
+	e.pool.OnStart = func(j *workerpool.Job) { e.starts = append(e.starts, j) }
 	if e.sink == nil {
 		e.sink = workload.SinkFunc(func(*workload.Result) {})
 	}
@@ -285,7 +285,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		if r.Service == nil {
 			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
 		}
-		e.dists = append(e.dists, fakebackend.Prepare(r.Service))
+		e.dists = append(e.dists, workerpool.Prepare(r.Service))
 	}
 
 	tenants := sc.Expand()
@@ -581,7 +581,7 @@ func (e *engine) release(r *request) {
 	if !r.done {
 		return
 	}
-	if s := r.job.State(); s == fakebackend.Queued || s == fakebackend.Running {
+	if s := r.job.State(); s == workerpool.Queued || s == workerpool.Running {
 		return
 	}
 	*r = request{id: r.id, next: e.free}
@@ -635,7 +635,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 		ks := &t.keys[i]
 		reqKeys, r.connKeys = ks.req, ks.conn
 	}
-	r.job = fakebackend.Job{Service: service, Data: r}
+	r.job = workerpool.Job{Service: service, Data: r}
 	r.client, r.read, r.connect = never, never, never
 	if t.timeout > 0 {
 		r.client = now + t.timeout
@@ -690,11 +690,11 @@ func (e *engine) connect(r *request, now time.Duration) {
 		r.read = now + e.readTO
 	}
 	switch e.pool.Arrive(now, &r.job) {
-	case fakebackend.Refused:
+	case workerpool.Refused:
 		r.read = never
 		e.finish(r, now, workload.BackendError, http.StatusBadGateway)
 		e.release(r)
-	case fakebackend.Dropped:
+	case workerpool.Dropped:
 		r.read = never
 		e.stats.SYNDrops++
 		if at, again := r.job.NextSYN(); again {
@@ -702,9 +702,9 @@ func (e *engine) connect(r *request, now time.Duration) {
 		} else {
 			e.schedule(r, at, evConnectFail)
 		}
-	case fakebackend.Running:
+	case workerpool.Running:
 		r.connect = never
-	case fakebackend.Queued:
+	case workerpool.Queued:
 		r.connect = never
 		e.stats.Waited++
 		e.schedule(r, never, evEnd)
@@ -732,7 +732,7 @@ func (e *engine) armWake() {
 }
 
 // started handles a job a worker has just taken.
-func (e *engine) started(j *fakebackend.Job) {
+func (e *engine) started(j *workerpool.Job) {
 	r := j.Data.(*request)
 	e.stats.Started++
 	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
@@ -766,7 +766,7 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 func (e *engine) end(r *request, now time.Duration) {
 	e.pool.Finish(now, &r.job)
 	if !r.done {
-		if r.job.State() == fakebackend.Killed {
+		if r.job.State() == workerpool.Killed {
 			e.finish(r, now, workload.BackendError, http.StatusBadGateway)
 		} else {
 			e.finish(r, now, workload.OK, http.StatusOK)
@@ -782,14 +782,14 @@ func (e *engine) end(r *request, now time.Duration) {
 func (e *engine) timeout(r *request, now time.Duration, o workload.Outcome, status int) {
 	e.finish(r, now, o, status)
 	switch r.job.State() {
-	case fakebackend.Queued, fakebackend.Running:
+	case workerpool.Queued, workerpool.Running:
 		e.pool.Abandon(now, &r.job)
 		e.flushStarts()
-		if r.job.State() == fakebackend.Running {
+		if r.job.State() == workerpool.Running {
 			end, _ := e.pool.End(&r.job)
 			e.schedule(r, end, evEnd)
 		}
-	case fakebackend.Dropped:
+	case workerpool.Dropped:
 		e.pool.Abandon(now, &r.job) // its connection attempt ends
 	}
 	e.release(r)
@@ -835,17 +835,17 @@ func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, statu
 // known yet, so its Work is the mean of the kill's window, Timeout +
 // ArbiterTick/2 (or its service time if shorter), counted in
 // Stats.KillGuessed.
-func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
+func (e *engine) work(j *workerpool.Job, now time.Duration) time.Duration {
 	switch j.State() {
-	case fakebackend.Done, fakebackend.Killed:
+	case workerpool.Done, workerpool.Killed:
 		return now - j.StartedAt()
-	case fakebackend.Running:
+	case workerpool.Running:
 		if e.cancel {
 			return now - j.StartedAt()
 		}
 		end, _ := e.pool.End(j)
 		return end - j.StartedAt()
-	case fakebackend.Queued:
+	case workerpool.Queued:
 		if e.cancel {
 			return 0
 		}
@@ -854,7 +854,7 @@ func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
 	}
 	if e.killable && j.Service > e.workerTO {
 		e.stats.KillGuessed++
-		return min(j.Service, e.workerTO+fakebackend.ArbiterTick/2)
+		return min(j.Service, e.workerTO+workerpool.ArbiterTick/2)
 	}
 	return j.Service
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workerpool"
 	"stampede/workload"
 )
 
@@ -87,7 +87,7 @@ func mustRun(t testing.TB, sc *scenarios.Scenario, sink workload.Sink, opts Opti
 }
 
 // one is a scenario with one tenant of one route.
-func one(service fakebackend.Dist, load scenarios.Load, backend scenarios.Backend, limits limit.Config) *scenarios.Scenario {
+func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend, limits limit.Config) *scenarios.Scenario {
 	backend.Routes = []scenarios.Route{{Name: "r", Path: "/", Service: service}}
 	load.Routes = []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
 	return &scenarios.Scenario{
@@ -127,7 +127,7 @@ func check(t *testing.T, name string, got []workload.Result, wants []want) {
 // on a sync worker: on the arbiter's first tick past the timeout.
 func killAt(t *testing.T, sc *scenarios.Scenario, start time.Duration) time.Duration {
 	t.Helper()
-	k, ok := fakebackend.NewPool(sc.PoolConfig()).KillTick(start)
+	k, ok := workerpool.NewPool(sc.PoolConfig()).KillTick(start)
 	if !ok {
 		t.Fatalf("%s: the worker timeout kills nothing", sc.Name)
 	}
@@ -139,7 +139,7 @@ func TestOutcomes(t *testing.T) {
 	closed := func(users int, timeout time.Duration) scenarios.Load {
 		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
 	}
-	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
 	for _, tc := range []struct {
 		name    string
 		sc      *scenarios.Scenario
@@ -148,18 +148,18 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{
 			name: "ok",
-			sc:   one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}),
 			want: []want{{workload.OK, 200, 2 * sec}},
 		},
 		{
 			name:    "client timeout, worker goes on",
-			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}),
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}),
 			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{5 * sec, 1, 0}, {9 * sec, 1, 0}, {10 * sec, 0, 0}},
 		},
 		{
 			name:    "client timeout, worker cancelled",
-			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}, limit.Config{}),
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}, limit.Config{}),
 			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{3 * sec, 0, 0}, {5 * sec, 0, 0}},
 		},
@@ -171,7 +171,7 @@ func TestOutcomes(t *testing.T) {
 		{
 			// listen(2) backlog 1 holds 2; the fourth is refused at once.
 			name: "backlog full, reset",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}),
 			want: []want{
 				{workload.BackendError, 502, 0},
 				{workload.OK, 200, 1 * sec},
@@ -184,7 +184,7 @@ func TestOutcomes(t *testing.T) {
 			// the first has left and the backlog has room: it is served
 			// last, late.
 			name: "backlog full, drop",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limit.Config{}),
 			want: []want{
 				{workload.OK, 200, 1 * sec},
 				{workload.OK, 200, 2 * sec},
@@ -194,7 +194,7 @@ func TestOutcomes(t *testing.T) {
 		},
 		{
 			name: "limit_conn",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
 			want: []want{
 				{workload.Rejected, 503, 0},
 				{workload.OK, 200, 1 * sec},
@@ -217,7 +217,7 @@ func TestReadTimeoutCountsBacklog(t *testing.T) {
 	// One worker, two 4 s requests at once, read timeout 6 s: the second
 	// waits 4 s in the backlog, so the proxy gives up at 6 s, while the
 	// worker (continue) goes on until 8 s.
-	sc := one(fakebackend.Constant{D: 4 * time.Second},
+	sc := one(workerpool.Constant{D: 4 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1},
 		scenarios.Backend{Workers: 1}, limit.Config{})
 	sc.Proxy.ReadTimeout = 6 * time.Second
@@ -239,7 +239,7 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 	// limit_conn 1; a user whose 10 s request times out at 3 s retries at
 	// once: the slot was released, so the retry passes limit_conn although
 	// the first job still holds the only worker (continue).
-	sc := one(fakebackend.Constant{D: 10 * time.Second},
+	sc := one(workerpool.Constant{D: 10 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1, ClientTimeout: 3 * time.Second, OnTimeout: scenarios.Retry},
 		scenarios.Backend{Workers: 1}, connLimit("$host", 1))
 	sc.Duration = 8 * time.Second
@@ -264,7 +264,7 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 func TestLimitReqDelay(t *testing.T) {
 	// rate=5r/s burst=12 delay=8, 14 at once: 1–9 at once, 10–13 delayed
 	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
-	sc := one(fakebackend.Constant{D: 0},
+	sc := one(workerpool.Constant{D: 0},
 		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
 		scenarios.Backend{Workers: 100},
 		limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
@@ -293,7 +293,7 @@ func TestLimitReqDelay(t *testing.T) {
 func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
 	// limit_req 1r/s burst 5 delays the second to sixth request 1..5 s;
 	// the client gives up after 2.5 s, during the delay of the last three.
-	sc := one(fakebackend.Constant{D: 100 * time.Millisecond},
+	sc := one(workerpool.Constant{D: 100 * time.Millisecond},
 		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
 		scenarios.Backend{Workers: 10},
 		limit.Config{
@@ -314,7 +314,7 @@ func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
 }
 
 func TestDropped(t *testing.T) {
-	sc := one(fakebackend.Constant{D: time.Hour},
+	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 1, MaxInFlight: 3, ClientTimeout: 20 * time.Second},
 		scenarios.Backend{Workers: 100}, limit.Config{})
 	c := &collector{}
@@ -336,7 +336,7 @@ func TestDropped(t *testing.T) {
 }
 
 func TestCutOffAtDrain(t *testing.T) {
-	sc := one(fakebackend.Constant{D: time.Hour},
+	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
 		scenarios.Backend{Workers: 1}, limit.Config{})
 	c := &collector{}
@@ -355,7 +355,7 @@ func TestCancel(t *testing.T) {
 			cancel()
 		}
 	})
-	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limit.Config{})
+	sc := one(workerpool.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limit.Config{})
 	sc.Duration = time.Hour
 	st, err := Run(ctx, sc, sink, Options{})
 	if err != context.Canceled || !st.Interrupted {
@@ -368,7 +368,7 @@ func TestCancel(t *testing.T) {
 
 // erlangScenario is one Poisson tenant at lambda/s on a route of service
 // dist, for model time d.
-func erlangScenario(lambda float64, dist fakebackend.Dist, workers int, limits limit.Config, d time.Duration) *scenarios.Scenario {
+func erlangScenario(lambda float64, dist workerpool.Dist, workers int, limits limit.Config, d time.Duration) *scenarios.Scenario {
 	sc := one(dist, scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: lambda, MaxInFlight: 1 << 30},
 		scenarios.Backend{Workers: workers}, limits)
 	sc.Duration = d
@@ -383,11 +383,11 @@ func TestErlangB(t *testing.T) {
 	)
 	mean := 100 * time.Millisecond // about 8 erlangs
 	// The formula holds whatever the distribution of the service time.
-	for _, dist := range []fakebackend.Dist{
-		fakebackend.Exp{Avg: mean},
-		fakebackend.Constant{D: mean},
-		fakebackend.Uniform{Min: 0, Max: 2 * mean},
-		fakebackend.LogNormal{Median: 70 * time.Millisecond, P99: 500 * time.Millisecond},
+	for _, dist := range []workerpool.Dist{
+		workerpool.Exp{Avg: mean},
+		workerpool.Constant{D: mean},
+		workerpool.Uniform{Min: 0, Max: 2 * mean},
+		workerpool.LogNormal{Median: 70 * time.Millisecond, P99: 500 * time.Millisecond},
 	} {
 		a := lambda * dist.Mean().Seconds()
 		w := ErlangB(a, limit)
@@ -409,7 +409,7 @@ func TestErlangC(t *testing.T) {
 	a := lambda * mean.Seconds()
 	wantP := ErlangC(a, workers)
 	wantW := ErlangCWait(lambda, mean, workers)
-	st := mustRun(t, erlangScenario(lambda, fakebackend.Exp{Avg: mean}, workers, limit.Config{}, 10*time.Hour), nil, Options{})
+	st := mustRun(t, erlangScenario(lambda, workerpool.Exp{Avg: mean}, workers, limit.Config{}, 10*time.Hour), nil, Options{})
 	gotP := float64(st.Waited) / float64(st.Backend.Arrived)
 	gotW := st.WaitTime / time.Duration(st.Started)
 	t.Logf("Erlang C, %d workers, %.1f erlangs: P(wait) %.4f, formula %.4f; mean wait %v, formula %v (%d requests)", workers, a, gotP, wantP, gotW, wantW, st.Requests)
@@ -427,8 +427,8 @@ func TestErlangC(t *testing.T) {
 // stockBalance is scenarios/stock-balance.yaml as a struct, so the test does
 // not depend on the file format.
 func stockBalance(limit int) *scenarios.Scenario {
-	page, _ := fakebackend.ParseDist("lognormal:median=30ms,p99=200ms")
-	report, _ := fakebackend.ParseDist("uniform:2m..4m")
+	page, _ := workerpool.ParseDist("lognormal:median=30ms,p99=200ms")
+	report, _ := workerpool.ParseDist("uniform:2m..4m")
 	sc := &scenarios.Scenario{
 		Name:      "stock-balance",
 		Duration:  10 * time.Minute,
@@ -613,28 +613,28 @@ func TestWork(t *testing.T) {
 		sc.Proxy.ReadTimeout = d
 		return sc
 	}
-	cancel := scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}
-	goesOnKilled := one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limit.Config{})
-	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
+	cancel := scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}
+	goesOnKilled := one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limit.Config{})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
 	for _, tc := range []struct {
 		name string
 		sc   *scenarios.Scenario
 		work []time.Duration // per result, in the order they come
 	}{
-		{"ok", one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{2 * sec}},
+		{"ok", one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{2 * sec}},
 		// The result is out at 3 s, but the worker goes on to 10 s.
-		{"client timeout, worker goes on", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{10 * sec}},
+		{"client timeout, worker goes on", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{10 * sec}},
 		{"client timeout, worker goes on to be killed", goesOnKilled, []time.Duration{killAt(t, goesOnKilled, 0)}},
-		{"client timeout, worker cancelled", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limit.Config{}), []time.Duration{3 * sec}},
+		{"client timeout, worker cancelled", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limit.Config{}), []time.Duration{3 * sec}},
 		{"worker killed", killed, []time.Duration{killAt(t, killed, 0)}},
-		{"backlog full", one(fakebackend.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limit.Config{}), []time.Duration{0, sec, sec, sec}},
-		{"limit_conn", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
+		{"backlog full", one(workerpool.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}), []time.Duration{0, sec, sec, sec}},
+		{"limit_conn", one(workerpool.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
 		// The second waits 4 s, the proxy gives up at 6 s; under continue
 		// it still runs 4 s once the first is done.
-		{"abandoned in the backlog, continue", readTimeout(one(fakebackend.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limit.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
+		{"abandoned in the backlog, continue", readTimeout(one(workerpool.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limit.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
 		// Under cancel it leaves the backlog having used no worker, and
 		// the first, abandoned while running, used the 6 s it ran.
-		{"abandoned in the backlog, cancel", readTimeout(one(fakebackend.Constant{D: 8 * sec}, closed(2, 0), cancel, limit.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
+		{"abandoned in the backlog, cancel", readTimeout(one(workerpool.Constant{D: 8 * sec}, closed(2, 0), cancel, limit.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
 	} {
 		c := &collector{}
 		st := mustRun(t, tc.sc, c, Options{})
@@ -670,7 +670,7 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 			case r.Outcome == workload.BackendError && r.Work > 0:
 				// A 502 with work is a killed worker: it ran until
 				// the arbiter's tick past the timeout.
-				if r.Work <= sc.Backend.Timeout || r.Work > sc.Backend.Timeout+fakebackend.ArbiterTick {
+				if r.Work <= sc.Backend.Timeout || r.Work > sc.Backend.Timeout+workerpool.ArbiterTick {
 					t.Errorf("limit %d: a 502 after %v used %v of a worker, want within a tick past the timeout %v", limit, r.Latency, r.Work, sc.Backend.Timeout)
 				}
 				nKilled++
@@ -685,7 +685,7 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 		if st.CutOff != 0 || st.Backend.Busy != 0 || st.Backend.Queued != 0 {
 			t.Fatalf("limit %d: %d cut off, %d busy, %d queued at the end; want none", limit, st.CutOff, st.Backend.Busy, st.Backend.Queued)
 		}
-		if off := (c.work - st.Backend.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*fakebackend.ArbiterTick/2 {
+		if off := (c.work - st.Backend.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*workerpool.ArbiterTick/2 {
 			t.Errorf("limit %d: the results' Work sums to %v, the backend was busy %v, off by %v over %d guessed kills", limit, c.work, st.Backend.BusyTime, off, st.KillGuessed)
 		}
 		// Jobs abandoned before their kill are killed too, so the pool
@@ -702,7 +702,7 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 	// A request cut off when the drain runs out is the one deliberate
 	// difference: its result counts the whole hour its worker will go on
 	// for, the backend's busy time stops at the end of the run.
-	sc := one(fakebackend.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
+	sc := one(workerpool.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
 		scenarios.Backend{Workers: 1}, limit.Config{})
 	var c counter
 	st := mustRun(t, sc, &c, Options{Drain: time.Minute})

@@ -1,4 +1,4 @@
-package fakebackend
+package workerpool
 
 import (
 	"errors"
@@ -45,13 +45,13 @@ const z99 = 2.3263478740408408
 
 func (c Constant) Sample(*rand.Rand) time.Duration { return max(c.D, 0) }
 func (c Constant) Mean() time.Duration             { return max(c.D, 0) }
-func (c Constant) String() string                  { return fmtDur(c.D) }
+func (c Constant) String() string                  { return FormatDuration(c.D) }
 
 func (e Exp) Sample(r *rand.Rand) time.Duration {
 	return fromFloat(r.ExpFloat64() * float64(e.Avg))
 }
 func (e Exp) Mean() time.Duration { return max(e.Avg, 0) }
-func (e Exp) String() string      { return "exp:" + fmtDur(e.Avg) }
+func (e Exp) String() string      { return "exp:" + FormatDuration(e.Avg) }
 
 func (u Uniform) Sample(r *rand.Rand) time.Duration {
 	lo := max(u.Min, 0)
@@ -68,7 +68,9 @@ func (u Uniform) Mean() time.Duration {
 	}
 	return lo + (u.Max-lo)/2
 }
-func (u Uniform) String() string { return "uniform:" + fmtDur(u.Min) + ".." + fmtDur(u.Max) }
+func (u Uniform) String() string {
+	return "uniform:" + FormatDuration(u.Min) + ".." + FormatDuration(u.Max)
+}
 
 // sigma is the spread of the underlying normal. A P99 at or below the
 // median (which ParseDist rejects) degenerates to a constant.
@@ -125,11 +127,11 @@ func fromFloat(v float64) time.Duration {
 	return time.Duration(v)
 }
 func (l LogNormal) String() string {
-	return "lognormal:median=" + fmtDur(l.Median) + ",p99=" + fmtDur(l.P99)
+	return "lognormal:median=" + FormatDuration(l.Median) + ",p99=" + FormatDuration(l.P99)
 }
 
-// fmtDur prints d the short way: 2m rather than 2m0s.
-func fmtDur(d time.Duration) string {
+// FormatDuration prints d the short way: 2m rather than 2m0s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

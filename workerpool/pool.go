@@ -1,75 +1,10 @@
-package fakebackend
+package workerpool
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"time"
 )
-
-// AbortPolicy says what a worker does when the client of its request goes
-// away.
-type AbortPolicy uint8
-
-const (
-	// Continue is gunicorn's sync worker: it does not notice the client left
-	// and finishes the work, holding the worker until then. Requests still in
-	// the backlog are run too when their turn comes, since the kernel has
-	// queued the whole request.
-	Continue AbortPolicy = iota
-	// Cancel frees the worker, or drops the queued request, at once.
-	Cancel
-)
-
-func (a AbortPolicy) String() string {
-	if a == Cancel {
-		return "cancel"
-	}
-	return "continue"
-}
-
-// ParseAbortPolicy reads "continue" or "cancel".
-func ParseAbortPolicy(s string) (AbortPolicy, error) {
-	switch s {
-	case "", "continue":
-		return Continue, nil
-	case "cancel":
-		return Cancel, nil
-	}
-	return 0, fmt.Errorf("on_client_abort %q: want continue or cancel", s)
-}
-
-// OverflowPolicy says what the kernel does with a connection attempt that
-// finds the listen backlog full.
-type OverflowPolicy uint8
-
-const (
-	// Drop is Linux's default (net.ipv4.tcp_abort_on_overflow = 0): the
-	// SYN is dropped and the client's kernel sends it again on the
-	// schedule of SYNRetry, so the connection is made late, or the client
-	// gives up first.
-	Drop OverflowPolicy = iota
-	// Reset is tcp_abort_on_overflow = 1: the attempt is refused at once,
-	// and a proxy in front answers 502.
-	Reset
-)
-
-func (o OverflowPolicy) String() string {
-	if o == Reset {
-		return "reset"
-	}
-	return "drop"
-}
-
-// ParseOverflowPolicy reads "drop" or "reset".
-func ParseOverflowPolicy(s string) (OverflowPolicy, error) {
-	switch s {
-	case "", "drop":
-		return Drop, nil
-	case "reset":
-		return Reset, nil
-	}
-	return 0, fmt.Errorf("backlog_overflow %q: want drop or reset", s)
-}
 
 // SYNRetries is Linux's default net.ipv4.tcp_syn_retries: how many times a
 // client's kernel sends a dropped SYN again before connect fails.
@@ -89,102 +24,10 @@ func SYNRetry(n int) (wait time.Duration, again bool) {
 	return time.Second << min(n-1, SYNRetries), n <= SYNRetries
 }
 
-// DefaultBacklog is gunicorn's default listen backlog.
-const DefaultBacklog = 2048
-
 // ArbiterTick is how often gunicorn's arbiter looks for workers past their
 // timeout: its main loop sleeps in select(2) for one second between two
 // looks.
 const ArbiterTick = time.Second
-
-// DefaultBoot is how long a replacement worker takes to be ready, measured
-// on real gunicorn 20.1 (Debian's package) with a trivial WSGI app: from the
-// connection of the killed worker's request dropping to a queued request
-// being served, median 0.26 s, 0.10 to 0.44 s over twelve kills on a
-// loaded two-core machine.
-const DefaultBoot = 260 * time.Millisecond
-
-// WorkerConnections is gunicorn's default worker_connections: a gthread
-// worker accepts connections up to it, whether or not a thread is free.
-const WorkerConnections = 1000
-
-// Config describes a pool of gunicorn workers.
-type Config struct {
-	// Workers is the number of worker processes. Zero means 1.
-	Workers int
-	// Threads is the number of requests each worker serves at once. Zero
-	// or 1 is gunicorn's sync worker; more is the gthread worker, which
-	// the timeout does not kill (its heartbeat is its main loop, which a
-	// long request does not block) and which accepts connections up to
-	// WorkerConnections whether or not a thread is free.
-	Threads int
-	// Backlog is the listen(2) backlog. Linux's accept queue holds one
-	// more than it: Backlog+1 connections may wait for a worker. Zero
-	// means DefaultBacklog; a negative value means none may wait.
-	Backlog int
-	// Overflow says what a connection attempt over the backlog meets. The
-	// zero value is Drop, Linux's default.
-	Overflow OverflowPolicy
-	// Timeout is gunicorn's worker timeout: a sync worker still on one
-	// request more than this long after it accepted it is killed, with
-	// the request, on the arbiter's next tick (see ArbiterTick), so
-	// between Timeout and Timeout+ArbiterTick after it started. Zero
-	// means no timeout.
-	Timeout time.Duration
-	// Boot is how long a worker that exited (killed, or recycled by
-	// MaxRequests) takes to be replaced by a ready one. Zero means at
-	// once; gunicorn's is about DefaultBoot.
-	Boot time.Duration
-	// MaxRequests recycles a worker after it served this many requests
-	// plus a draw from 0 to MaxRequestsJitter, made anew for every
-	// worker, as gunicorn's max_requests and max_requests_jitter do. Zero
-	// means never.
-	MaxRequests       int
-	MaxRequestsJitter int
-	// OnClientAbort says what happens to the work of a client that left.
-	// The zero value is Continue.
-	OnClientAbort AbortPolicy
-	// Seed seeds the arbiter's tick phase and the MaxRequestsJitter draws,
-	// so that one seed always gives the same kills and recycling.
-	Seed uint64
-}
-
-func (c Config) workers() int {
-	if c.Workers <= 0 {
-		return 1
-	}
-	return c.Workers
-}
-
-func (c Config) threads() int { return max(c.Threads, 1) }
-
-// listenBacklog returns the listen(2) backlog: Backlog, DefaultBacklog for
-// zero, and 0 for a negative one.
-func (c Config) listenBacklog() int {
-	switch {
-	case c.Backlog == 0:
-		return DefaultBacklog
-	case c.Backlog < 0:
-		return 0
-	}
-	return c.Backlog
-}
-
-// queue returns how many connections may wait: the kernel's accept queue,
-// and for gthread workers the connections they accept beyond their threads.
-func (c Config) queue() int {
-	q := 0
-	switch {
-	case c.Backlog == 0:
-		q = DefaultBacklog + 1
-	case c.Backlog > 0:
-		q = c.Backlog + 1
-	}
-	if t := c.threads(); t > 1 && t < WorkerConnections {
-		q += c.workers() * (WorkerConnections - t)
-	}
-	return q
-}
 
 // State is where a Job is in the pool.
 type State uint8
@@ -345,7 +188,7 @@ func NewPool(cfg Config) *Pool {
 	}
 	p.stats.Workers = len(p.workers)
 	p.stats.Threads = p.threads
-	p.stats.Backlog = cfg.listenBacklog()
+	p.stats.Backlog = cfg.ListenBacklog()
 	return p
 }
 
@@ -356,6 +199,12 @@ func (p *Pool) limit() int {
 	}
 	return p.cfg.MaxRequests + p.rng.IntN(max(p.cfg.MaxRequestsJitter, 0)+1)
 }
+
+// Workers returns how many worker processes the pool has.
+func (p *Pool) Workers() int { return len(p.workers) }
+
+// Threads returns how many requests each worker serves at once.
+func (p *Pool) Threads() int { return p.threads }
 
 // Config returns the pool's configuration.
 func (p *Pool) Config() Config { return p.cfg }

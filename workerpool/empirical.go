@@ -1,4 +1,4 @@
-package fakebackend
+package workerpool
 
 import (
 	"fmt"
@@ -71,7 +71,7 @@ func (e Empirical) String() string {
 		b.WriteByte('p')
 		b.WriteString(strconv.FormatFloat(e.P[i], 'f', -1, 64))
 		b.WriteByte('=')
-		b.WriteString(fmtDur(e.V[i]))
+		b.WriteString(FormatDuration(e.V[i]))
 	}
 	return b.String()
 }
@@ -103,7 +103,7 @@ func parseEmpirical(arg string) (Empirical, error) {
 				return e, fmt.Errorf("p%s does not come after p%s; percents must rise", k[1:], strconv.FormatFloat(e.P[n-1], 'f', -1, 64))
 			}
 			if d < e.V[n-1] {
-				return e, fmt.Errorf("%s at p%s is below %s at p%s; quantiles never fall", fmtDur(d), k[1:], fmtDur(e.V[n-1]), strconv.FormatFloat(e.P[n-1], 'f', -1, 64))
+				return e, fmt.Errorf("%s at p%s is below %s at p%s; quantiles never fall", FormatDuration(d), k[1:], FormatDuration(e.V[n-1]), strconv.FormatFloat(e.P[n-1], 'f', -1, 64))
 			}
 		}
 		e.P = append(e.P, p)

@@ -1,4 +1,4 @@
-package fakebackend
+package workerpool
 
 import (
 	"math/rand/v2"
