@@ -24,7 +24,7 @@ func BenchmarkProxyServe(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer upLn.Close()
-	go serveKeepAlive200(upLn)
+	go serveReturn200(upLn, true)
 	for _, mode := range []struct {
 		name string
 		n    int
@@ -71,39 +71,5 @@ func BenchmarkProxyServe(b *testing.B) {
 				}
 			})
 		})
-	}
-}
-
-// serveKeepAlive200 answers every request on every connection of ln with
-// 200 "ok\n", keeping the connection, as nginx's `return 200` does.
-func serveKeepAlive200(ln net.Listener) {
-	const answer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			br := bufio.NewReader(c)
-			for {
-				close := false
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						return
-					}
-					if len(line) <= 2 { // the blank line that ends the headers
-						break
-					}
-					if len(line) > 11 && string(line[:11]) == "Connection:" {
-						close = true
-					}
-				}
-				if _, err := io.WriteString(c, answer); err != nil || close {
-					return
-				}
-			}
-		}()
 	}
 }
