@@ -22,6 +22,7 @@ import (
 //	/flaky   200 on a connection's first request; on a later one it
 //	         closes without a byte, as a worker killed mid-request
 //	/drop    closes without a byte
+//	/chatty  200, and bytes after its body that nobody asked for
 //	/hold    waits for release, then answers as /ok
 //
 // It closes its idle connections on closeIdle, as an upstream's own
@@ -105,6 +106,9 @@ func (u *kaUpstream) serve(c net.Conn) {
 			}
 		case "/drop":
 			return
+		case "/chatty":
+			io.WriteString(c, ok+"HTTP/1.1 200 OK\r\n") //nolint:errcheck
+			continue
 		case "/hold":
 			u.mu.Lock()
 			u.held++
@@ -270,6 +274,23 @@ var kaScenarios = []kaScenario{
 		st = append(st, kaSend(t, base, "GET", "/ok"))
 		return st, "GET /ok"
 	}, kaObservation{[]int{200, 200}, 2, 1, 2}},
+	// The same with a POST, which would not go again: the closed idle
+	// connection must not be taken at all.
+	{"upstream-closes-idle-post", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
+		st := []int{kaSend(t, base, "GET", "/ok")}
+		u.waitOpen(t, 1)
+		if n := u.closeIdle(); n != 1 {
+			t.Errorf("the upstream closed %d idle connections, want 1", n)
+		}
+		u.waitOpen(t, 0)
+		st = append(st, kaSend(t, base, "POST", "/ok"))
+		return st, "POST /ok"
+	}, kaObservation{[]int{200, 200}, 2, 1, 1}},
+	// An upstream that sends more than the response: its connection is
+	// not reused.
+	{"more-than-asked", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
+		return []int{kaSend(t, base, "GET", "/chatty"), kaSend(t, base, "GET", "/ok")}, "GET /chatty"
+	}, kaObservation{[]int{200, 200}, 2, 1, 1}},
 	// A reused connection dropped before any response byte: a GET goes
 	// again on a new connection, as nginx's proxy_next_upstream does.
 	{"reused-dropped-get", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
