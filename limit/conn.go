@@ -38,8 +38,7 @@ type ConnLimiter struct {
 type connShard struct {
 	mu sync.Mutex
 	// table indexes the entries by key hash. The hash is computed once
-	// per Acquire (or once per ConnKey) for the shard and the slot alike,
-	// and never on Release.
+	// per Acquire for the shard and the slot alike, and never on Release.
 	table table[connEntry, *connEntry]
 	free  *connEntry   // recycled entries, so a busy zone costs no allocation
 	l     *ConnLimiter // the shard's limiter
@@ -112,25 +111,6 @@ func (s *Slot) Release() {
 	sh.l.used.Add(-cost)
 }
 
-// ConnKey is a key with its hash worked out by one ConnLimiter, for a
-// caller that acquires the same key many times (the simulator): AcquireKey
-// then skips hashing it again. The zero ConnKey is the empty key, which no
-// limit counts. A ConnKey is never changed, so any number of goroutines may
-// use one at once.
-type ConnKey struct {
-	key string
-	h   uint64
-	l   *ConnLimiter // the limiter whose seed hashed it
-}
-
-// Key returns key prepared for AcquireKey on l.
-func (l *ConnLimiter) Key(key string) ConnKey {
-	return ConnKey{key: key, h: l.hash(key), l: l}
-}
-
-// String returns the key.
-func (k ConnKey) String() string { return k.key }
-
 func (l *ConnLimiter) hash(key string) uint64 { return maphash.String(l.seed, key) & l.mask }
 
 // Acquire takes a slot for key. It returns Passed and the slot, Rejected
@@ -142,18 +122,6 @@ func (l *ConnLimiter) Acquire(key string) (Slot, Verdict) {
 		return Slot{}, Skipped
 	}
 	return l.acquire(key, l.hash(key))
-}
-
-// AcquireKey is Acquire(k.String()) without hashing the key again. A
-// ConnKey another limiter made is hashed anew.
-func (l *ConnLimiter) AcquireKey(k ConnKey) (Slot, Verdict) {
-	if k.l != l {
-		return l.Acquire(k.key)
-	}
-	if k.key == "" || len(k.key) > MaxConnKey {
-		return Slot{}, Skipped
-	}
-	return l.acquire(k.key, k.h)
 }
 
 func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
@@ -265,33 +233,8 @@ func trimBusiest(kc []KeyCount, n int) []KeyCount {
 	return kc
 }
 
-// add appends a slot taken in this pass.
-func (s *Slots) add(sl Slot) {
-	if s.n < len(s.small) {
-		s.small[s.n] = sl
-	} else {
-		s.more = append(s.more, sl)
-	}
-	s.n++
+// KeyCount is one key's requests in flight.
+type KeyCount struct {
+	Key      string `json:"key"`
+	InFlight int    `json:"in_flight"`
 }
-
-// releaseFrom frees the slots taken from the from-th on, keeping the
-// earlier ones.
-func (s *Slots) releaseFrom(from int) {
-	for i := from; i < s.n; i++ {
-		if i < len(s.small) {
-			s.small[i].Release()
-		} else {
-			s.more[i-len(s.small)].Release()
-		}
-	}
-	if extra := from - len(s.small); extra >= 0 {
-		s.more = s.more[:extra]
-	} else {
-		s.more = s.more[:0]
-	}
-	s.n = min(s.n, from)
-}
-
-// Len returns how many slots s holds.
-func (s *Slots) Len() int { return s.n }

@@ -3,6 +3,7 @@ package limit
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -302,5 +303,25 @@ func TestConnLimiterHashCollisions(t *testing.T) {
 	}
 	if l.Len() != 0 || l.ZoneBytes() != 0 {
 		t.Fatalf("Len %d ZoneBytes %d, want 0 0", l.Len(), l.ZoneBytes())
+	}
+}
+
+// TestAppendBusiest checks that AppendBusiest appends what Busiest returns
+// and leaves what dst held.
+func TestAppendBusiest(t *testing.T) {
+	l := NewConnLimiter(100, 0)
+	for i := range 2000 {
+		l.Acquire(fmt.Sprintf("k%d", i%(1+i%37)))
+	}
+	for _, n := range []int{0, 1, 5, 3000} {
+		want := l.Busiest(n)
+		dst := []KeyCount{{Key: "kept", InFlight: -1}}
+		got := l.AppendBusiest(dst, n)
+		if got[0] != dst[0] || !slices.Equal(got[1:], want) {
+			t.Errorf("n %d: AppendBusiest = %v, want %v after %v", n, got, want, dst[0])
+		}
+		if n > 0 && (len(want) == 0 || len(want) > n) {
+			t.Errorf("n %d: Busiest gave %d keys", n, len(want))
+		}
 	}
 }

@@ -2,13 +2,27 @@ package limit
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
-	"net/textproto"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
+
+// Key is a compiled nginx key expression: variables ($host,
+// $binary_remote_addr, $remote_addr, $http_NAME) and literal text,
+// concatenated. The zero Key evaluates to empty.
+type Key struct {
+	src   string
+	parts []keyPart
+}
+
+type keyPart struct {
+	kind int
+	lit  string
+}
+
+// String returns the expression as nginx writes it.
+func (k Key) String() string { return k.src }
 
 // The kinds of keyPart.
 const (
@@ -17,7 +31,7 @@ const (
 	partBinaryRemoteAddr        // $binary_remote_addr
 	partRemoteAddr              // $remote_addr
 	partHeader                  // $http_NAME; lit is the canonical header name
-	partHTTPHost                // $http_host: Go keeps the Host header in r.Host
+	partHTTPHost                // $http_host: the Host header, Request.Host as sent
 	partCookie                  // $http_cookie: values joined with "; " as nginx does
 	partArg                     // $arg_NAME; lit is "arg_" and the lower-cased NAME
 )
@@ -105,7 +119,7 @@ func varPart(name string) (keyPart, error) {
 		return keyPart{kind: partArg, lit: name}, nil
 	}
 	if h, ok := strings.CutPrefix(name, "http_"); ok && h != "" {
-		return keyPart{kind: partHeader, lit: textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(h, "_", "-"))}, nil
+		return keyPart{kind: partHeader, lit: canonicalHeader(strings.ReplaceAll(h, "_", "-"))}, nil
 	}
 	return keyPart{}, fmt.Errorf("unknown variable \"$%s\" (supported: %s)", name, supportedVars)
 }
@@ -127,6 +141,24 @@ func (k Key) format() string {
 		}
 	}
 	return b.String()
+}
+
+// canonicalHeader writes a header name as net/http keys it: upper case at
+// the start and after each "-", lower case elsewhere. name is made of the
+// bytes isVarByte allows and "-", where that is all net/http does.
+func canonicalHeader(name string) string {
+	b := []byte(name)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && c >= 'a' && c <= 'z':
+			b[i] = c - ('a' - 'A')
+		case !upper && c >= 'A' && c <= 'Z':
+			b[i] = c + ('a' - 'A')
+		}
+		upper = c == '-'
+	}
+	return string(b)
 }
 
 func varName(p keyPart) string {
@@ -172,15 +204,33 @@ func (k Key) Variables() []string {
 	return vs
 }
 
+// Request is what nginx's variables read from a request, the whole input
+// of a key: the live proxy fills it from each *http.Request, the simulator
+// from each tenant's client. The zero Request gives every variable empty.
+type Request struct {
+	// Host is the request's host as the client sent it (the Host header,
+	// or the host of an absolute request line), port included.
+	Host string
+	// Addr is the client's address. Its zone is ignored; the zero Addr
+	// (a Unix socket) makes $remote_addr and $binary_remote_addr empty.
+	Addr netip.Addr
+	// Header holds the request's headers under canonical names, as
+	// net/http's Header does; nil means none. Header is read, never
+	// changed.
+	Header map[string][]string
+	// Query is the raw query, without the "?", as sent; $arg_NAME reads it.
+	Query string
+}
+
 // Append appends the key's value for r to dst, as nginx computes it ($host
 // lower-cased with port and trailing dot removed; $binary_remote_addr 4 or 16
 // raw bytes). It does not allocate when dst has room for the value.
 //
 // $host is empty when r.Host is missing or is not a host nginx accepts
 // (nginx answers such requests 400 before any limit runs; see ValidHost).
-// $remote_addr and $binary_remote_addr are empty when r.RemoteAddr is not an
-// IP address, e.g. on a Unix socket.
-func (k Key) Append(dst []byte, r *http.Request) []byte {
+// $remote_addr and $binary_remote_addr are empty when r.Addr is the zero
+// Addr.
+func (k Key) Append(dst []byte, r *Request) []byte {
 	for _, p := range k.parts {
 		switch p.kind {
 		case partLiteral:
@@ -188,17 +238,15 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 		case partHost:
 			dst = appendHost(dst, r.Host)
 		case partBinaryRemoteAddr:
-			if a, ok := remoteAddr(r.RemoteAddr); ok {
-				if a.Is4() {
-					b := a.As4()
-					dst = append(dst, b[:]...)
-				} else {
-					b := a.As16()
-					dst = append(dst, b[:]...)
-				}
+			if a := r.Addr.WithZone(""); a.Is4() {
+				b := a.As4()
+				dst = append(dst, b[:]...)
+			} else if a.IsValid() {
+				b := a.As16()
+				dst = append(dst, b[:]...)
 			}
 		case partRemoteAddr:
-			if a, ok := remoteAddr(r.RemoteAddr); ok {
+			if a := r.Addr.WithZone(""); a.IsValid() {
 				dst = a.AppendTo(dst)
 			}
 		case partHTTPHost:
@@ -208,9 +256,7 @@ func (k Key) Append(dst []byte, r *http.Request) []byte {
 		case partCookie:
 			dst = appendHeader(dst, r.Header["Cookie"], "; ")
 		case partArg:
-			if r.URL != nil {
-				dst = appendArg(dst, r.URL.RawQuery, p.lit[len("arg_"):])
-			}
+			dst = appendArg(dst, r.Query, p.lit[len("arg_"):])
 		}
 	}
 	return dst
@@ -300,148 +346,4 @@ func appendHeader(dst []byte, vs []string, sep string) []byte {
 		dst = append(dst, v...)
 	}
 	return dst
-}
-
-// remoteAddr reads the client address from r.RemoteAddr ("ip:port", or a
-// bare IP as some handlers set it), without its IPv6 zone.
-func remoteAddr(s string) (netip.Addr, bool) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().WithZone(""), true
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.WithZone(""), true
-	}
-	return netip.Addr{}, false
-}
-
-// ValidHost reports whether nginx accepts host as a request's host (from the
-// request line or the Host header): letters, digits and the characters RFC
-// 3986 allows in a host name, no "..", an optional port up to 65535, or an
-// IP literal in brackets. nginx answers a request with an invalid host 400.
-func ValidHost(host string) bool {
-	_, ok := hostSpan(host)
-	return ok
-}
-
-// NormalizeHost returns host as nginx's $host gives it: lower-cased, without
-// the port and one trailing dot; ok is false when nginx would reject it.
-func NormalizeHost(host string) (string, bool) {
-	n, ok := hostSpan(host)
-	if !ok {
-		return "", false
-	}
-	return string(appendLower(nil, host[:n])), true
-}
-
-func appendHost(dst []byte, host string) []byte {
-	n, ok := hostSpan(host)
-	if !ok {
-		return dst
-	}
-	return appendLower(dst, host[:n])
-}
-
-func appendLower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// hostSpan validates host the way nginx's request parser does and returns
-// the length of the part $host keeps: the name (or bracketed IP literal)
-// without the port and without one trailing dot.
-func hostSpan(h string) (int, bool) {
-	const (
-		start = iota
-		name
-		literal
-		literalEnd
-		port
-	)
-	state := start
-	dot := -2 // index of the last '.'; -2 so that "." at 0 is not "two dots"
-	end := len(h)
-	portVal := 0
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch state {
-		case start:
-			if c == '[' {
-				state = literal
-				continue
-			}
-			state = name
-			fallthrough
-		case name:
-			switch {
-			case hostByte(c), c == '%':
-			case c == ':':
-				end = i
-				state = port
-			case c == '.':
-				if dot == i-1 {
-					return 0, false
-				}
-				dot = i
-			default:
-				return 0, false
-			}
-		case literal:
-			switch {
-			case hostByte(c), c == ':':
-			case c == ']':
-				end = i + 1
-				state = literalEnd
-			case c == '.':
-				if dot == i-1 {
-					return 0, false
-				}
-				dot = i
-			default:
-				return 0, false
-			}
-		case literalEnd:
-			if c != ':' {
-				return 0, false
-			}
-			state = port
-		case port:
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			portVal = portVal*10 + int(c-'0')
-			if portVal > 65535 {
-				return 0, false
-			}
-		}
-	}
-	if state == literal {
-		return 0, false
-	}
-	if dot == end-1 {
-		end--
-	}
-	if end <= 0 {
-		return 0, false
-	}
-	return end, true
-}
-
-// hostByte reports whether c may appear anywhere in a host name: letters,
-// digits, "-", the unreserved "_" and "~", and the RFC 3986 sub-delims.
-func hostByte(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	switch c {
-	case '-', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=':
-		return true
-	}
-	return false
 }

@@ -2,27 +2,9 @@ package limit
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
-
-// Location is a part of the server's URI space with limits of its own, as
-// an nginx prefix location (`location /api/method/stock_balance { ... }`):
-// a request goes to the location with the longest of all locations' Paths
-// that its path begins with, and a request that matches none gets the
-// server's limits (Config.Conn and Config.Req).
-//
-// As in nginx, a location's limit_conn list replaces the server's only
-// when it has one: a location with no Conn inherits the server's limit_conn
-// (the same zones, so the same counts), and likewise for Req, each kind on
-// its own.
-type Location struct {
-	// Paths are the URI prefixes, each starting with "/". Matching is
-	// nginx's: byte by byte, case-sensitive, against the request's path
-	// decoded and with "//", "/./" and "/../" resolved.
-	Paths []string
-	Conn  []ConnSpec // none: the server's limit_conn apply
-	Req   []ReqSpec  // none: the server's limit_req apply
-}
 
 // LocationPolicy is a compiled Location.
 type LocationPolicy struct {
@@ -32,27 +14,11 @@ type LocationPolicy struct {
 	Policy *Policy
 }
 
-// compileLocations compiles cfg's locations onto the server policy p.
-func (p *Policy) compileLocations(cfg Config) error {
-	seen := map[string]int{}
+// compileLocations compiles cfg's locations, which Validate passed, onto
+// the server policy p.
+func (p *Policy) compileLocations(cfg Config) {
 	for i, loc := range cfg.Locations {
-		name := fmt.Sprintf("locations[%d]", i)
-		if len(loc.Paths) == 0 {
-			return fmt.Errorf("%s.path: no path (want e.g. /api/method/stock_balance)", name)
-		}
-		for j, path := range loc.Paths {
-			if err := CheckLocationPath(path); err != nil {
-				return fmt.Errorf("%s.path[%d]: %w", name, j, err)
-			}
-			if k, dup := seen[path]; dup {
-				return fmt.Errorf("%s.path[%d]: %q is locations[%d]'s already (nginx refuses a duplicate location)", name, j, path, k)
-			}
-			seen[path] = i
-		}
-		own, err := newRules(Config{Conn: loc.Conn, Req: loc.Req}, name+".")
-		if err != nil {
-			return err
-		}
+		own := newRules(Config{Conn: loc.Conn, Req: loc.Req}, "locations["+strconv.Itoa(i)+"].")
 		sub := &Policy{Conn: own.Conn, Req: own.Req}
 		if len(loc.Conn) == 0 {
 			sub.Conn = p.Conn
@@ -63,7 +29,6 @@ func (p *Policy) compileLocations(cfg Config) error {
 		sub.split()
 		p.Locations = append(p.Locations, LocationPolicy{Location: loc, Policy: sub})
 	}
-	return nil
 }
 
 // CheckLocationPath says whether nginx reads path as a prefix location

@@ -68,17 +68,13 @@ const reqShardsMinZone = 1 << 20
 
 const reqShards = 64
 
-// maxBurst bounds burst and delay (in requests) so that nginx's arithmetic
-// on them, in milli-requests times 1000, stays within an int64.
-const maxBurst = 1_000_000_000
-
 // NewReqLimiter returns a limit_req with rate in milli-requests per second
 // (ParseRate; below 1 is taken as 1), burst requests above the rate, the
 // first delay of them admitted without delay (nodelay admits the whole
 // burst at once), over a zone of zoneBytes bytes (zero or less means 10m).
 // Burst and delay below 0 are taken as 0.
 func NewReqLimiter(rate Rate, burst, delay int, nodelay bool, zoneBytes int64) *ReqLimiter {
-	clamp := func(n int) int64 { return int64(min(max(n, 0), maxBurst)) * 1000 }
+	clamp := func(n int) int64 { return int64(min(max(n, 0), MaxBurst)) * 1000 }
 	l := &ReqLimiter{
 		rate:  max(int64(rate), 1),
 		burst: clamp(burst),

@@ -86,23 +86,24 @@ func (t *table[E, P]) insert(e P) {
 	t.n++
 }
 
-func (t *table[E, P]) place(e P) {
+func (t *table[E, P]) place(e P) { t.slots[t.probe(head(e).h, nil)] = e }
+
+// probe returns the first slot from hash h's home on that holds want
+// (nil: the first free one); the table must have one.
+func (t *table[E, P]) probe(h uint64, want P) int {
 	mask := len(t.slots) - 1
-	i := t.home(head(e).h)
-	for t.slots[i] != nil {
+	i := t.home(h)
+	for t.slots[i] != want {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = e
+	return i
 }
 
 // delete removes e, which must be in the table, moving later entries of its
 // probe run back so that every entry stays reachable from its home slot.
 func (t *table[E, P]) delete(e P) {
 	mask := len(t.slots) - 1
-	i := t.home(head(e).h)
-	for t.slots[i] != e {
-		i = (i + 1) & mask
-	}
+	i := t.probe(head(e).h, e)
 	t.slots[i] = nil
 	t.n--
 	for j := (i + 1) & mask; t.slots[j] != nil; j = (j + 1) & mask {

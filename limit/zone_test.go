@@ -250,3 +250,80 @@ func nginxReqCapacity(t *testing.T, addr string, n int) int {
 	}
 	return held
 }
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"10m", 10 << 20},
+		{"10M", 10 << 20},
+		{"512k", 512 << 10},
+		{"512K", 512 << 10},
+		{"1048576", 1048576},
+		{"0", 0},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "m", "10g", "10mb", "-1", "1.5m", "99999999999999999m", " 1"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) succeeded, want an error", bad)
+		} else if !strings.Contains(err.Error(), "e.g. 10m") {
+			t.Errorf("ParseSize(%q) error %q gives no example", bad, err)
+		}
+	}
+}
+
+func TestZoneModel(t *testing.T) {
+	tests := []struct {
+		zone      string
+		head, key int
+		min, max  int64
+	}{
+		{"10m", connNodeHead, 10, 155_000, 165_000}, // nginx: 10m ≈ 160,000 short keys
+		{"1m", connNodeHead, 4, 16_000, 16_500},
+		{"10m", reqNodeHead, 16, 78_000, 82_000},
+	}
+	for _, tt := range tests {
+		size, _ := ParseSize(tt.zone)
+		budget := connZoneBudget
+		if tt.head == reqNodeHead {
+			budget = reqZoneBudget
+		}
+		n := budget(size) / nodeCost(tt.head+tt.key)
+		if n < tt.min || n > tt.max {
+			t.Errorf("zone %s holds %d nodes of a %d-byte key, want %d..%d", tt.zone, n, tt.key, tt.min, tt.max)
+		}
+	}
+	for _, tt := range []struct {
+		n    int
+		want int64
+	}{{36, 64}, {64, 64}, {65, 128}, {291, 512}, {2048, 2048}, {2049, 4096}, {80 + 65535, 65536 + 4096}} {
+		if got := nodeCost(tt.n); got != tt.want {
+			t.Errorf("nodeCost(%d) = %d, want %d", tt.n, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"10m", "512k", "1048576", "", "m", "9223372036854775807", "8796093022208m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		digits := strings.TrimRight(s, "kKmM")
+		if len(s)-len(digits) > 1 {
+			t.Fatalf("ParseSize(%q) accepted two units", s)
+		}
+	})
+}

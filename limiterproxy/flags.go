@@ -3,9 +3,10 @@ package limiterproxy
 import (
 	"fmt"
 	"slices"
-	"stampede/limit"
 	"strconv"
 	"strings"
+
+	"stampede/limit"
 )
 
 // Examples of the flag forms, quoted in parse errors.
@@ -29,20 +30,16 @@ func ParseConnFlag(s string) (limit.ConnSpec, error) {
 	}
 	spec := limit.ConnSpec{Key: key, PerKey: n}
 	for _, o := range opts {
-		name, v, hasV := strings.Cut(o, "=")
-		switch {
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, connFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, connFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
-		default:
+		ok, err := commonOpt(s, connFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun)
+		if !ok {
 			err = fmt.Errorf("%q: unknown option %q (want zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, connFlagExample)
 		}
 		if err != nil {
 			return limit.ConnSpec{}, err
 		}
+	}
+	if err := checkFlag(s, connFlagExample, spec.Validate()); err != nil {
+		return limit.ConnSpec{}, err
 	}
 	return spec, nil
 }
@@ -71,14 +68,11 @@ func ParseReqFlag(s string) (limit.ReqSpec, error) {
 			hasDelay = true
 		case name == "nodelay" && !hasV:
 			spec.NoDelay = true
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, reqFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, reqFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
 		default:
-			err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			var ok bool
+			if ok, err = commonOpt(s, reqFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun); !ok {
+				err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			}
 		}
 		if err != nil {
 			return limit.ReqSpec{}, err
@@ -87,7 +81,35 @@ func ParseReqFlag(s string) (limit.ReqSpec, error) {
 	if hasDelay && spec.NoDelay {
 		return limit.ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
 	}
+	if err := checkFlag(s, reqFlagExample, spec.Validate()); err != nil {
+		return limit.ReqSpec{}, err
+	}
 	return spec, nil
+}
+
+// commonOpt reads the option o of the flag s if it is one every limit has:
+// zone=SIZE, status=CODE or dry_run; ok is false for any other.
+func commonOpt(s, example, o string, zone *string, status *int, dryRun *bool) (ok bool, err error) {
+	name, v, hasV := strings.Cut(o, "=")
+	switch {
+	case name == "zone" && hasV:
+		*zone, err = flagZone(s, v, example)
+	case name == "status" && hasV:
+		*status, err = flagStatus(s, v, example)
+	case (name == "dry_run" || name == "dry-run") && !hasV:
+		*dryRun = true
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// checkFlag words the first of a spec's Validate errors for the flag s.
+func checkFlag(s, example string, err error) error {
+	if fes := limit.FieldErrors(err); len(fes) > 0 {
+		return fmt.Errorf("%q: %v; e.g. %s", s, fes[0], example)
+	}
+	return nil
 }
 
 // splitFlag splits KEY=VALUE,opt,opt and normalises the key as ParseKey
@@ -122,8 +144,8 @@ func flagZone(s, v, example string) (string, error) {
 
 func flagStatus(s, v, example string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 400 || n > 599 {
-		return 0, fmt.Errorf("%q: status %q is not between 400 and 599 (want e.g. status=429 in %s)", s, v, example)
+	if err != nil || n < limit.MinStatus || n > limit.MaxStatus {
+		return 0, fmt.Errorf("%q: status %q is not between %d and %d (want e.g. status=429 in %s)", s, v, limit.MinStatus, limit.MaxStatus, example)
 	}
 	return n, nil
 }

@@ -1,9 +1,10 @@
 package limiterproxy
 
 import (
-	"stampede/limit"
 	"strings"
 	"testing"
+
+	"stampede/limit"
 )
 
 func TestParseConnFlag(t *testing.T) {
@@ -43,6 +44,8 @@ func TestParseConnFlagErrors(t *testing.T) {
 		{"$host=4,nodelay", `unknown option "nodelay"`},
 		{"$host=4,", "empty option"},
 		{"$host=4,dry_run=yes", `unknown option "dry_run=yes"`},
+		{"$host=70000", `"$host=70000": per_key: 70000 is not a limit (want 1 to 65535`},
+		{"$host=4,zone=16k", `"$host=4,zone=16k": zone: "16k" is too small`},
 	}
 	for i, tt := range tests {
 		_, err := ParseConnFlag(tt.in)
@@ -91,6 +94,8 @@ func TestParseReqFlagErrors(t *testing.T) {
 		{"$host=1r/s,status=600", `status "600"`},
 		{"$host=1r/s,zone=", `zone "" is not a size`},
 		{"$host=1r/s,fast", `unknown option "fast"`},
+		{"$host=1r/s,burst=1000000001", `burst: 1000000001 is not a burst (want 0 to 1000000000`},
+		{"$host=1r/s,delay=1000000001", `delay: 1000000001 is not a delay`},
 	}
 	for i, tt := range tests {
 		_, err := ParseReqFlag(tt.in)

@@ -3,11 +3,12 @@ package limiterproxy
 import (
 	"io"
 	"net/http"
-	"stampede/limit"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"stampede/limit"
 
 	"stampede/clock"
 )
@@ -48,19 +49,8 @@ type Handler struct {
 // share a Policy agree on it.
 var epoch = time.Now()
 
-// keyScratch is one request's key evaluation space, pooled so that the
-// steady state allocates only the one string all keys share.
-type keyScratch struct {
-	buf  []byte
-	ends []int
-	keys []string
-}
-
-var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
-
-// maxPooledKeyBytes bounds what a pooled scratch keeps, so that one request
-// with huge headers does not pin memory.
-const maxPooledKeyBytes = 64 << 10
+// keysPool holds the key evaluation space of requests in progress.
+var keysPool = sync.Pool{New: func() any { return new(limit.Keys) }}
 
 // ServeHTTP applies the Policy to r, the limits of r's location (see
 // Policy.For): every limit_req (waiting out a delay on r's context), then
@@ -101,9 +91,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p = loc
 		}
 	}
-	ks := keyScratchPool.Get().(*keyScratch)
-	defer putKeyScratch(ks)
-	reqKeys, connKeys := ks.eval(p, r)
+	ks := keysPool.Get().(*limit.Keys)
+	defer putKeys(ks)
+	in := keyInput(r)
+	reqKeys, connKeys := ks.Eval(p, &in)
 
 	if len(p.Req) > 0 {
 		start := time.Now()
@@ -156,44 +147,9 @@ func sameRules[R any](a, b []R) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// eval evaluates every rule's key for r into one shared string, limit_req
-// keys first. A key longer than nginx counts (MaxReqKey, MaxConnKey) is
-// returned empty: not counted.
-func (ks *keyScratch) eval(p *limit.Policy, r *http.Request) (reqKeys, connKeys []string) {
-	ks.buf, ks.ends, ks.keys = ks.buf[:0], ks.ends[:0], ks.keys[:0]
-	for i := range p.Req {
-		ks.buf = p.Req[i].Key.Append(ks.buf, r)
-		ks.ends = append(ks.ends, len(ks.buf))
-	}
-	for i := range p.Conn {
-		ks.buf = p.Conn[i].Key.Append(ks.buf, r)
-		ks.ends = append(ks.ends, len(ks.buf))
-	}
-	// One string for all keys: the limiters may keep a key (as a map key)
-	// after this request's scratch is reused.
-	all := string(ks.buf)
-	from := 0
-	for i, to := range ks.ends {
-		k := all[from:to]
-		longest := limit.MaxConnKey
-		if i < len(p.Req) {
-			longest = limit.MaxReqKey
-		}
-		if len(k) > longest {
-			k = ""
-		}
-		ks.keys = append(ks.keys, k)
-		from = to
-	}
-	return ks.keys[:len(p.Req)], ks.keys[len(p.Req):]
-}
-
-func putKeyScratch(ks *keyScratch) {
-	if cap(ks.buf) > maxPooledKeyBytes {
-		return
-	}
-	clear(ks.keys) // drop references to the request's key string
-	keyScratchPool.Put(ks)
+func putKeys(ks *limit.Keys) {
+	ks.Clear()
+	keysPool.Put(ks)
 }
 
 // modelTime is the time limit_req sees for a request arriving at the wall

@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"encoding/json"
 	"net/http"
+
 	"stampede/limit"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,22 +55,13 @@ type limitMetrics struct {
 func NewMetrics(p *limit.Policy) *Metrics {
 	m := &Metrics{metrics{reg: prometheus.NewRegistry(), policy: p}}
 	labels := []string{"limit", "key"}
-	passed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_passed_total",
-		Help: "Requests the limit admitted without delay.",
-	}, labels)
-	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_total",
-		Help: "Requests the limit rejected with its status.",
-	}, labels)
-	dry := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_dry_run_total",
-		Help: "Requests the limit would have rejected, let through because it is in dry-run mode.",
-	}, labels)
-	delayed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_delayed_total",
-		Help: "Requests limit_req admitted after a delay.",
-	}, labels)
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	passed := counter("stampede_limit_passed_total", "Requests the limit admitted without delay.")
+	rejected := counter("stampede_limit_rejected_total", "Requests the limit rejected with its status.")
+	dry := counter("stampede_limit_rejected_dry_run_total", "Requests the limit would have rejected, let through because it is in dry-run mode.")
+	delayed := counter("stampede_limit_delayed_total", "Requests limit_req admitted after a delay.")
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stampede_limit_in_flight",
 		Help: "Requests holding a limit_conn slot now.",

@@ -6,8 +6,9 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
-	"stampede/limit"
 	"testing"
+
+	"stampede/limit"
 )
 
 // TestDebugKeysText requires /debug/keys to print each key distinctly and
@@ -32,7 +33,8 @@ func TestDebugKeysText(t *testing.T) {
 			r := httptest.NewRequest("GET", "/", nil)
 			r.Host = "site"
 			r.RemoteAddr = netip.AddrPortFrom(netip.MustParseAddr(a), 5000).String()
-			key := string(p.Conn[0].Key.Append(nil, r))
+			in := keyInput(r)
+			key := string(p.Conn[0].Key.Append(nil, &in))
 			if _, v := p.Conn[0].Limiter.Acquire(key); v != limit.Passed {
 				t.Fatalf("%s: Acquire(%q) = %v", tt.key, key, v)
 			}

@@ -81,7 +81,7 @@ func playBoth(t *testing.T, load func(t *testing.T) *scenarios.Scenario) (liveRe
 	sc := withSharedDraws(load(t))
 	rec := report.NewRecorder(sc)
 	start := time.Now()
-	st, err := sim.Run(ctx, sc, rec, sim.Options{Sampler: rec})
+	st, err := sim.Simulate(ctx, sc, rec, sim.Options{Sampler: rec})
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}

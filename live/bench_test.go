@@ -42,7 +42,7 @@ func BenchmarkTrio(b *testing.B) {
 			const rate = 500.0
 			sc := trioScenario(rate, time.Duration(float64(b.N)/rate*float64(time.Second)))
 			before := cpuTime()
-			res, err := Run(context.Background(), sc, Options{Transport: tr})
+			res, err := runResults(context.Background(), sc, Options{Transport: tr})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func BenchmarkMaxRate(b *testing.B) {
 			best := 0.0
 			for range b.N {
 				for rate := 500.0; rate <= 64000; rate *= 2 {
-					res, err := Run(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
+					res, err := runResults(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
 					if err != nil {
 						b.Fatal(err)
 					}

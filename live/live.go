@@ -1,7 +1,3 @@
-// Package live plays a scenario in real time over loopback HTTP: the fake
-// backend and the limiting proxy run in-process (or an external target stands
-// in for them), loadgen's driver sends every tenant's load through the proxy,
-// and a report.Recorder turns the results into results.json.
 package live
 
 import (
@@ -25,6 +21,7 @@ import (
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // Engine is the engine name results.json records for live runs.
@@ -65,32 +62,41 @@ type Options struct {
 	// Calibrated, when not nil, is told what a time_scale: auto
 	// calibration chose, before the run starts.
 	Calibrated func(Calibration)
-	// Version and CommandLine are recorded in results.json.
+	// Sampler receives samples of the backend and the busiest keys. Nil
+	// means the sink when it implements workload.Sampler, else no
+	// sampling.
+	Sampler workload.Sampler
+	// Version and CommandLine are recorded in the run's RunInfo.
 	Version     string
 	CommandLine string
 }
 
-// drainMargin is the wall time added to the longest timeout of a scenario
-// when bounding how long requests in flight at the end may take.
+// drainMargin is the wall time added to the scenario's drain
+// (workload.Drain) when bounding how long requests in flight at the end may
+// take: the path's own time, which the model does not count.
 const drainMargin = time.Second
 
 // Run plays sc: unless opts.Target is set it starts the fake backend and the
 // limiting proxy on 127.0.0.1 with random ports, drives the load through the
 // proxy for sc.Duration × sc.TimeScale of wall time, lets the requests in
-// flight end (bounded by the scenario's longest timeout), samples the
-// backend's busy workers and queue and the limiter's busiest keys about every
-// model second, and returns results.json with engine "live".
+// flight end (within the scenario's drain, workload.Drain), hands every
+// result to sink from one goroutine at a time, samples the backend's busy
+// workers and queue and the limiter's busiest keys about every model second,
+// and returns what the recorder needs beside the results: RunInfo with
+// engine "live" and the run's verdict on itself (Validity; see Explain).
 //
-// When ctx is cancelled Run stops the load at once and returns the results
-// recorded so far, marked Interrupted, with a nil error. Requests cut off by
-// the cancellation are not recorded (see loadgen.Driver.Run). Run shuts down
-// every server it started before returning.
-func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+// When ctx is cancelled Run stops the load at once and returns the run as
+// interrupted (RunInfo.Model says how far it got, workload.Reached), with a
+// nil error, as the simulator does. Requests cut off by the cancellation are
+// not recorded (see loadgen.Driver.Run). Run shuts down every server it
+// started before returning.
+func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, error) {
+	var none report.RunInfo
 	auto := sc.TimeScaleAuto
 	if auto && opts.Target == "" {
 		cal, err := Calibrate(ctx, sc, opts.Transport)
 		if err != nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
 		}
 		if opts.Calibrated != nil {
 			opts.Calibrated(cal)
@@ -123,7 +129,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if opts.Target == "" {
 		p, err := startPair(sc, scale, opts.Transport, !opts.RuntimeTimers)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		pr = p
 		cleanup = append(cleanup, p.close)
@@ -132,15 +138,15 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
-			return nil, &TargetError{err}
+			return none, &TargetError{err}
 		}
 		if err := reachable(ctx, target); err != nil {
-			return nil, &TargetError{err}
+			return none, &TargetError{err}
 		}
 		if opts.BackendStatsURL != "" {
 			u, err := checkTarget(ctx, "backend stats URL", opts.BackendStatsURL, opts.AllowRemote)
 			if err != nil {
-				return nil, &TargetError{err}
+				return none, &TargetError{err}
 			}
 			pctx, cancel := context.WithCancel(ctx)
 			poll := newStatsPoller(u, max(wall(time.Second), 50*time.Millisecond))
@@ -154,11 +160,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		}
 	}
 
-	rec := report.NewRecorder(sc)
+	sampler := workload.SamplerOf(opts.Sampler, sink)
 	sample := func(at time.Duration) {
+		if sampler == nil {
+			return
+		}
 		if stats != nil {
 			if s, ok := stats(); ok {
-				rec.SampleBackend(at, s.Busy, s.Queued)
+				sampler.SampleBackend(at, s.Busy, s.Queued)
 			}
 		}
 		if policy != nil {
@@ -167,7 +176,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 			for _, k := range busiest {
 				m[k.Key] = k.InFlight
 			}
-			rec.SampleKeys(at, m)
+			sampler.SampleKeys(at, m)
 		}
 	}
 	every := opts.SampleEvery
@@ -183,21 +192,22 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if pr != nil {
 		var err error
 		if probes, err = pr.newProber(probeWait(sc, scale)); err != nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 		defer probes.close()
 		// Cut off by ctx, the run is interrupted before it began: the
 		// driver returns at once and the results say so.
 		if tare, err = probes.calibrate(ctx, &tracker); err != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 	}
 
+	tenants := sc.Expand()
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
 		Tare:           tare,
 		Target:         target,
 		PreciseTimers:  !opts.RuntimeTimers,
-		Tenants:        sc.Expand(),
+		Tenants:        tenants,
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
 		TimeScale:      scale,
@@ -206,14 +216,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		// The built-in proxy marks its limits' answers; a target may not.
 		MarkedRejections: pr != nil,
 		MaxInFlight:      opts.MaxInFlight,
-		Drain:            Drain(sc),
+		Drain:            wall(workload.Drain(sc, tenants)) + drainMargin,
 		Sample:           sample,
 		SampleEvery:      max(wall(every), 5*time.Millisecond),
 		Counters:         opts.Counters,
 		Dial:             dialOf(pr),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
+		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
 	}
 
 	stopProbes := func() {}
@@ -233,15 +243,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	before := sampleOS()
 	wakes := clock.WakeSnapshot()
 	start := time.Now()
-	runErr := drv.Run(ctx, start, rec)
+	if sink == nil {
+		sink = workload.SinkFunc(func(*workload.Result) {})
+	}
+	runErr := drv.Run(ctx, start, sink)
 	elapsed := time.Since(start)
 	stopProbes()
 	after := sampleOS()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
-		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
+		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
 	}
-	// The driver's sink goroutine has ended: the recorder is ours again.
+	// The driver's sink goroutine has ended: the sampler is ours again.
 	modelElapsed := time.Duration(float64(elapsed) / scale)
 	sample(modelElapsed)
 	var end workerpool.Stats
@@ -275,13 +288,35 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		CommandLine:   opts.CommandLine,
 	}
 	if interrupted {
-		// The run got this far into the model; a whole run covers at least
-		// the scenario's duration, which the recorder takes by default.
-		info.Model = min(modelElapsed, sc.Duration)
+		info.Model = workload.Reached(modelElapsed, sc.Duration)
+	}
+	return info, nil
+}
+
+// runResults plays sc into a recorder of its own and returns results.json.
+func runResults(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+	rec := report.NewRecorder(sc)
+	info, err := Run(ctx, sc, rec, opts)
+	if err != nil {
+		return nil, err
 	}
 	res := rec.Results(info)
-	explain(validity, res.SLO, sc, m)
+	Explain(res, sc)
 	return res, nil
+}
+
+// Explain completes the verdict of a run on itself in res, its results:
+// when the run was inconclusive, it names the failed SLOs that the
+// generator's own delay, as the verdict's figures state it (model time),
+// cannot explain (Validity.Unexplained), which still fail the run. A
+// conclusive run, as every simulated one is, is left as it is.
+func Explain(res *report.Results, sc *scenarios.Scenario) {
+	v := res.Validity
+	if v == nil || v.Conclusive {
+		return
+	}
+	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+	explain(v, res.SLO, sc, time.Duration(worst*float64(time.Millisecond)))
 }
 
 // dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
@@ -308,25 +343,6 @@ func RejectStatuses(cfg limit.Config) []int {
 		add(r.Status)
 	}
 	return st
-}
-
-// Drain returns, in wall time, how long requests still in flight at the end
-// of sc's load may take: its longest timeout (client, proxy read, backend
-// worker) played at its time scale, plus a margin. Zero when sc has no
-// timeout at all, meaning wait for every request.
-func Drain(sc *scenarios.Scenario) time.Duration {
-	longest := max(sc.Proxy.ReadTimeout, sc.Backend.Timeout)
-	for _, g := range sc.Tenants {
-		longest = max(longest, g.Load.ClientTimeout)
-	}
-	if longest == 0 {
-		return 0
-	}
-	scale := sc.TimeScale
-	if scale == 0 {
-		scale = 1
-	}
-	return time.Duration(float64(longest)*scale) + drainMargin
 }
 
 // checkTarget parses raw, an http URL, and refuses hosts outside loopback

@@ -53,7 +53,7 @@ func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant i
 
 func run(t *testing.T, ctx context.Context, sc *scenarios.Scenario, opts Options) *report.Results {
 	t.Helper()
-	res, err := Run(ctx, sc, opts)
+	res, err := runResults(ctx, sc, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -273,7 +273,7 @@ func TestRunTarget(t *testing.T) {
 
 func TestRunRefusesRemoteTarget(t *testing.T) {
 	for i, target := range []string{"http://192.0.2.1:8080", "http://10.1.2.3/", "https://127.0.0.1:1", "127.0.0.1:80"} {
-		_, err := Run(context.Background(), story(4), Options{Target: target})
+		_, err := runResults(context.Background(), story(4), Options{Target: target})
 		if err == nil {
 			t.Errorf("step %d: Run(target %s): no error", i, target)
 		} else if strings.Contains(target, "http://") && !strings.Contains(err.Error(), "allow-remote") {
@@ -289,24 +289,17 @@ func TestRunRefusesUnreachableTarget(t *testing.T) {
 	}
 	target := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now
-	_, err = Run(context.Background(), story(4), Options{Target: target})
+	_, err = runResults(context.Background(), story(4), Options{Target: target})
 	var te *TargetError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "nothing accepts connections") {
 		t.Errorf("Run(target %s with nothing listening): error %v, want a TargetError saying nothing accepts connections", target, err)
 	}
 }
 
-func TestRejectStatusesAndDrain(t *testing.T) {
+func TestRejectStatuses(t *testing.T) {
 	got := RejectStatuses(limit.Config{Conn: []limit.ConnSpec{{Status: 429}, {}}, Req: []limit.ReqSpec{{Status: 503}, {Status: 444}}})
 	if want := []int{503, 429, 444}; !slices.Equal(got, want) {
 		t.Errorf("RejectStatuses: got %v, want %v", got, want)
-	}
-	sc := story(4)
-	if got, want := Drain(sc), 3*time.Second+drainMargin; got != want {
-		t.Errorf("Drain: got %v, want %v (5 min client timeout × 0.01 + margin)", got, want)
-	}
-	if got := Drain(&scenarios.Scenario{TimeScale: 1}); got != 0 {
-		t.Errorf("Drain without timeouts: got %v, want 0", got)
 	}
 }
 

@@ -138,7 +138,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			res, err := Run(ctx, tareScenario(), c.opts(t))
+			res, err := runResults(ctx, tareScenario(), c.opts(t))
 			if err != nil {
 				t.Fatalf("step %d: Run with a cancelled context: error %v, want nil and interrupted results", i, err)
 			}

@@ -76,8 +76,9 @@ type DriverOptions struct {
 	// answer that carries the header is Rejected.
 	MarkedRejections bool
 	// MaxInFlight caps open-model requests in flight over all tenants; an
-	// arrival over it is Dropped. Zero means DefaultMaxInFlight. Closed-model
-	// users are not counted: their number already bounds them.
+	// arrival over it is Dropped. See workload.TotalCap: zero means
+	// workload.DefaultMaxInFlight, negative no cap. Closed-model users are
+	// not counted: their number already bounds them.
 	MaxInFlight int
 	// Drain bounds, in wall time, how long requests still in flight at the
 	// horizon may take. When it runs out they are abandoned and recorded as
@@ -125,15 +126,6 @@ type Progress struct {
 	Abandoned uint64                       // requests cut off by cancellation of Run's context; never recorded
 }
 
-// Done returns the number of results handed to the sink.
-func (p Progress) Done() uint64 {
-	var n uint64
-	for _, c := range p.Outcomes {
-		n += c
-	}
-	return n
-}
-
 // Snapshot returns the counts now. The fields are read one by one, so a
 // request that ends during the call may be seen both in flight and done.
 func (c *Counters) Snapshot() Progress {
@@ -161,12 +153,13 @@ type tenant struct {
 	load     *scenarios.Load
 	rt       http.RoundTripper
 	timeout  time.Duration // wall
-	cap      int64         // open model: in-flight cap
+	cap      int64         // open model: in-flight cap (workload.TenantCap)
 	inFlight atomic.Int64  // open model: incremented by the scheduler only
 	mix      workload.Mix
 	routeOf  []int // weighted-route position → backend route index
 	stop     time.Duration
-	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
+	loop     workload.Closed // closed model: its users' loop
+	picks    *rand.Rand      // open model: the route picks, a stream apart from the arrivals'
 	arrivals *workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
@@ -216,10 +209,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if d.reject == nil {
 		d.reject = []int{http.StatusServiceUnavailable}
 	}
-	d.maxFlight = int64(opts.MaxInFlight)
-	if d.maxFlight <= 0 {
-		d.maxFlight = workload.DefaultMaxInFlight
-	}
+	d.maxFlight = int64(workload.TotalCap(opts.MaxInFlight))
 	if d.counters == nil {
 		d.counters = new(Counters)
 	}
@@ -263,14 +253,9 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			}
 		}
 		t.timeout = d.wall(sc.Load.ClientTimeout)
-		t.cap = int64(sc.Load.MaxInFlight)
-		if t.cap <= 0 {
-			t.cap = workload.DefaultTenantInFlight
-		}
-		t.stop = sc.Load.Stop
-		if t.stop <= 0 || t.stop > opts.Horizon {
-			t.stop = opts.Horizon
-		}
+		t.cap = int64(workload.TenantCap(sc.Load))
+		t.stop = workload.Stop(sc.Load, opts.Horizon)
+		t.loop = workload.NewClosed(sc.Load, opts.Horizon)
 		addr := ""
 		if loopback {
 			addr = sc.Addr
@@ -299,15 +284,6 @@ func (t *tenant) visitor(v int) http.RoundTripper {
 		return t.rt
 	}
 	return t.pool[v%len(t.pool)]
-}
-
-// route returns the route of an open or trace tenant's arrival now due:
-// the trace's, or a pick from the tenant's mix.
-func (t *tenant) route() int {
-	if r, ok := t.arrivals.Route(); ok {
-		return r
-	}
-	return t.mix.Pick(t.picks)
 }
 
 // isLoopbackV4 reports whether host is an IPv4 loopback address, the only
@@ -372,7 +348,7 @@ func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0)))
 
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
-func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+func (d *Driver) SendLateness() workload.Lateness { return d.late.summary() }
 
 // Stalls returns the generator's stalls so far (see Stalls). It is safe to
 // call at any time.
@@ -566,7 +542,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		}
 		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
-		route := t.route()
+		route := t.arrivals.RouteOf(t.mix, t.picks)
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {
@@ -577,7 +553,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 
 		// Only this goroutine increments the counts, so checking then
 		// adding cannot overshoot the caps.
-		if t.inFlight.Load() >= t.cap || d.openFlight.Load() >= d.maxFlight {
+		if !workload.Admit(t.inFlight.Load(), t.cap, d.openFlight.Load(), d.maxFlight) {
 			out <- workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: a.at}
 			continue
 		}
@@ -595,16 +571,11 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 	}
 }
 
-// user is one closed-model user: request, answer or client timeout, think,
-// again, from the tenant's Start until its Stop or its Iterations. A client
-// timeout under Retry sends again (a refreshed tab: the same iteration);
-// under GiveUp the user stops.
+// user is one closed-model user, following its tenant's loop
+// (workload.Closed), which the simulator's users follow too.
 func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- workload.Result) {
-	next := t.load.Start
-	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
-		if next >= t.stop {
-			return
-		}
+	done := 0
+	for next, more := t.loop.First(); more; {
 		paced, ok := d.wait(ctx, start, next)
 		if !ok {
 			return
@@ -618,16 +589,9 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 			return
 		}
 		out <- r
-		if r.Outcome == workload.ClientTimeout {
-			if t.load.OnTimeout == scenarios.GiveUp {
-				return
-			}
-		} else {
-			done++
-		}
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next = workload.NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
+		next, more = t.loop.Next(&done, r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
 	}
 }
 

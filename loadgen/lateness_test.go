@@ -1,13 +1,14 @@
 package loadgen
 
 import (
+	"stampede/workload"
 	"testing"
 	"time"
 )
 
 func TestLatenessSummary(t *testing.T) {
 	l := newLatenessRecorder()
-	if got := l.summary(); got != (Lateness{}) {
+	if got := l.summary(); got != (workload.Lateness{}) {
 		t.Fatalf("empty: got %+v, want zero", got)
 	}
 	us := time.Microsecond

@@ -8,7 +8,6 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"stampede/loadgen"
 	"stampede/scenarios"
 	"stampede/workerpool"
 	"stampede/workload"
@@ -139,7 +138,7 @@ type RunInfo struct {
 	TimeScaleAuto bool
 	// SendLateness is the live generator's; zero Sends (the sim) leaves it
 	// out of the results.
-	SendLateness loadgen.Lateness
+	SendLateness workload.Lateness
 
 	// Model is the model time the run covered. Zero means the longer of the
 	// scenario's duration and the end of the last recorded result; an

@@ -205,7 +205,7 @@ type Validity struct {
 	CPUPerRequestUS float64 `json:"cpu_per_request_us,omitempty"`
 }
 
-// SendLateness is loadgen.Lateness in results.json: when the live
+// SendLateness is workload.Lateness in results.json: when the live
 // generator sent against when it meant to, in wall milliseconds. Negative
 // values are early sends, from which latency counts instead.
 type SendLateness struct {

@@ -741,7 +741,7 @@ func (d *decoder) limitCommon(f *fields, path string, key, zone *string, status 
 		}
 	}
 	*status = limit.DefaultStatus
-	f.integer("status", "503", 400, 599, status)
+	f.integer("status", "503", limit.MinStatus, limit.MaxStatus, status)
 	f.boolean("dry_run", dryRun)
 }
 
@@ -760,9 +760,10 @@ func (d *decoder) connSpec(n *yaml.Node, path string) (limit.ConnSpec, bool) {
 	case isOff(pk):
 		return c, false
 	}
-	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", 1, 65535); ok {
+	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", limit.MinPerKey, limit.MaxPerKey); ok {
 		c.PerKey = v
 	}
+	d.limitErrs(f, path, c.Validate())
 	return c, true
 }
 
@@ -787,13 +788,25 @@ func (d *decoder) reqSpec(n *yaml.Node, path string) (limit.ReqSpec, bool) {
 		}
 		r.Rate = s
 	}
-	f.integer("burst", "20", 0, 1_000_000_000, &r.Burst)
-	f.integer("delay", "8", 0, 1_000_000_000, &r.Delay)
+	f.integer("burst", "20", 0, limit.MaxBurst, &r.Burst)
+	f.integer("delay", "8", 0, limit.MaxBurst, &r.Delay)
 	f.boolean("nodelay", &r.NoDelay)
 	if r.NoDelay && f.has("delay") {
 		d.fail(f.at("delay"), join(path, "delay"), nil, "delay and nodelay exclude each other (want delay: N for two-stage limiting, or nodelay: true)")
 	}
+	d.limitErrs(f, path, r.Validate())
 	return r, true
+}
+
+// limitErrs reports what the limit's own Validate finds wrong with the
+// limit at path, at its fields, but for fields already reported.
+func (d *decoder) limitErrs(f *fields, path string, err error) {
+	for _, fe := range limit.FieldErrors(err) {
+		p := join(path, fe.Field)
+		if !slices.ContainsFunc(d.errs, func(e *Error) bool { return e.Path == p }) {
+			d.fail(f.at(fe.Field), p, fe.Err, "%v", fe.Err)
+		}
+	}
 }
 
 func (d *decoder) tenants(n *yaml.Node, duration time.Duration) []TenantGroup {

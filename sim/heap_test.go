@@ -43,7 +43,8 @@ func TestArrivalTreeOrder(t *testing.T) {
 			left[want.ref]--
 			next := event{at: want.at + time.Duration(rng.IntN(20)), seq: seq, ref: want.ref}
 			seq++
-			h.replaceTop(next)
+			h.pop()
+			h.push(next)
 			tree.replaceTop(next.at, next.seq, true)
 		}
 		if tree.len() != 0 {

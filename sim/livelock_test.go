@@ -73,7 +73,7 @@ tenants:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		start := time.Now()
-		st, err := Run(ctx, sc, nil, Options{})
+		st, err := Simulate(ctx, sc, nil, Options{})
 		wall := time.Since(start)
 		cancel()
 		if err != nil {

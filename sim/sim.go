@@ -1,8 +1,3 @@
-// Package sim plays a scenario as a discrete-event simulation in virtual
-// time. It drives the same pure cores as the live engine — loadgen's
-// schedules, limit's Policy and fakebackend's Pool — with explicit
-// model time, so an hour of traffic takes a fraction of a second and the two
-// engines cannot drift apart. It opens no socket and starts no goroutine.
 package sim
 
 import (
@@ -11,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
-	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
 	"stampede/limit"
+	"stampede/report"
 	"stampede/scenarios"
 	"stampede/workerpool"
 	"stampede/workload"
@@ -36,26 +31,15 @@ const DefaultSampleEvery = time.Second
 // Options.BusiestKeys is zero.
 const DefaultBusiestKeys = 10
 
-// DefaultDrain bounds the drain when neither the proxy nor any tenant has a
-// timeout; see Options.Drain.
-const DefaultDrain = 10 * time.Minute
-
 // checkEvery is how many events pass between two looks at the context.
 const checkEvery = 4096
-
-// Sampler receives the state of the backend and of the busiest limiter keys
-// over model time. report.Recorder is one.
-type Sampler interface {
-	SampleBackend(at time.Duration, busy, queued int)
-	SampleKeys(at time.Duration, inflight map[string]int)
-}
 
 // Options tune Run. The zero value samples into the sink when it is a
 // Sampler, once a model second, and uses the live driver's in-flight caps.
 type Options struct {
 	// Sampler receives samples of the backend and the busiest keys. Nil
 	// means the sink when it implements Sampler, else no sampling.
-	Sampler Sampler
+	Sampler workload.Sampler
 	// SampleEvery is the model-time period of samples. Zero means
 	// DefaultSampleEvery.
 	SampleEvery time.Duration
@@ -63,20 +47,22 @@ type Options struct {
 	// holds. Zero means DefaultBusiestKeys; negative means none.
 	BusiestKeys int
 	// MaxInFlight caps open-model requests in flight over all tenants, as
-	// the live driver does; an arrival over it is Dropped. Zero means
-	// workload.DefaultMaxInFlight; negative means no cap.
+	// the live driver does; an arrival over it is Dropped. See
+	// workload.TotalCap: zero means workload.DefaultMaxInFlight; negative
+	// means no cap.
 	MaxInFlight int
 	// Drain is how much model time after the scenario's Duration requests
 	// still in flight may take to end. Those still in flight after it are
 	// cut off and recorded as ClientTimeout, as the live driver does when
-	// its drain runs out. Zero means the longest of the tenants' client
-	// timeouts and the proxy's read timeout, and DefaultDrain when some
-	// tenant has neither, which bounds every request that was not delayed
-	// by limit_req; negative means no drain.
+	// its drain runs out. Zero means workload.Drain, the rule both engines
+	// follow; negative means no drain.
 	Drain time.Duration
 	// MaxEvents stops the run with an error wrapping ErrEventLimit after
 	// this many events. Zero means no limit but the stall guard (ErrStalled).
 	MaxEvents uint64
+	// Version and CommandLine are recorded in the run's RunInfo.
+	Version     string
+	CommandLine string
 }
 
 // Stats are what a run counted. Times are model time.
@@ -96,45 +82,51 @@ type Stats struct {
 	Interrupted bool                         // ctx ended the run early
 }
 
-// OutcomeShare returns the share of results that ended as o.
-func (s *Stats) OutcomeShare(o workload.Outcome) float64 {
-	if s.Requests == 0 {
-		return 0
-	}
-	return float64(s.Outcomes[o]) / float64(s.Requests)
-}
+// The statuses the simulated proxy answers with, as net/http numbers them.
+const (
+	statusOK             = 200
+	statusBadGateway     = 502
+	statusGatewayTimeout = 504
+)
 
 // never is a time no event reaches.
 const never = time.Duration(math.MaxInt64)
 
-// tenant is one tenant's state during a run.
+// tenant is one tenant's state during a run. With many tenants their
+// arrivals come in no order the cache can follow, so what an arrival reads
+// and writes comes first, in the order it does (the arrivals' next time,
+// the random stream, the route mix, the in-flight count, the keys), and
+// nothing it needs lies behind a pointer of the tenant's own.
 type tenant struct {
-	index    int32
-	load     *scenarios.Load
-	rng      *rand.Rand
-	mix      workload.Mix
 	arrivals workload.Arrivals
-	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
+	stream   workload.Stream // the tenant's random stream: rng's source
+	mix      workload.Mix    // shared by the tenants of a group
+	inFlight int             // open model: requests without a result
+	cap      int             // open model: in-flight cap
+	arrived  int             // open model: arrivals so far, the next visitor's number
+	timeout  time.Duration   // client timeout; 0 none
+	index    int32
+	closed   bool
 	reqKeys  []string
-	connKeys limit.ConnKeys // prepared: each request hashes none
+	connKeys []string
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
 	// limits); empty otherwise, when reqKeys and connKeys serve every request.
-	keys     []keySet
-	arrived  int           // open model: arrivals so far, the next visitor's number
-	timeout  time.Duration // client timeout; 0 none
-	cap      int           // open model: in-flight cap
-	inFlight int           // open model: requests without a result
-	stop     time.Duration
-	closed   bool
+	keys []keySet
+
+	rng   *rand.Rand // &stream's
+	load  *scenarios.Load
+	trace []scenarios.TraceArrival // model trace: the tenant's arrivals
+	stop  time.Duration
+	loop  workload.Closed // closed model: its users' loop
 }
 
 // keySet is a tenant's limiter keys for one visitor address and one route's
 // location.
 type keySet struct {
 	req  []string
-	conn limit.ConnKeys
+	conn []string
 }
 
 // user is one closed-model user.
@@ -150,8 +142,8 @@ type request struct {
 	job      workerpool.Job // job.Data is the request itself
 	slots    limit.Slots
 	t        *tenant
-	connKeys limit.ConnKeys // its visitor's limit_conn keys
-	user     int32          // closed model: the user; -1 for open
+	connKeys []string // its visitor's limit_conn keys
+	user     int32    // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
 	inUse    bool          // allocated
@@ -168,7 +160,7 @@ type request struct {
 type engine struct {
 	sc        *scenarios.Scenario
 	sink      workload.Sink
-	sampler   Sampler
+	sampler   workload.Sampler
 	policy    *limit.Policy
 	routePol  []*limit.Policy // per route, its location's limits; nil without locations
 	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
@@ -220,9 +212,39 @@ type engine struct {
 // ends. Load stops at sc.Duration; requests then in flight may end within
 // opts.Drain.
 //
-// Run returns the run's statistics. When ctx ends first it stops at once and
-// returns what it counted, with Interrupted set, and ctx's error.
-func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (Stats, error) {
+// Run returns what the recorder needs beside the results: RunInfo with
+// engine "sim". When ctx ends the run first it stops at once and returns
+// the results handed to sink so far as an interrupted run (RunInfo.Model
+// says how far it got, workload.Reached), with a nil error, as the live
+// engine does.
+func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, error) {
+	start := time.Now()
+	st, err := Simulate(ctx, sc, sink, opts)
+	if err != nil && !st.Interrupted {
+		return report.RunInfo{}, err
+	}
+	info := report.RunInfo{
+		Engine:      Engine,
+		Start:       start,
+		Wall:        time.Since(start),
+		Interrupted: st.Interrupted,
+		Backend:     st.Backend,
+		Version:     opts.Version,
+		CommandLine: opts.CommandLine,
+	}
+	if st.Interrupted {
+		info.Model = workload.Reached(st.End, sc.Duration)
+	}
+	return info, nil
+}
+
+// Engine is the engine name results.json records for simulated runs.
+const Engine = "sim"
+
+// Simulate is Run returning what the run counted. When ctx ends the run
+// first it stops at once and returns what it counted, with Interrupted
+// set, and ctx's error.
+func Simulate(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (Stats, error) {
 	e, err := newEngine(sc, sink, opts)
 	if err != nil {
 		return Stats{}, err
@@ -262,10 +284,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if e.sink == nil {
 		e.sink = workload.SinkFunc(func(*workload.Result) {})
 	}
-	e.sampler = opts.Sampler
-	if e.sampler == nil {
-		e.sampler, _ = sink.(Sampler)
-	}
+	e.sampler = workload.SamplerOf(opts.Sampler, sink)
 	if e.every <= 0 {
 		e.every = DefaultSampleEvery
 	}
@@ -275,12 +294,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if !e.hasConn {
 		e.busiest = -1
 	}
-	switch {
-	case opts.MaxInFlight == 0:
-		e.maxOpen = workload.DefaultMaxInFlight
-	case opts.MaxInFlight > 0:
-		e.maxOpen = opts.MaxInFlight
-	}
+	e.maxOpen = workload.TotalCap(opts.MaxInFlight)
 	for i, r := range sc.Backend.Routes {
 		if r.Service == nil {
 			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
@@ -293,8 +307,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many", sc.Name, len(tenants))
 	}
 	e.tenants = make([]tenant, len(tenants))
-	drain := time.Duration(0)
-	unbounded := false
+	mixes := make(map[*scenarios.Load]workload.Mix, len(sc.Tenants))
 	keyRoutes := 1
 	if len(policy.Locations) > 0 {
 		keyRoutes = len(sc.Backend.Routes)
@@ -316,22 +329,22 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
 		t.load = st.Load
-		t.rng = workload.TenantRand(sc.Seed, st.Index)
-		t.mix = workload.NewMix(st.Load.Routes)
+		t.rng = t.stream.Reset(sc.Seed, st.Index)
+		mix, ok := mixes[st.Load]
+		if !ok {
+			mix = workload.NewMix(st.Load.Routes)
+			mixes[st.Load] = mix
+		}
+		t.mix = mix
 		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
-		t.cap = st.Load.MaxInFlight
-		if t.cap <= 0 {
-			t.cap = workload.DefaultTenantInFlight
+		t.cap = workload.TenantCap(st.Load)
+		t.stop = workload.Stop(st.Load, sc.Duration)
+		if t.closed {
+			t.loop = workload.NewClosed(st.Load, sc.Duration)
 		}
-		t.stop = st.Load.Stop
-		if t.stop <= 0 || t.stop > sc.Duration {
-			t.stop = sc.Duration
-		}
-		var conn []string
-		t.reqKeys, conn = keysOf(policy, st, st.Addr, "/")
-		t.connKeys = policy.ConnKeys(conn)
+		t.reqKeys, t.connKeys = keysOf(policy, st, st.Addr, "/")
 		if visitors := max(st.PoolSize(), 1); visitors > 1 || keyRoutes > 1 { // scenarios.MaxPoolAddrs addresses at most
 			t.keys = make([]keySet, visitors*keyRoutes)
 			for v := range visitors {
@@ -345,15 +358,9 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 						lp, target = policy.For(sc.Backend.Routes[j].Path), sc.Backend.Routes[j].Path
 					}
 					req, conn := keysOf(lp, st, addr, target)
-					t.keys[v*keyRoutes+j] = keySet{req, lp.ConnKeys(conn)}
+					t.keys[v*keyRoutes+j] = keySet{req, conn}
 				}
 			}
-		}
-		switch {
-		case t.timeout > 0:
-			drain = max(drain, t.timeout)
-		case e.readTO <= 0:
-			unbounded = true
 		}
 	}
 	if len(policy.Locations) > 0 {
@@ -361,12 +368,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 			e.routePol = append(e.routePol, policy.For(r.Path))
 		}
 	}
-	if e.readTO > 0 {
-		drain = max(drain, e.readTO)
-	}
-	if unbounded {
-		drain = max(drain, DefaultDrain)
-	}
+	drain := workload.Drain(sc, tenants)
 	switch {
 	case opts.Drain > 0:
 		drain = opts.Drain
@@ -383,41 +385,18 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send for target (a path, with
-// its query if any): Host the tenant's host, the connection from addr, no
-// headers.
+// its query if any): Host the tenant's host, the client addr, no headers.
 func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
-	r := &http.Request{
-		Method:     http.MethodGet,
-		URL:        targetURL(target),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{},
-		Host:       t.Host,
-		RemoteAddr: net.JoinHostPort(addr, "40000"),
-	}
-	var buf []byte
-	for _, rule := range p.Req {
-		buf = rule.Key.Append(buf[:0], r)
-		req = append(req, string(buf))
-	}
-	for _, rule := range p.Conn {
-		buf = rule.Key.Append(buf[:0], r)
-		conn = append(conn, string(buf))
-	}
-	return req, conn
-}
-
-// targetURL is the URL of a request for target, a path with an optional
-// query.
-func targetURL(target string) *url.URL {
+	in := limit.Request{Host: t.Host}
+	in.Addr, _ = netip.ParseAddr(addr)
+	// The query as the server reads the request line's target.
 	if u, err := url.ParseRequestURI(target); err == nil {
-		return u
+		in.Query = u.RawQuery
 	}
-	return &url.URL{Path: target}
+	return p.Keys(&in)
 }
 
 // at converts model time to the explicit time the cores take.
@@ -448,12 +427,13 @@ func (e *engine) run(ctx context.Context) error {
 	for i := range e.tenants {
 		t := &e.tenants[i]
 		if t.closed {
-			if t.load.Start >= t.stop || t.load.Iterations < 0 {
+			first, ok := t.loop.First()
+			if !ok {
 				continue
 			}
 			for k := range t.load.Users {
 				e.users = append(e.users, user{t: t, k: k})
-				e.push(max(t.load.Start, 0), evSend, int32(len(e.users)-1))
+				e.push(first, evSend, int32(len(e.users)-1))
 			}
 			continue
 		}
@@ -537,13 +517,13 @@ func (e *engine) run(ctx context.Context) error {
 			case evEnd:
 				e.end(r, ev.at)
 			case evReadTimeout, evConnectTimeout:
-				e.timeout(r, ev.at, workload.GatewayTimeout, http.StatusGatewayTimeout)
+				e.timeout(r, ev.at, workload.GatewayTimeout, statusGatewayTimeout)
 			case evClientTimeout:
 				e.timeout(r, ev.at, workload.ClientTimeout, 0)
 			case evSYN:
 				e.connect(r, ev.at)
 			case evConnectFail:
-				e.timeout(r, ev.at, workload.BackendError, http.StatusBadGateway)
+				e.timeout(r, ev.at, workload.BackendError, statusBadGateway)
 			}
 		}
 	}
@@ -598,9 +578,9 @@ func (e *engine) request(id int32) *request {
 
 // arrive handles an open-model arrival at now.
 func (e *engine) arrive(t *tenant, now time.Duration) {
-	route := t.route()
+	route := t.arrivals.RouteOf(t.mix, t.rng)
 	service := e.dists[route].Sample(t.rng)
-	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
+	if !workload.Admit(int64(t.inFlight), int64(t.cap), int64(e.open), int64(e.maxOpen)) {
 		e.res = workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: now}
 		e.emit()
 		return
@@ -667,7 +647,7 @@ func (e *engine) connStage(r *request, now time.Duration) {
 		pol = e.routePol[r.route]
 	}
 	if len(pol.Conn) > 0 {
-		slots, d := pol.ConnStageKeys(r.connKeys)
+		slots, d := pol.ConnStage(r.connKeys)
 		if d.Verdict == limit.Rejected {
 			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)
@@ -692,7 +672,7 @@ func (e *engine) connect(r *request, now time.Duration) {
 	switch e.pool.Arrive(now, &r.job) {
 	case workerpool.Refused:
 		r.read = never
-		e.finish(r, now, workload.BackendError, http.StatusBadGateway)
+		e.finish(r, now, workload.BackendError, statusBadGateway)
 		e.release(r)
 	case workerpool.Dropped:
 		r.read = never
@@ -767,9 +747,9 @@ func (e *engine) end(r *request, now time.Duration) {
 	e.pool.Finish(now, &r.job)
 	if !r.done {
 		if r.job.State() == workerpool.Killed {
-			e.finish(r, now, workload.BackendError, http.StatusBadGateway)
+			e.finish(r, now, workload.BackendError, statusBadGateway)
 		} else {
-			e.finish(r, now, workload.OK, http.StatusOK)
+			e.finish(r, now, workload.OK, statusOK)
 		}
 	}
 	e.release(r)
@@ -867,23 +847,11 @@ func (e *engine) emit() {
 }
 
 // next plans a closed-model user's next request after one intended at
-// intended ended at now with outcome o: a client timeout is retried (the
-// same iteration) or ends the user; anything else completes an iteration.
-// When is workload.NextSend's rule, the live driver's.
+// intended ended at now with outcome o, by the loop the live driver's
+// users follow too (workload.Closed).
 func (e *engine) next(ui int32, intended, now time.Duration, o workload.Outcome) {
 	u := &e.users[ui]
-	t := u.t
-	if o == workload.ClientTimeout {
-		if t.load.OnTimeout == scenarios.GiveUp {
-			return
-		}
-	} else {
-		u.done++
-	}
-	if t.load.Iterations > 0 && u.done >= t.load.Iterations {
-		return
-	}
-	if at := workload.NextSend(intended, now, t.load.Think, o); at < t.stop {
+	if at, ok := u.t.loop.Next(&u.done, intended, now, o); ok {
 		e.push(at, evSend, ui)
 	}
 }

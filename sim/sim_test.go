@@ -79,7 +79,7 @@ func (c *counter) Add(r *workload.Result) {
 
 func mustRun(t testing.TB, sc *scenarios.Scenario, sink workload.Sink, opts Options) Stats {
 	t.Helper()
-	st, err := Run(context.Background(), sc, sink, opts)
+	st, err := Simulate(context.Background(), sc, sink, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -347,7 +347,9 @@ func TestCutOffAtDrain(t *testing.T) {
 	}
 }
 
-func TestCancel(t *testing.T) {
+// cancelled returns a scenario of an hour and a sink that cancels the
+// returned context at its 1000th result.
+func cancelled() (context.Context, *scenarios.Scenario, workload.Sink) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	sink := workload.SinkFunc(func(*workload.Result) {
@@ -357,12 +359,28 @@ func TestCancel(t *testing.T) {
 	})
 	sc := one(workerpool.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limit.Config{})
 	sc.Duration = time.Hour
-	st, err := Run(ctx, sc, sink, Options{})
+	return ctx, sc, sink
+}
+
+func TestCancel(t *testing.T) {
+	ctx, sc, sink := cancelled()
+	st, err := Simulate(ctx, sc, sink, Options{})
 	if err != context.Canceled || !st.Interrupted {
-		t.Fatalf("Run: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
+		t.Fatalf("Simulate: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
 	}
 	if st.Requests > 1000+checkEvery {
 		t.Errorf("%d results after the cancel at 1000", st.Requests)
+	}
+
+	// Run, as the live engine: an interrupted run is no error, and says
+	// how far it got.
+	ctx, sc, sink = cancelled()
+	info, err := Run(ctx, sc, sink, Options{})
+	if err != nil || !info.Interrupted || info.Engine != Engine {
+		t.Fatalf("Run: err %v, interrupted %v, engine %q; want nil, true, %q", err, info.Interrupted, info.Engine, Engine)
+	}
+	if info.Model <= 0 || info.Model >= sc.Duration {
+		t.Errorf("Run: Model %v, want how far the run got, above 0 and short of %v", info.Model, sc.Duration)
 	}
 }
 
@@ -392,7 +410,7 @@ func TestErlangB(t *testing.T) {
 		a := lambda * dist.Mean().Seconds()
 		w := ErlangB(a, limit)
 		st := mustRun(t, erlangScenario(lambda, dist, 1000, connLimit("$host", limit), time.Hour), nil, Options{})
-		got := st.OutcomeShare(workload.Rejected)
+		got := float64(st.Outcomes[workload.Rejected]) / float64(max(st.Requests, 1))
 		t.Logf("Erlang B, %v service, %.2f erlangs, %d slots: rejected %.4f, formula %.4f (%d requests)", dist, a, limit, got, w, st.Requests)
 		if math.Abs(got-w) > 0.01 {
 			t.Errorf("%v service: rejected share %.4f, Erlang B %.4f: off by more than 0.01", dist, got, w)

@@ -80,15 +80,3 @@ type Result struct {
 	// it; the simulator knows it for every request.
 	Work time.Duration
 }
-
-// A Sink receives results. Engines call Add from one goroutine at a time
-// unless the sink says otherwise.
-type Sink interface {
-	Add(*Result)
-}
-
-// SinkFunc adapts a function to a Sink.
-type SinkFunc func(*Result)
-
-// Add calls f(r).
-func (f SinkFunc) Add(r *Result) { f(r) }

@@ -26,26 +26,27 @@ import (
 // The zero Arrivals yields nothing. An Arrivals is not safe for concurrent
 // use; Next does not allocate.
 type Arrivals struct {
+	// What Next reads for an arrival within a stage comes first, so that
+	// an engine holding many tenants' Arrivals touches one cache line.
+	next     time.Duration // the arrival Next returns next
+	stageEnd time.Duration // the current stage's end; <= stop
+	cur      float64       // the current stage's rate, above 0
+	gap      time.Duration // constant: the current stage's spacing
 	rng      *rand.Rand
+	more     bool // next is valid; false in the zero Arrivals
 	constant bool
-	stages   []scenarios.Stage // nil: one stage at rate until stop
-	rate     float64           // requests per second, when stages is nil
-	stop     time.Duration     // no arrival at or after this
+	i        int32 // the current stage
 
-	i          int           // the current stage
-	stageBegin time.Duration // the current stage's bounds; stageEnd <= stop
-	stageEnd   time.Duration
-	cur        float64       // the current stage's rate, above 0
-	gap        time.Duration // constant: the current stage's spacing
-	next       time.Duration // the arrival Next returns next
-	more       bool          // next is valid; false in the zero Arrivals
+	stageBegin time.Duration     // the current stage's beginning
+	stages     []scenarios.Stage // nil: one stage at rate until stop
+	rate       float64           // requests per second, when stages is nil
+	stop       time.Duration     // no arrival at or after this
 
-	trace traceState // set by ResetTrace: the arrivals are a recorded trace
+	trace *traceState // set by ResetTrace: the arrivals are a recorded trace
 }
 
 // NewArrivals returns the arrivals of load (Open model) between load.Start
-// and its stop, drawn from rng. The stop is load.Stop, or horizon when
-// load.Stop is zero or, with a horizon above zero, past it.
+// and its stop (Stop(load, horizon)), drawn from rng.
 func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *Arrivals {
 	a := &Arrivals{}
 	a.Reset(load, horizon, rng)
@@ -55,10 +56,7 @@ func NewArrivals(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) *A
 // Reset makes a the arrivals NewArrivals(load, horizon, rng) would return,
 // reusing a's memory.
 func (a *Arrivals) Reset(load *scenarios.Load, horizon time.Duration, rng *rand.Rand) {
-	stop := load.Stop
-	if stop <= 0 || horizon > 0 && stop > horizon {
-		stop = horizon
-	}
+	stop := Stop(load, horizon)
 	*a = Arrivals{
 		rng:      rng,
 		constant: load.Arrivals == scenarios.Constant,
@@ -84,7 +82,7 @@ func (a *Arrivals) Reset(load *scenarios.Load, horizon time.Duration, rng *rand.
 // enter makes stage i, beginning at t, the current one, skipping stages
 // without arrivals. It reports false when no stage with arrivals begins
 // before stop.
-func (a *Arrivals) enter(i int, t time.Duration) bool {
+func (a *Arrivals) enter(i int32, t time.Duration) bool {
 	for ; t < a.stop; i++ {
 		rate, end := a.rate, a.stop
 		if a.stages == nil {
@@ -92,7 +90,7 @@ func (a *Arrivals) enter(i int, t time.Duration) bool {
 				return false
 			}
 		} else {
-			if i >= len(a.stages) {
+			if int(i) >= len(a.stages) {
 				return false
 			}
 			rate = a.stages[i].Rate
@@ -149,7 +147,7 @@ func (a *Arrivals) poisson(t time.Duration) {
 
 // Next returns the next intended send time, or false when there is none.
 func (a *Arrivals) Next() (time.Duration, bool) {
-	if a.trace.on {
+	if a.trace != nil {
 		return a.nextTraced()
 	}
 	if !a.more {
@@ -170,6 +168,12 @@ func (a *Arrivals) Next() (time.Duration, bool) {
 // brings its own *rand.Rand); Pick does not allocate and draws nothing when
 // there is only one route.
 type Mix struct {
+	first int       // the route when there is one; routes[0] otherwise
+	table *mixTable // nil when there is one route
+}
+
+// mixTable is a Mix of several routes, shared by the copies of the Mix.
+type mixTable struct {
 	routes []int     // route index per entry
 	cum    []float64 // cumulative weights, strictly increasing
 }
@@ -178,7 +182,7 @@ type Mix struct {
 // positive are never picked; when no weight is positive the first route is
 // always picked.
 func NewMix(routes []scenarios.WeightedRoute) Mix {
-	var m Mix
+	var m mixTable
 	total := 0.0
 	for _, r := range routes {
 		if !(r.Weight > 0) || math.IsInf(r.Weight, 0) {
@@ -188,22 +192,28 @@ func NewMix(routes []scenarios.WeightedRoute) Mix {
 		m.routes = append(m.routes, r.Route)
 		m.cum = append(m.cum, total)
 	}
-	if len(m.routes) == 0 && len(routes) > 0 {
-		m.routes = []int{routes[0].Route}
-		m.cum = []float64{1}
+	switch {
+	case len(m.routes) == 0 && len(routes) > 0:
+		return Mix{first: routes[0].Route}
+	case len(m.routes) == 0:
+		return Mix{}
+	case len(m.routes) == 1:
+		return Mix{first: m.routes[0]}
 	}
-	return m
+	return Mix{first: m.routes[0], table: &m}
 }
 
 // Pick returns a route index (into the scenario's Backend.Routes) drawn from
 // rng.
 func (m Mix) Pick(rng *rand.Rand) int {
-	switch len(m.routes) {
-	case 0:
-		return 0
-	case 1:
-		return m.routes[0]
+	if m.table == nil {
+		return m.first
 	}
+	return m.table.pick(rng)
+}
+
+// pick is Pick over two routes or more.
+func (m *mixTable) pick(rng *rand.Rand) int {
 	x := rng.Float64() * m.cum[len(m.cum)-1]
 	// Mixes are short: a linear scan beats a binary search up to a dozen
 	// routes, and a binary search takes over beyond.
@@ -231,4 +241,21 @@ func (m Mix) Pick(rng *rand.Rand) int {
 // per tenant, so adding a tenant does not change the others' draws.
 func TenantRand(seed uint64, tenant int) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, uint64(tenant)+1))
+}
+
+// Stream is a tenant's random stream held by value: the draws of
+// TenantRand without its two allocations, for an engine that keeps the
+// state of many tenants side by side. The zero Stream is not ready; use
+// Reset. A Stream must not be copied after Reset.
+type Stream struct {
+	pcg rand.PCG
+	r   rand.Rand
+}
+
+// Reset makes s tenant's stream under seed, as TenantRand(seed, tenant),
+// and returns it.
+func (s *Stream) Reset(seed uint64, tenant int) *rand.Rand {
+	s.pcg.Seed(seed, uint64(tenant)+1)
+	s.r = *rand.New(&s.pcg)
+	return &s.r
 }

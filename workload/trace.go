@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"stampede/scenarios"
@@ -8,7 +9,6 @@ import (
 
 // traceState is the part of Arrivals that plays a recorded trace.
 type traceState struct {
-	on    bool
 	at    []scenarios.TraceArrival
 	i     int           // the arrival Next returns next
 	stop  time.Duration // no arrival at or after this
@@ -19,7 +19,7 @@ type traceState struct {
 // scenarios reads it) from start until before stop, each with the route
 // Route then reports, in place of a rate's. It draws nothing.
 func (a *Arrivals) ResetTrace(trace []scenarios.TraceArrival, start, stop time.Duration) {
-	*a = Arrivals{trace: traceState{on: true, at: trace, stop: stop, route: -1}}
+	*a = Arrivals{trace: &traceState{at: trace, stop: stop, route: -1}}
 	for a.trace.i < len(trace) && trace[a.trace.i].At < start {
 		a.trace.i++
 	}
@@ -27,7 +27,7 @@ func (a *Arrivals) ResetTrace(trace []scenarios.TraceArrival, start, stop time.D
 
 // nextTraced is Next for a trace.
 func (a *Arrivals) nextTraced() (time.Duration, bool) {
-	t := &a.trace
+	t := a.trace
 	if t.i >= len(t.at) || t.at[t.i].At >= t.stop {
 		return 0, false
 	}
@@ -40,8 +40,17 @@ func (a *Arrivals) nextTraced() (time.Duration, bool) {
 // Route returns the route of the arrival Next returned last, when the
 // arrivals are a trace (ResetTrace); false otherwise, when a Mix picks it.
 func (a *Arrivals) Route() (int, bool) {
-	if !a.trace.on || a.trace.route < 0 {
+	if a.trace == nil || a.trace.route < 0 {
 		return 0, false
 	}
 	return a.trace.route, true
+}
+
+// RouteOf returns the route of the arrival Next returned last: the trace's
+// when the arrivals are a trace, else one m picks from rng.
+func (a *Arrivals) RouteOf(m Mix, rng *rand.Rand) int {
+	if r, ok := a.Route(); ok {
+		return r
+	}
+	return m.Pick(rng)
 }

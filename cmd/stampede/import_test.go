@@ -123,10 +123,12 @@ func TestImportRoundTrip(t *testing.T) {
 		return err
 	})
 
-	res, err := live.Run(ctx, sc, live.Options{Target: url, BackendStatsURL: "http://" + ln.Addr().String() + fakebackend.StatsPath})
+	liveRec := report.NewRecorder(sc)
+	info, err := live.Run(ctx, sc, liveRec, live.Options{Target: url, BackendStatsURL: "http://" + ln.Addr().String() + fakebackend.StatsPath})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := liveRec.Results(info)
 	if err := alog.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestImportRoundTrip(t *testing.T) {
 
 	// Replay it in the simulator.
 	var got simCollector
-	if _, err := sim.Run(context.Background(), imp, &got, sim.Options{}); err != nil {
+	if _, err := sim.Simulate(context.Background(), imp, &got, sim.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	hostOf := map[int32]string{}

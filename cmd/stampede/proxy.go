@@ -89,8 +89,8 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 // proxyConfig turns the flags into the limits and the upstream URL.
 func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 	var cfg limit.Config
-	if f.status < 400 || f.status > 599 {
-		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
+	if f.status < limit.MinStatus || f.status > limit.MaxStatus {
+		return cfg, nil, usagef("--status %d: want a status between %d and %d (e.g. 503 or 429)", f.status, limit.MinStatus, limit.MaxStatus)
 	}
 	for _, s := range f.conns {
 		paths, s, err := limiterproxy.SplitLocationFlag(s)
@@ -129,6 +129,9 @@ func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 			continue
 		}
 		cfg.Req = append(cfg.Req, spec)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, usagef("--limit-conn, --limit-req: %v", err)
 	}
 	if f.connTimeout <= 0 {
 		return cfg, nil, usagef("--connect-timeout %v: want a duration > 0, e.g. 60s (nginx cannot turn it off)", f.connTimeout)
