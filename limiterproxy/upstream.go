@@ -355,17 +355,38 @@ func (x *exchange) keep() bool {
 	if p == nil || x.resp.Close || !x.resp.ProtoAtLeast(1, 1) || x.br.Buffered() > 0 || x.hc.timedOut.Load() {
 		return false
 	}
-	if x.writerDone != nil {
-		select {
-		case <-x.writerDone:
-			if x.writeErr != nil {
-				return false
-			}
-		default:
-			return false // the upstream answered before it took the whole body
-		}
+	if x.writerDone != nil && !x.bodySent() {
+		return false
 	}
 	return x.uc.requests < p.maxRequests && time.Since(x.uc.start) < p.maxAge
+}
+
+// writerGrace bounds how long the end of an exchange waits for the writer
+// of a request body that was read to its end to say that it handed the
+// last bytes to the kernel.
+const writerGrace = 10 * time.Millisecond
+
+// bodySent reports whether the request body was all sent, as nginx's
+// request_body_sent says. The answer may be in before the writer says it
+// is done: once it has read the client's body to its end only its last
+// write is left, which returns at once unless the upstream answered
+// without taking the body (an early 413); then the connection closes.
+func (x *exchange) bodySent() bool {
+	select {
+	case <-x.writerDone:
+	default:
+		if !x.rb.eof.Load() {
+			return false
+		}
+		t := time.NewTimer(writerGrace)
+		defer t.Stop()
+		select {
+		case <-x.writerDone:
+		case <-t.C:
+			return false
+		}
+	}
+	return x.writeErr == nil
 }
 
 // readResponse reads the response to req from br, skipping informational
@@ -549,11 +570,14 @@ func (u *upgraded) Close() error {
 type clientBody struct {
 	body io.ReadCloser
 	err  error
+	eof  atomic.Bool // the body was read to its end
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
+	if err == io.EOF {
+		b.eof.Store(true)
+	} else if err != nil && b.err == nil {
 		b.err = err
 	}
 	return n, err
