@@ -1,14 +1,8 @@
 package fakebackend
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,14 +14,8 @@ import (
 	"stampede/workerpool"
 )
 
-// Route is a path prefix and its service time; the longest matching prefix
-// wins. Matching is by plain string prefix, as nginx matches a prefix
-// location: "/slow" also matches "/slowly" and "/slow/x".
-type Route struct {
-	Name    string          // reported in responses and stats; empty means Path
-	Path    string          // must start with "/"
-	Service workerpool.Dist // must not be nil
-}
+// Route is a path prefix and its service time (see workerpool.Route).
+type Route = workerpool.Route
 
 // Options configure New.
 type Options struct {
@@ -58,12 +46,9 @@ type Options struct {
 	AccessLog *AccessLog
 }
 
-// StatsPath is where a Backend answers its Stats as JSON.
-const StatsPath = "/_stampede/stats"
-
 // WaitPath answers after the wall time its query's wait= gives (at most a
 // second), without a worker: a live run times its own overhead with it.
-const WaitPath = "/_stampede/wait"
+const WaitPath = workerpool.ReservedPrefix + "wait"
 
 // maxCalibrationWait bounds WaitPath's wait.
 const maxCalibrationWait = time.Second
@@ -117,27 +102,6 @@ type route struct {
 	stats RouteStats
 }
 
-// RouteStats are one route's counters.
-type RouteStats struct {
-	Name      string `json:"name"`
-	Path      string `json:"path"`
-	Arrived   uint64 `json:"arrived"`
-	Served    uint64 `json:"served"`
-	Killed    uint64 `json:"killed"`
-	Refused   uint64 `json:"refused"`
-	Cancelled uint64 `json:"cancelled"`
-}
-
-// Snapshot is what the stats endpoint answers: the pool's counters, the
-// model time since the backend started with the utilization over it, and
-// the counters of every route.
-type Snapshot struct {
-	workerpool.Stats
-	Elapsed     time.Duration `json:"elapsed_ns"` // model time since New
-	Utilization float64       `json:"utilization"`
-	Routes      []RouteStats  `json:"routes"`
-}
-
 // New validates opts and returns a backend with every worker idle.
 func New(opts Options) (*Backend, error) {
 	c := opts.Pool
@@ -161,10 +125,8 @@ func New(opts Options) (*Backend, error) {
 	seen := make(map[string]int, len(opts.Routes))
 	for i, r := range opts.Routes {
 		switch {
-		case !strings.HasPrefix(r.Path, "/"):
-			return nil, fmt.Errorf("fake backend: route %d: path %q must start with /", i, r.Path)
-		case r.Path == StatsPath:
-			return nil, fmt.Errorf("fake backend: route %d: path %q is the stats endpoint", i, r.Path)
+		case workerpool.CheckPath(r.Path) != nil:
+			return nil, fmt.Errorf("fake backend: route %d: path %w", i, workerpool.CheckPath(r.Path))
 		case r.Service == nil:
 			return nil, fmt.Errorf("fake backend: route %d (%s): no service time", i, r.Path)
 		}
@@ -193,9 +155,6 @@ func (b *Backend) now() time.Duration { return b.clock.Now() }
 
 // wallAt converts a model time to the wall time it falls at.
 func (b *Backend) wallAt(t time.Duration) time.Time { return b.clock.WallAt(t) }
-
-// wall converts a model duration to the wall duration a timer waits.
-func (b *Backend) wall(d time.Duration) time.Duration { return b.clock.Scale.Wall(d) }
 
 // match returns the route for path, or nil.
 func (b *Backend) match(path string) *route {
@@ -472,63 +431,6 @@ func (b *Backend) freedWorker() {
 	}
 }
 
-// Stats returns the pool's counters now, in model time. When Serve leaves
-// the backlog to the kernel, Queued is the kernel's accept queue and
-// QueueMax the longest Stats and Snapshot have seen it.
-func (b *Backend) Stats() workerpool.Stats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	b.retire(now)
-	return b.withKernel(b.pool.Stats(now))
-}
-
-// withKernel adds the kernel's accept queue to s; b.mu is held.
-func (b *Backend) withKernel(s workerpool.Stats) workerpool.Stats {
-	if b.kernelQueue == nil {
-		return s
-	}
-	if n, ok := b.kernelQueue(); ok {
-		b.kernelMax = max(b.kernelMax, n)
-		s.Queued += n
-	}
-	s.QueueMax = max(s.QueueMax, b.kernelMax)
-	return s
-}
-
-// Snapshot returns the pool's and every route's counters now, routes in the
-// order of their paths.
-func (b *Backend) Snapshot() Snapshot {
-	b.mu.Lock()
-	now := b.now()
-	b.retire(now)
-	s := Snapshot{Stats: b.withKernel(b.pool.Stats(now)), Elapsed: now}
-	s.Routes = make([]RouteStats, len(b.routes))
-	for i := range b.routes {
-		s.Routes[i] = b.routes[i].stats
-	}
-	b.mu.Unlock()
-	s.Utilization = s.Stats.Utilization(s.Elapsed)
-	slices.SortFunc(s.Routes, func(x, y RouteStats) int { return strings.Compare(x.Path, y.Path) })
-	return s
-}
-
-func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := json.MarshalIndent(b.Snapshot(), "", "  ")
-	if err != nil { // cannot happen: the snapshot is plain numbers and strings
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(body, '\n'))
-}
-
 // unclaim gives back the worker the gate accepted cc for, when a request
 // that needs none comes on it.
 func (b *Backend) unclaim(cc *claimedConn) {
@@ -556,67 +458,4 @@ func (b *Backend) Close() {
 		}
 		b.mu.Unlock()
 	})
-}
-
-// Server limits for Serve. Every connection carries one request (the
-// backend answers Connection: close), so no idle or body timeouts matter.
-const (
-	readHeaderTimeout = 10 * time.Second
-	maxHeaderBytes    = 64 << 10
-	shutdownGrace     = 5 * time.Second
-)
-
-// Serve serves b on ln until ctx is done, then closes b (dropping requests
-// in flight, as a killed gunicorn would) and the server, and returns nil;
-// it returns the error if the server stops for another reason. Errors the
-// server logs (bad requests, handler panics) go to errorLog; nil discards
-// them.
-//
-// Unless Options.KeepAlive, Serve gates ln (see Gate) and, for a TCP
-// listener, sets its listen(2) backlog to the pool's (see SetBacklog): the
-// kernel then holds the backlog, and drops or refuses what overflows it, as
-// it does in front of gunicorn. With KeepAlive every connection is
-// accepted and the pool's backlog is emulated behind it.
-func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer) error {
-	if errorLog == nil {
-		errorLog = io.Discard
-	}
-	srv := &http.Server{
-		Handler:           b,
-		ReadHeaderTimeout: readHeaderTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(errorLog, "fake backend: ", 0),
-	}
-	if !b.keepAlive {
-		if err := SetBacklog(ln, b.Backlog()); err != nil {
-			return fmt.Errorf("fake backend: %w", err)
-		}
-		q := acceptQueue(ln)
-		b.mu.Lock()
-		b.kernelQueue = q
-		b.mu.Unlock()
-		ln = b.Gate(ln)
-		srv.ConnContext = b.ConnContext
-		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		b.Close()
-		return err
-	case <-ctx.Done():
-	}
-	b.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	// The gate's Accept may fail with net.ErrClosed, Close having come
-	// first, before Shutdown marks the server closed.
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }

@@ -18,9 +18,8 @@ const (
 	// nginx's arithmetic on them, in milli-requests times 1000, stays
 	// within an int64.
 	MaxBurst = 1_000_000_000
-	// MaxRate bounds the N of a rate "Nr/s" (and of "Nr/m", whichever is
-	// larger) so that N·1000 and the leaky bucket's arithmetic on it
-	// cannot overflow an int64.
+	// MaxRate bounds the N of a rate, "Nr/s" or "Nr/m", so that N·1000
+	// and the leaky bucket's arithmetic on it cannot overflow an int64.
 	MaxRate = 1_000_000_000_000
 	// MinStatus and MaxStatus bound the status a limit answers with.
 	MinStatus = 400
@@ -103,8 +102,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // FieldErrors returns the FieldErrors err holds, as the Validate methods
-// return them, in order; nil when err is nil. An error that is not a
-// FieldError comes back as one with an empty Field.
+// return them, in order, through any wrapping; nil when err is nil. An
+// error that holds no FieldError comes back as one with an empty Field.
 func FieldErrors(err error) []*FieldError {
 	switch e := err.(type) {
 	case nil:
@@ -117,6 +116,10 @@ func FieldErrors(err error) []*FieldError {
 			out = append(out, FieldErrors(e)...)
 		}
 		return out
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return FieldErrors(inner)
+		}
 	}
 	return []*FieldError{{Err: err}}
 }

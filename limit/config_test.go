@@ -2,6 +2,7 @@ package limit
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -95,6 +96,9 @@ func TestValidateEveryMistake(t *testing.T) {
 	}
 	if FieldErrors(nil) != nil {
 		t.Errorf("FieldErrors(nil) is not nil")
+	}
+	if got := FieldErrors(fmt.Errorf("proxy: %w", cfg.Conn[0].Validate())); len(got) != 2 || got[0].Field != "per_key" {
+		t.Errorf("FieldErrors through a wrapping = %v, want per_key and status", got)
 	}
 }
 

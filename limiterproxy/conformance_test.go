@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/limit"
-
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 // The conformance test plays the same request patterns through real nginx

@@ -1,8 +1,9 @@
 package limiterproxy
 
 import (
-	"stampede/limit"
 	"testing"
+
+	"stampede/limit"
 )
 
 // TestDryRunMetricsHoldNothing: a request a dry-run limit_conn would reject

@@ -8,10 +8,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"sync"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestFaultsReleaseEverything sends thousands of requests through the

@@ -3,9 +3,10 @@ package limiterproxy
 import (
 	"context"
 	"net"
-	"stampede/limit"
 	"sync"
 	"syscall"
+
+	"stampede/limit"
 )
 
 // nginx sees a client's disconnect in its event loop before it reads a

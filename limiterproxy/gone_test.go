@@ -7,9 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestSlotFreeAfterDisconnect holds a slot with one client, hangs up, and

@@ -8,9 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"stampede/limit"
-
 	"stampede/clock"
+	"stampede/limit"
 )
 
 // Response headers the Handler sets. LimitHeader names the limit that
@@ -152,32 +151,26 @@ func putKeys(ks *limit.Keys) {
 	keysPool.Put(ks)
 }
 
-// modelTime is the time limit_req sees for a request arriving at the wall
-// time now: with a TimeScale, wall time since epoch divided by it.
-func (h *Handler) modelTime(now time.Time) time.Time {
-	ts := h.TimeScale
-	if ts <= 0 || ts == 1 {
-		return now
-	}
-	return epoch.Add(time.Duration(float64(now.Sub(epoch)) / ts))
-}
+// scale is the Handler's TimeScale; a negative one is taken as 1.
+func (h *Handler) scale() clock.Scale { return clock.Scale(max(h.TimeScale, 0)) }
 
-// wall converts a model duration to the wall time it takes.
-func (h *Handler) wall(d time.Duration) time.Duration {
-	ts := h.TimeScale
-	if ts <= 0 || ts == 1 {
-		return d
+// modelTime is the time limit_req sees for a request arriving at the wall
+// time now: with a TimeScale, model time since epoch.
+func (h *Handler) modelTime(now time.Time) time.Time {
+	if s := h.scale(); s != 0 && s != 1 {
+		return epoch.Add(s.Model(now.Sub(epoch)))
 	}
-	return time.Duration(float64(d) * ts)
+	return now
 }
 
 // wait holds r for the model delay d counted from start, and reports
 // whether it should go on: false if the client went away first.
 func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
-	if h.wall(d) <= time.Since(start) {
+	wall := h.scale().Wall(d)
+	if wall <= time.Since(start) {
 		return r.Context().Err() == nil
 	}
-	return clock.Wait(r.Context(), start.Add(h.wall(d)), h.PreciseTimers)
+	return clock.Wait(r.Context(), start.Add(wall), h.PreciseTimers)
 }
 
 // reject answers a request a limit turned away.
@@ -191,47 +184,4 @@ func reject(w http.ResponseWriter, rule, key string, status int) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+rule+" "+key+"\n") //nolint:errcheck // the client may be gone
-}
-
-// countReq counts the limit_req stage's decision: the deciding rule gets
-// the verdict, every other rule that counted the request (non-empty key)
-// passed it, unless the request was rejected, in which case nginx charged
-// no rule and neither do the metrics.
-func (m *Metrics) countReq(keys []string, d limit.ReqDecision) {
-	if m == nil {
-		return
-	}
-	for i, k := range keys {
-		switch {
-		case i == d.Rule:
-			m.reqVerdict(i, d.Verdict)
-		case k == "" || d.Verdict == limit.Rejected:
-		default:
-			m.reqVerdict(i, limit.Passed)
-		}
-	}
-}
-
-// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
-// for every limit_conn that counted it: the in-flight gauge of each rule
-// holding a slot, and on admission passed or rejected_dry_run.
-func (m *Metrics) connAdmitted(p *limit.Policy, keys []string, d limit.ConnDecision, delta float64) {
-	if d.Verdict == limit.RejectedDryRun && delta > 0 {
-		m.connVerdict(d.Rule, limit.RejectedDryRun)
-	}
-	for i, k := range keys {
-		if k == "" {
-			continue
-		}
-		if d.Verdict == limit.RejectedDryRun && p.Conn[i].Spec.DryRun {
-			// The dry-run pass stopped at its rejecting rule and released
-			// what it had taken: no dry-run rule holds a slot, and later
-			// ones never saw the request. Enforced rules beside them do.
-			continue
-		}
-		if delta > 0 {
-			m.connVerdict(i, limit.Passed)
-		}
-		m.connInFlight(i, delta)
-	}
 }

@@ -7,12 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/limit"
 
 	dto "github.com/prometheus/client_model/go"
 )

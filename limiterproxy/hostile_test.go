@@ -9,13 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 // The tests here hold slow and hostile peers to what nginx 1.22 does with

@@ -3,8 +3,9 @@ package limiterproxy
 import (
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"testing"
+
+	"stampede/limit"
 )
 
 // TestHandlerLocations: each request meets its location's limits, and a

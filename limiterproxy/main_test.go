@@ -2,10 +2,10 @@ package limiterproxy
 
 import (
 	"os"
-	"stampede/limit"
 	"testing"
 
 	"stampede/internal/testlock"
+	"stampede/limit"
 )
 
 // TestMain keeps this package's tests from running beside the live

@@ -157,3 +157,46 @@ func (lm *limitMetrics) count(v limit.Verdict) {
 		lm.rejectedDryRun.Inc()
 	}
 }
+
+// countReq counts the limit_req stage's decision: the deciding rule gets
+// the verdict, every other rule that counted the request (non-empty key)
+// passed it, unless the request was rejected, in which case nginx charged
+// no rule and neither do the metrics.
+func (m *Metrics) countReq(keys []string, d limit.ReqDecision) {
+	if m == nil {
+		return
+	}
+	for i, k := range keys {
+		switch {
+		case i == d.Rule:
+			m.reqVerdict(i, d.Verdict)
+		case k == "" || d.Verdict == limit.Rejected:
+		default:
+			m.reqVerdict(i, limit.Passed)
+		}
+	}
+}
+
+// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
+// for every limit_conn that counted it: the in-flight gauge of each rule
+// holding a slot, and on admission passed or rejected_dry_run.
+func (m *Metrics) connAdmitted(p *limit.Policy, keys []string, d limit.ConnDecision, delta float64) {
+	if d.Verdict == limit.RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, limit.RejectedDryRun)
+	}
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if d.Verdict == limit.RejectedDryRun && p.Conn[i].Spec.DryRun {
+			// The dry-run pass stopped at its rejecting rule and released
+			// what it had taken: no dry-run rule holds a slot, and later
+			// ones never saw the request. Enforced rules beside them do.
+			continue
+		}
+		if delta > 0 {
+			m.connVerdict(i, limit.Passed)
+		}
+		m.connInFlight(i, delta)
+	}
+}

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"stampede/limit"
 	"strconv"
 	"strings"
 	"time"
+
+	"stampede/limit"
 )
 
 // Defaults WriteNginx uses for empty NginxOptions fields.

@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stampede/limit"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"stampede/limit"
 	"sync"
+
+	"stampede/limit"
 )
 
 // DefaultConnectTimeout bounds dialing the upstream, as nginx's

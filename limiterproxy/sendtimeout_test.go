@@ -5,10 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"stampede/limit"
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestSendTimeout: an upstream that takes none of a large request body is

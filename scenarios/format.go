@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"stampede/limit"
+	"stampede/workerpool"
 )
 
 // Format writes s as a scenario file with every default filled in. What it
@@ -83,7 +84,7 @@ func floatNode(f float64) *yaml.Node { return plainNode(strconv.FormatFloat(f, '
 func boolNode(b bool) *yaml.Node { return plainNode(strconv.FormatBool(b)) }
 
 func durNode(d time.Duration, zero string) *yaml.Node {
-	n := strNode(formatDuration(d))
+	n := strNode(workerpool.FormatDuration(d))
 	if d == 0 && zero != "" {
 		n.LineComment = "# " + zero
 	}
@@ -152,7 +153,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 	top := mapNode(false,
 		kv("name", strNode(s.Name)),
 		kv("description", optStr(s.Description)),
-		kv("duration", strNode(formatDuration(s.Duration))),
+		kv("duration", strNode(workerpool.FormatDuration(s.Duration))),
 		kv("time_scale", s.timeScaleNode()),
 		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
 		kv("backend", backend),
@@ -180,7 +181,7 @@ func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
 		if len(l.Stages) > 0 {
 			var st []*yaml.Node
 			for _, x := range l.Stages {
-				st = append(st, mapNode(true, kv("duration", strNode(formatDuration(x.Duration))), kv("rate", strNode(formatRate(x.Rate)))))
+				st = append(st, mapNode(true, kv("duration", strNode(workerpool.FormatDuration(x.Duration))), kv("rate", strNode(formatRate(x.Rate)))))
 			}
 			pairs = append(pairs, kv("stages", seqNode(false, st...)))
 		} else {
@@ -237,7 +238,7 @@ func (s *Scenario) sloNode() *yaml.Node {
 // String returns the objective as "METRIC OP VALUE".
 func (o SLO) String() string {
 	if o.IsLatency() {
-		return fmt.Sprintf("%s %s %s", o.Metric, o.Op, formatDuration(time.Duration(o.Threshold*float64(time.Millisecond))))
+		return fmt.Sprintf("%s %s %s", o.Metric, o.Op, workerpool.FormatDuration(time.Duration(o.Threshold*float64(time.Millisecond))))
 	}
 	return fmt.Sprintf("%s %s %s%%", o.Metric, o.Op, strconv.FormatFloat(o.Threshold*100, 'g', -1, 64))
 }

@@ -2,8 +2,11 @@ package scenarios
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +43,7 @@ func writeTraceScenario(t *testing.T, trace string) string {
 
 func TestTraceLoads(t *testing.T) {
 	path := writeTraceScenario(t, "# comment\nt heavy 1\nr report 1000000 1000000\nr page 500000\nr report 1000000\nt rest 2\nr page 10 20\n")
-	sc, err := LoadFile(path)
+	sc, err := LoadWith(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestTraceLoads(t *testing.T) {
 	}
 	back := filepath.Join(filepath.Dir(path), "back.yaml")
 	os.WriteFile(back, buf.Bytes(), 0o644)
-	sc2, err := LoadFile(back)
+	sc2, err := LoadWith(back, nil)
 	if err != nil {
 		t.Fatalf("loading Format's output: %v\n%s", err, buf.String())
 	}
@@ -87,19 +90,19 @@ func TestTraceLoads(t *testing.T) {
 	if got := sc3.Expand()[0].Trace; !equalArrivals(got, want[0]) {
 		t.Errorf("after With: heavy's trace %v, want %v", got, want[0])
 	}
-	// WriteTrace writes what reads back the same.
+	// writeTrace writes what reads back the same.
 	var tb bytes.Buffer
-	if err := WriteTrace(&tb, sc.LoadedTrace(), []string{"page", "report"}); err != nil {
+	if err := writeTrace(&tb, sc.LoadedTrace(), []string{"page", "report"}); err != nil {
 		t.Fatal(err)
 	}
 	path2 := writeTraceScenario(t, tb.String())
-	sc4, err := LoadFile(path2)
+	sc4, err := LoadWith(path2, nil)
 	if err != nil {
-		t.Fatalf("reading WriteTrace's output: %v\n%s", err, tb.String())
+		t.Fatalf("reading writeTrace's output: %v\n%s", err, tb.String())
 	}
 	for i, tn := range sc4.Expand() {
 		if !equalArrivals(tn.Trace, want[i]) {
-			t.Errorf("WriteTrace round trip: tenant %s: %v, want %v", tn.Name, tn.Trace, want[i])
+			t.Errorf("writeTrace round trip: tenant %s: %v, want %v", tn.Name, tn.Trace, want[i])
 		}
 	}
 }
@@ -129,19 +132,19 @@ func TestTraceBad(t *testing.T) {
 		{"bad record", "q\n", `"q" is not t GROUP N`},
 	} {
 		path := writeTraceScenario(t, tc.trace)
-		_, err := LoadFile(path)
+		_, err := LoadWith(path, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: LoadFile = %v, want an error saying %q", tc.name, err, tc.want)
+			t.Errorf("%s: LoadWith = %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "trace: replay.trace\n", "", 1)), 0o644)
-	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "names no trace") {
-		t.Errorf("model trace without a trace file: LoadFile = %v, want an error saying so", err)
+	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "names no trace") {
+		t.Errorf("model trace without a trace file: LoadWith = %v, want an error saying so", err)
 	}
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
-	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
-		t.Errorf("trace with a rate: LoadFile = %v, want an error saying so", err)
+	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
+		t.Errorf("trace with a rate: LoadWith = %v, want an error saying so", err)
 	}
 }
 
@@ -153,7 +156,7 @@ func FuzzParseTrace(f *testing.F) {
 	path := filepath.Join(dir, "replay.yaml")
 	os.WriteFile(path, []byte(traceScenario), 0o644)
 	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
-	sc, err := LoadFile(path)
+	sc, err := LoadWith(path, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -175,4 +178,39 @@ func FuzzParseTrace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// writeTrace writes t in the companion-file format, routes naming the
+// indexes its arrivals hold. Groups go in name order, tenants in number
+// order.
+func writeTrace(w io.Writer, t *Trace, routes []string) error {
+	tw := NewTraceWriter(w)
+	names := make([]string, 0, len(t.Groups))
+	for g := range t.Groups {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	for _, g := range names {
+		for i, arr := range t.Groups[g] {
+			if len(arr) == 0 {
+				continue
+			}
+			tw.Tenant(g, i+1)
+			byRoute := map[int32][]time.Duration{}
+			var order []int32
+			for _, a := range arr {
+				if a.Route < 0 || int(a.Route) >= len(routes) {
+					return fmt.Errorf("writing the trace: group %s tenant %d: route %d of %d", g, i+1, a.Route, len(routes))
+				}
+				if _, ok := byRoute[a.Route]; !ok {
+					order = append(order, a.Route)
+				}
+				byRoute[a.Route] = append(byRoute[a.Route], a.At)
+			}
+			for _, r := range order {
+				tw.Route(routes[r], byRoute[r])
+			}
+		}
+	}
+	return tw.Close()
 }

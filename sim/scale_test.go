@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"stampede/report"
 	"stampede/scenarios"
@@ -20,7 +21,7 @@ var scaleTenants = []int{250, 2_500, 25_000, 250_000}
 // what the benchmark measures against.
 func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
 	tb.Helper()
-	sc, err := scenarios.LoadFile("../scenarios/stock-balance.yaml")
+	sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,4 +88,14 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+func TestTenantLayout(t *testing.T) {
+	var tn tenant
+	if size := unsafe.Sizeof(tn); size%64 != 0 {
+		t.Errorf("tenant is %d bytes, not a multiple of 64: set tenantPad to %d", size, (64-(int(size)-tenantPad)%64)%64)
+	}
+	if off := unsafe.Offsetof(tn.arrivals); off != 64 {
+		t.Errorf("tenant.arrivals at offset %d, want 64: the first cache line holds the stream, mix and in-flight count", off)
+	}
 }

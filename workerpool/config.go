@@ -20,22 +20,12 @@ const (
 	Cancel
 )
 
+// String returns the policy as a scenario names it.
 func (a AbortPolicy) String() string {
 	if a == Cancel {
 		return "cancel"
 	}
 	return "continue"
-}
-
-// ParseAbortPolicy reads "continue" or "cancel".
-func ParseAbortPolicy(s string) (AbortPolicy, error) {
-	switch s {
-	case "", "continue":
-		return Continue, nil
-	case "cancel":
-		return Cancel, nil
-	}
-	return 0, fmt.Errorf("on_client_abort %q: want continue or cancel", s)
 }
 
 // OverflowPolicy says what the kernel does with a connection attempt that
@@ -53,22 +43,12 @@ const (
 	Reset
 )
 
+// String returns the policy as a scenario names it.
 func (o OverflowPolicy) String() string {
 	if o == Reset {
 		return "reset"
 	}
 	return "drop"
-}
-
-// ParseOverflowPolicy reads "drop" or "reset".
-func ParseOverflowPolicy(s string) (OverflowPolicy, error) {
-	switch s {
-	case "", "drop":
-		return Drop, nil
-	case "reset":
-		return Reset, nil
-	}
-	return 0, fmt.Errorf("backlog_overflow %q: want drop or reset", s)
 }
 
 // DefaultWorkers is gunicorn's default number of workers.

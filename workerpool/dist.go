@@ -130,7 +130,8 @@ func (l LogNormal) String() string {
 	return "lognormal:median=" + FormatDuration(l.Median) + ",p99=" + FormatDuration(l.P99)
 }
 
-// FormatDuration prints d the short way: 2m rather than 2m0s.
+// FormatDuration writes d the short way time.ParseDuration reads back: 2m
+// rather than 2m0s, 1h rather than 1h0m0s.
 func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {

@@ -351,17 +351,10 @@ func TestStateAndPolicyStrings(t *testing.T) {
 			t.Errorf("State(%d).String() = %q, want %q", uint8(s), got, want)
 		}
 	}
-	for in, want := range map[string]AbortPolicy{"": Continue, "continue": Continue, "cancel": Cancel} {
-		got, err := ParseAbortPolicy(in)
-		if err != nil || got != want {
-			t.Errorf("ParseAbortPolicy(%q) = %v, %v; want %v", in, got, err, want)
+	for p, want := range map[fmt.Stringer]string{Continue: "continue", Cancel: "cancel", Drop: "drop", Reset: "reset"} {
+		if got := p.String(); got != want {
+			t.Errorf("%T(%v).String() = %q, want %q", p, p, got, want)
 		}
-		if in != "" && got.String() != in {
-			t.Errorf("ParseAbortPolicy(%q).String() = %q", in, got.String())
-		}
-	}
-	if _, err := ParseAbortPolicy("stop"); err == nil {
-		t.Errorf(`ParseAbortPolicy("stop"): no error`)
 	}
 }
 

@@ -33,7 +33,8 @@ type Arrivals struct {
 	cur      float64       // the current stage's rate, above 0
 	gap      time.Duration // constant: the current stage's spacing
 	rng      *rand.Rand
-	more     bool // next is valid; false in the zero Arrivals
+	trace    *traceState // set by ResetTrace: the arrivals are a recorded trace
+	more     bool        // next is valid; false in the zero Arrivals
 	constant bool
 	i        int32 // the current stage
 
@@ -41,8 +42,6 @@ type Arrivals struct {
 	stages     []scenarios.Stage // nil: one stage at rate until stop
 	rate       float64           // requests per second, when stages is nil
 	stop       time.Duration     // no arrival at or after this
-
-	trace *traceState // set by ResetTrace: the arrivals are a recorded trace
 }
 
 // NewArrivals returns the arrivals of load (Open model) between load.Start
@@ -259,3 +258,6 @@ func (s *Stream) Reset(seed uint64, tenant int) *rand.Rand {
 	s.r = *rand.New(&s.pcg)
 	return &s.r
 }
+
+// Rand returns the stream Reset made.
+func (s *Stream) Rand() *rand.Rand { return &s.r }

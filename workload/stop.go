@@ -14,13 +14,16 @@ import (
 const DefaultDrain = 10 * time.Minute
 
 // Stop returns when load stops sending in a run whose load lasts horizon
-// (the scenario's Duration): load.Stop, or horizon when Stop is zero or,
-// with a horizon above zero, past it. Nothing is sent at or after it.
+// (the scenario's Duration): load.End(horizon), load.Stop or horizon when
+// Stop is zero, and never past a horizon above zero (the scenario parser
+// refuses a stop past the duration; a scenario built by hand may have
+// one). Nothing is sent at or after it.
 func Stop(load *scenarios.Load, horizon time.Duration) time.Duration {
-	if load.Stop <= 0 || horizon > 0 && load.Stop > horizon {
-		return horizon
+	end := load.End(horizon)
+	if horizon > 0 {
+		end = min(end, horizon)
 	}
-	return load.Stop
+	return end
 }
 
 // Drain returns how much model time after sc's Duration the requests of

@@ -203,8 +203,8 @@ func parseRoute(s string) (fakebackend.Route, error) {
 	if !ok {
 		return fakebackend.Route{}, fmt.Errorf("want PATH=DIST, e.g. '/slow=uniform:2m..4m'")
 	}
-	if !strings.HasPrefix(path, "/") {
-		return fakebackend.Route{}, fmt.Errorf("path %q must start with /", path)
+	if err := workerpool.CheckPath(path); err != nil {
+		return fakebackend.Route{}, fmt.Errorf("path %w", err)
 	}
 	d, err := workerpool.ParseDist(dist)
 	if err != nil {

@@ -39,7 +39,7 @@ func TestBackendBadFlags(t *testing.T) {
 		{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
 		{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
 		{[]string{"--route", "/x"}, `--route "/x": want PATH=DIST`},
-		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" must start with /`},
+		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" is not a URL path`},
 		{[]string{"--route", "/a=1s", "--route", "/a=2s"}, `--route "/a=2s": path /a is given twice`},
 		{[]string{"--route", "/a=uniform:4m..2m"}, "MAX is below MIN"},
 		{[]string{"--listen", "9000"}, `--listen "9000": want HOST:PORT`},
