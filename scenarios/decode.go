@@ -32,7 +32,8 @@ const (
 
 // Bounds that keep a scenario's memory and work bounded.
 const (
-	maxTenants   = 100_000 // expanded tenants in one scenario
+	maxTenants   = 1_000_000 // expanded tenants in one scenario: a fleet; the simulator holds about 1.5 KB each, histograms included
+	maxUsers     = 100_000   // closed-model users of one tenant
 	maxAxes      = 3
 	maxAxisSize  = 50
 	maxAliases   = 10_000 // alias dereferences while decoding one file

@@ -109,7 +109,7 @@ func (d *decoder) stages(n *yaml.Node, path string, l *Load) {
 }
 
 func (d *decoder) closedLoad(f *fields, path string, l *Load) {
-	if !f.integer("users", "8", 1, maxTenants, &l.Users) && !f.has("users") {
+	if !f.integer("users", "8", 1, maxUsers, &l.Users) && !f.has("users") {
 		f.missing("users", "8")
 	}
 	f.duration("think", "5s", &l.Think)

@@ -64,7 +64,7 @@ func TestBoundsRefusedAlike(t *testing.T) {
 			"11:24: backend.max_requests_jitter: 2147483648 is over 2147483647 (want e.g. 500)"},
 		{"duration", map[int]string{2: "duration: 721h"}, "2:11: duration: 721h is longer than 720h"},
 		{"time_scale", map[int]string{3: fmt.Sprintf("time_scale: %g", scenarios.MinTimeScale/2)}, "3:13: time_scale: 5e-05 is below 0.0001"},
-		{"tenants", map[int]string{15: "    count: 100001"}, "15:12: tenants[0].count: 100001 is over 100000"},
+		{"tenants", map[int]string{15: "    count: 1000001"}, "15:12: tenants[0].count: 1000001 is over 1000000"},
 		{"users of a group", map[int]string{17: "    load: {model: closed, users: 100001}"}, "17:34: tenants[0].load.users: 100001 is over 100000"},
 		{"users", map[int]string{15: "    count: 20", 17: fmt.Sprintf("    load: {model: closed, users: %d}", scenarios.MaxUsers/20+1)},
 			"17:34: tenants[0].load.users: 1000020 closed-model users in all"},
