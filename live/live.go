@@ -487,17 +487,13 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		ConnectTimeout: wall(sc.Proxy.ConnectTimeout),
 		SendTimeout:    wall(sc.Proxy.SendTimeout),
 		// A connection per request would spend a third of the run's CPU
-		// in connect and close; the pool works per request either way.
-		KeepAlive: true,
+		// in connect and close; the pool works per request either way,
+		// and a killed worker's request is answered 502 once, as through
+		// gunicorn, which closes every connection.
+		UpstreamKeepAlive: 1024,
+		NextUpstreamOff:   true,
+		Dial:              dialUp,
 	})
-	if dialUp != nil {
-		tr, ok := rp.Transport.(*http.Transport)
-		if !ok {
-			p.close()
-			return nil, fmt.Errorf("live: scenario %s: proxy: its keep-alive transport is a %T, not an *http.Transport to dial in memory", sc.Name, rp.Transport)
-		}
-		tr.DialContext = dialUp
-	}
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
