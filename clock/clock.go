@@ -1,125 +1,50 @@
-// Package clock waits for a moment with sub-millisecond precision.
-//
-// Go's timers wake up to about a millisecond late on Linux: the runtime's
-// poller sleeps in whole milliseconds. A live run at time scale 0.01 turns
-// that millisecond into 100 ms of model time, on every service time and every
-// scheduled send. Wait with precise set waits on an ordinary timer until the
-// deadline is near, then on one shared kernel high-resolution timer (a
-// timerfd read through the runtime's poller, so no thread is held asleep and
-// nothing spins).
 package clock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
-// Coarse is how near the deadline a precise Wait stops trusting the
-// runtime's timer.
-const Coarse = 1500 * time.Microsecond
-
-// Wait waits until deadline or until ctx is done, whichever comes first,
-// and reports whether it reached the deadline; it never returns true before
-// the deadline. A nil ctx never ends. Without precise it waits on the
-// runtime's timer alone, which is what testing/synctest's fake clock needs.
-func Wait(ctx context.Context, deadline time.Time, precise bool) bool {
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	for {
-		d := time.Until(deadline)
-		if d <= 0 {
-			if precise {
-				recordWake(-d)
-			}
-			return true
-		}
-		if precise && d <= Coarse {
-			if ch, ok := hr.at(deadline); ok {
-				select {
-				case <-done:
-					return false
-				case <-ch:
-				}
-				continue
-			}
-		}
-		if precise && d > Coarse {
-			d -= Coarse
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-done:
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-	}
-}
-
-// MaxLead bounds how early a Pacer aims.
-const MaxLead = 500 * time.Microsecond
-
-// A Pacer waits for a stream of moments, such as the sends of a load
-// generator, aiming early by how late its wake-ups have come: a precise Wait
-// still wakes tens of microseconds late (the kernel's timer, then the
-// runtime's poller and scheduler), which a time scale of 0.01 turns into
-// milliseconds of model time on every send. The lead follows the median of
-// the lateness it sees, a step at a time, so that about half the wake-ups
-// come before their deadline and half after. A load generator that counts
-// latency from the earlier of the deadline and the moment it sent loses no
-// accuracy by sending early, and stops adding the timers' lateness to
-// every latency.
+// Clock is where a live component reads the time and waits: the wall
+// clock, and on it the model time a time-scaled run plays. Components
+// given the same Clock, rather than each calling time.Now and anchoring
+// model time itself, agree on model time: they share Model's Base.
 //
-// The zero value is ready to use and starts with no lead. A Pacer is safe
-// for concurrent use; its waiters share one lead.
-type Pacer struct {
-	lead  atomic.Int64  // nanoseconds, 0..MaxLead
-	woken atomic.Uint64 // wake-ups that moved the lead
+// The zero value is real time: model time is wall time and waits use the
+// runtime's timers alone, which testing/synctest's fake clock drives. A
+// Clock is a small value; it and its copies are safe for concurrent use.
+type Clock struct {
+	// Model reads model time off the wall clock. Its zero value is scale
+	// 1, where a model instant is the wall instant (see
+	// ModelClock.Instant); a Model with a Scale needs a Base, which
+	// NewClock sets.
+	Model ModelClock
+	// Precise times waits within about 0.1 ms rather than the runtime
+	// timer's millisecond (see Wait); a time-scaled run wants it. False
+	// uses the runtime's timers alone.
+	Precise bool
 }
 
-// How far one wake-up moves a Pacer's lead: the first few take long
-// strides to find the timers' usual lateness, the rest short ones, so that
-// a late outlier barely moves it.
-const (
-	leadStride  = 16 * time.Microsecond
-	leadStep    = 2 * time.Microsecond
-	leadStrides = 32
-)
-
-// Wait waits until about deadline, or until ctx is done, on precise timers,
-// and reports whether the moment came. It may return up to MaxLead before
-// deadline. Slept reports whether it had to wait at all: only then does
-// how late the caller acted say anything about the timers, and the caller
-// should tell Observe.
-func (p *Pacer) Wait(ctx context.Context, deadline time.Time) (slept, ok bool) {
-	target := deadline.Add(-time.Duration(p.lead.Load()))
-	slept = time.Until(target) > 0
-	return slept, Wait(ctx, target, true)
+// NewClock returns a clock that plays model time at scale s from now, its
+// model time 0, with precise waits or not.
+func NewClock(s Scale, precise bool) Clock {
+	return Clock{Model: NewModelClock(s), Precise: precise}
 }
 
-// Observe tells the Pacer how late after its deadline a Wait's caller
-// acted: when it woke, or better when it did what it waited to do, which
-// may be on another goroutine. Negative means early. The lead moves a step
-// towards making such a wake-up on time.
-func (p *Pacer) Observe(late time.Duration) {
-	step := int64(leadStep)
-	if p.woken.Add(1) <= leadStrides {
-		step = int64(leadStride)
-	}
-	if late < 0 {
-		step = -step
-	}
-	for {
-		old := p.lead.Load()
-		v := min(max(old+step, 0), int64(MaxLead))
-		if v == old || p.lead.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
+// Now returns the wall time now.
+func (c Clock) Now() time.Time { return time.Now() }
 
-// Lead returns how early the Pacer aims now.
-func (p *Pacer) Lead() time.Duration { return time.Duration(p.lead.Load()) }
+// Wall returns the wall time the model duration d lasts.
+func (c Clock) Wall(d time.Duration) time.Duration { return c.Model.Scale.Wall(d) }
+
+// WaitUntil waits until the wall instant deadline or until ctx is done,
+// whichever comes first, on the clock's timers, and reports whether it
+// reached the deadline (see Wait). A deadline already past returns at
+// once, true unless ctx is done, and counts no wake-up in Wakes. A nil ctx
+// never ends.
+func (c Clock) WaitUntil(ctx context.Context, deadline time.Time) bool {
+	if !time.Now().Before(deadline) {
+		return ctx == nil || ctx.Err() == nil
+	}
+	return Wait(ctx, deadline, c.Precise)
+}

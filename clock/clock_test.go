@@ -2,180 +2,67 @@ package clock
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-func TestWaitNeverEarly(t *testing.T) {
-	for _, precise := range []bool{false, true} {
-		for i, d := range []time.Duration{-time.Millisecond, 0, 10 * time.Microsecond, 300 * time.Microsecond, Coarse, 3 * time.Millisecond} {
-			deadline := time.Now().Add(d)
-			if !Wait(context.Background(), deadline, precise) {
-				t.Fatalf("precise=%v step %d: Wait(+%v) = false, want true", precise, i, d)
-			}
-			if now := time.Now(); now.Before(deadline) {
-				t.Errorf("precise=%v step %d: returned %v before the deadline", precise, i, deadline.Sub(now))
-			}
+// TestClockZero: the zero Clock is real time: model instants are wall
+// instants and durations are not scaled.
+func TestClockZero(t *testing.T) {
+	var c Clock
+	now := c.Now()
+	if got := c.Model.Instant(now); !got.Equal(now) {
+		t.Errorf("zero Clock: Model.Instant(now) = %v, want now %v", got, now)
+	}
+	if got := c.Wall(3 * time.Second); got != 3*time.Second {
+		t.Errorf("zero Clock: Wall(3s) = %v, want 3s", got)
+	}
+}
+
+// TestClockWaitUntil plays a Clock at scale 0.01 in virtual time: a model
+// second is 10 ms of wall time, and a past deadline or a done context
+// ends a wait at once.
+func TestClockWaitUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewClock(0.01, false)
+		start := c.Now()
+		if !c.WaitUntil(context.Background(), start.Add(c.Wall(time.Second))) {
+			t.Fatal("step 1: WaitUntil(+1s model) = false, want true")
 		}
-	}
-}
-
-// TestWaitConcurrent has many goroutines wait for deadlines in and out of
-// order on the shared timer; each must wake, and none early.
-func TestWaitConcurrent(t *testing.T) {
-	var wg sync.WaitGroup
-	early := make(chan time.Duration, 200)
-	for i := range 200 {
-		wg.Go(func() {
-			deadline := time.Now().Add(time.Duration(200-i) * 10 * time.Microsecond)
-			Wait(context.Background(), deadline, true)
-			if d := time.Until(deadline); d > 0 {
-				early <- d
-			}
-		})
-	}
-	wg.Wait()
-	close(early)
-	for d := range early {
-		t.Errorf("a waiter woke %v early", d)
-	}
-}
-
-func TestWaitCancelled(t *testing.T) {
-	for _, precise := range []bool{false, true} {
+		if got, want := time.Since(start), 10*time.Millisecond; got != want {
+			t.Errorf("step 1: waited %v of wall time, want %v", got, want)
+		}
+		if got, want := c.Model.Now(), time.Second; got != want {
+			t.Errorf("step 1: model time %v, want %v", got, want)
+		}
+		if got, want := c.Model.Instant(c.Now()), c.Model.Base.Add(time.Second); !got.Equal(want) {
+			t.Errorf("step 1: model instant %v, want %v", got, want)
+		}
+		if !c.WaitUntil(context.Background(), start) {
+			t.Error("step 2: WaitUntil(past) = false, want true")
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if Wait(ctx, time.Now().Add(time.Hour), precise) {
-			t.Fatalf("precise=%v: Wait with a cancelled context = true, want false", precise)
+		if c.WaitUntil(ctx, start) {
+			t.Error("step 3: WaitUntil(past) with a done context = true, want false")
 		}
-		if Wait(ctx, time.Now().Add(time.Millisecond), precise) {
-			t.Fatalf("precise=%v: Wait with a cancelled context inside Coarse = true, want false", precise)
+		if c.WaitUntil(ctx, c.Now().Add(time.Hour)) {
+			t.Error("step 4: WaitUntil(+1h) with a done context = true, want false")
 		}
-		ctx, cancel = context.WithCancel(context.Background())
-		go cancel()
-		if Wait(ctx, time.Now().Add(time.Hour), precise) {
-			t.Fatalf("precise=%v: Wait cancelled while waiting = true, want false", precise)
-		}
-	}
-}
-
-func TestWaitNilContext(t *testing.T) {
-	//lint:ignore SA1012 a nil context is documented as never ending
-	if !Wait(nil, time.Now().Add(100*time.Microsecond), true) { //nolint:staticcheck
-		t.Fatal("Wait(nil, +100µs) = false, want true")
-	}
-}
-
-func TestWaitFakeClock(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		for i, d := range []time.Duration{300 * time.Microsecond, Coarse, time.Second} {
-			deadline := time.Now().Add(d)
-			if !Wait(context.Background(), deadline, false) {
-				t.Fatalf("step %d: Wait = false, want true", i)
-			}
-			if got := time.Now(); !got.Equal(deadline) {
-				t.Errorf("step %d: woke at %v, want exactly the deadline in virtual time", i, got.Sub(deadline))
-			}
-		}
-		if got, want := time.Since(start), 300*time.Microsecond+Coarse+time.Second; got != want {
-			t.Errorf("virtual time passed = %v, want %v", got, want)
+		if got := time.Since(start); got != 10*time.Millisecond {
+			t.Errorf("steps 2-4 waited: %v of wall time in all, want 10ms", got)
 		}
 	})
 }
 
-// BenchmarkOvershoot reports how late a wait of 300µs (the page time of
-// the stock-balance scenario at time scale 0.01) wakes, precise and not.
-func BenchmarkOvershoot(b *testing.B) {
-	const d = 300 * time.Microsecond
-	for _, precise := range []bool{true, false} {
-		name := "runtime-timer"
-		if precise {
-			name = "precise"
-		}
-		b.Run(name, func(b *testing.B) {
-			var late time.Duration
-			for b.Loop() {
-				deadline := time.Now().Add(d)
-				Wait(context.Background(), deadline, precise)
-				late += time.Since(deadline)
-			}
-			b.ReportMetric(float64(late.Microseconds())/float64(b.N), "µs-late/op")
-		})
-	}
-}
-
-func TestPacerLead(t *testing.T) {
-	var p Pacer
-	us := time.Microsecond
-	steps := []struct {
-		late time.Duration
-		want time.Duration
-	}{
-		{-50 * us, 0}, // never below zero
-		{80 * us, leadStride},
-		{80 * us, 2 * leadStride},
-		{-10 * us, leadStride},
-	}
-	for i, s := range steps {
-		p.Observe(s.late)
-		if got := p.Lead(); got != s.want {
-			t.Fatalf("step %d: Observe(%v): lead %v, want %v", i, s.late, got, s.want)
-		}
-	}
-	for range 300 {
-		p.Observe(time.Millisecond)
-	}
-	if got := p.Lead(); got != MaxLead {
-		t.Fatalf("after 300 late wake-ups: lead %v, want the bound %v", got, MaxLead)
-	}
-	p.Observe(-time.Microsecond)
-	if got, want := p.Lead(), MaxLead-leadStep; got != want {
-		t.Fatalf("after the strides: lead %v, want %v (short steps)", got, want)
-	}
-}
-
-func TestPacerWait(t *testing.T) {
-	var p Pacer
-	for range leadStrides {
-		p.Observe(time.Millisecond)
-	}
-	deadline := time.Now().Add(3 * time.Millisecond)
-	slept, ok := p.Wait(context.Background(), deadline)
-	if !slept || !ok {
-		t.Fatalf("Wait(+3ms) = %v, %v; want true, true", slept, ok)
-	}
-	if early := time.Until(deadline); early > MaxLead {
-		t.Errorf("woke %v before the deadline, want at most MaxLead %v", early, MaxLead)
-	}
-	slept, ok = p.Wait(context.Background(), time.Now().Add(-time.Millisecond))
-	if slept || !ok {
-		t.Errorf("Wait(past) = %v, %v; want false (no sleep), true", slept, ok)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, ok := p.Wait(ctx, time.Now().Add(time.Hour)); ok {
-		t.Errorf("Wait with a cancelled context: ok, want not")
-	}
-}
-
-// TestWakesQuantile checks the buckets and their quantiles.
-func TestWakesQuantile(t *testing.T) {
-	var w Wakes
-	w.Buckets[0] = 90 // under 1 µs
-	w.Buckets[4] = 9  // 8..16 µs
-	w.Buckets[11] = 1 // 1024..2048 µs
-	for _, c := range []struct {
-		q    float64
-		want time.Duration
-	}{{0.5, 500 * time.Nanosecond}, {0.95, 12 * time.Microsecond}, {0.995, 1536 * time.Microsecond}} {
-		if got := w.Quantile(c.q); got != c.want {
-			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
-		}
-	}
-	if got := w.Sub(w).Count(); got != 0 {
-		t.Errorf("w.Sub(w).Count() = %d, want 0", got)
+// TestClockPastDeadlineCountsNoWake: a precise WaitUntil whose deadline has
+// passed never slept, so it says nothing of the timers.
+func TestClockPastDeadlineCountsNoWake(t *testing.T) {
+	c := Clock{Precise: true}
+	before := WakeSnapshot()
+	c.WaitUntil(context.Background(), c.Now().Add(-time.Millisecond))
+	if n := WakeSnapshot().Sub(before).Count(); n != 0 {
+		t.Errorf("wake-ups counted for a past deadline = %d, want 0", n)
 	}
 }

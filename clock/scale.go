@@ -60,8 +60,10 @@ func saturate(v float64) time.Duration {
 
 // ModelClock reads model time off the wall clock: the model time at a wall
 // instant is the wall time since Base, played at Scale, so model time 0 is
-// Base. Its zero value counts from the zero time.Time at scale 1; use
-// NewModelClock. A ModelClock is a value and safe for concurrent use.
+// Base. Its zero value is scale 1, where Instant is the wall instant
+// itself; but its Now counts from the zero time.Time, so a clock whose
+// model durations are read wants NewModelClock. A ModelClock is a value and
+// safe for concurrent use; copies agree on model time.
 type ModelClock struct {
 	Base  time.Time
 	Scale Scale
@@ -75,3 +77,14 @@ func (c ModelClock) Now() time.Duration { return c.Scale.Model(time.Since(c.Base
 
 // WallAt returns the wall instant at which model time t falls.
 func (c ModelClock) WallAt(t time.Duration) time.Time { return c.Base.Add(c.Scale.Wall(t)) }
+
+// Instant returns the model time at the wall instant wall as an instant
+// on the wall clock's axis, Base plus the model time since Base, for code
+// that keeps time in time.Time (the limiters). At scale 1 it is wall
+// itself, whatever Base.
+func (c ModelClock) Instant(wall time.Time) time.Time {
+	if c.Scale == 0 || c.Scale == 1 {
+		return wall
+	}
+	return c.Base.Add(c.Scale.Model(wall.Sub(c.Base)))
+}

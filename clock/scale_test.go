@@ -54,6 +54,15 @@ func TestModelClock(t *testing.T) {
 	if got, want := c.WallAt(10*time.Minute), base.Add(6*time.Second); !got.Equal(want) {
 		t.Errorf("WallAt(10m) = %v, want %v", got, want)
 	}
+	if got, want := c.Instant(base.Add(6*time.Second)), base.Add(10*time.Minute); !got.Equal(want) {
+		t.Errorf("Instant(Base+6s) = %v, want Base+10m", got.Sub(base))
+	}
+	wall := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	for _, s := range []Scale{0, 1} {
+		if got := (ModelClock{Base: base, Scale: s}).Instant(wall); !got.Equal(wall) {
+			t.Errorf("scale %v: Instant(%v) = %v, want the wall instant itself", s, wall, got)
+		}
+	}
 	n := NewModelClock(0.001)
 	if got := n.Now(); got < 0 {
 		t.Errorf("Now() just after NewModelClock = %v, want at least 0", got)

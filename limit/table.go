@@ -9,28 +9,25 @@ type tableEntry struct {
 	h   uint64
 }
 
-// entry makes a type that embeds a tableEntry satisfy tabled.
-func (e *tableEntry) entry() *tableEntry { return e }
+// entries are the types a table holds: the limiters' entries, each of
+// which embeds a tableEntry as its first field.
+type entries interface{ connEntry | reqEntry }
 
-// tabled is the constraint on a table's entries: pointers to an E that
-// embeds a tableEntry.
-type tabled[E any] interface {
-	*E
-	entry() *tableEntry
-}
+// tabled is the constraint on a table's entries: pointers to an E.
+type tabled[E entries] interface{ *E }
 
 // The table reads an entry's tableEntry straight through the pointer to the
-// entry rather than by calling entry: a method of a type parameter is
-// called through the instantiation's dictionary, which costs the limiters
-// about a tenth of their speed. That is sound only while each entry type
-// starts with its tableEntry; these fail to compile when one does not.
+// entry rather than through a method: a method of a type parameter is called
+// through the instantiation's dictionary, which costs the limiters about a
+// tenth of their speed. That is sound only while each entry type tabled
+// admits starts with its tableEntry; these fail to compile when one does not.
 var (
 	_ [0]struct{} = [unsafe.Offsetof(connEntry{}.tableEntry)]struct{}{}
 	_ [0]struct{} = [unsafe.Offsetof(reqEntry{}.tableEntry)]struct{}{}
 )
 
 // head returns e's tableEntry.
-func head[E any, P tabled[E]](e P) *tableEntry {
+func head[E entries, P tabled[E]](e P) *tableEntry {
 	return (*tableEntry)(unsafe.Pointer(e))
 }
 
@@ -41,12 +38,12 @@ func head[E any, P tabled[E]](e P) *tableEntry {
 //
 // The zero table is not usable: make one with newTable. A table is not safe
 // for concurrent use; each limiter shard guards its own with its mutex.
-type table[E any, P tabled[E]] struct {
+type table[E entries, P tabled[E]] struct {
 	slots []P // a power of two long
 	n     int // entries in slots
 }
 
-func newTable[E any, P tabled[E]]() table[E, P] {
+func newTable[E entries, P tabled[E]]() table[E, P] {
 	return table[E, P]{slots: make([]P, 16)}
 }
 

@@ -13,17 +13,25 @@ import (
 func TestTable(t *testing.T) {
 	t.Run("conn", func(t *testing.T) {
 		checkTable(t, func(key string, h uint64) *connEntry {
-			return &connEntry{tableEntry: tableEntry{key: key, h: h}}
+			e := &connEntry{tableEntry: tableEntry{key: key, h: h}}
+			if head(e) != &e.tableEntry {
+				t.Fatalf("the table reads %p for the entry at %p, want %p", head(e), e, &e.tableEntry)
+			}
+			return e
 		})
 	})
 	t.Run("req", func(t *testing.T) {
 		checkTable(t, func(key string, h uint64) *reqEntry {
-			return &reqEntry{tableEntry: tableEntry{key: key, h: h}}
+			e := &reqEntry{tableEntry: tableEntry{key: key, h: h}}
+			if head(e) != &e.tableEntry {
+				t.Fatalf("the table reads %p for the entry at %p, want %p", head(e), e, &e.tableEntry)
+			}
+			return e
 		})
 	})
 }
 
-func checkTable[E any, P tabled[E]](t *testing.T, mk func(key string, h uint64) P) {
+func checkTable[E entries, P tabled[E]](t *testing.T, mk func(key string, h uint64) P) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	tb := newTable[E, P]()
 	ref := map[string]P{}
@@ -32,7 +40,7 @@ func checkTable[E any, P tabled[E]](t *testing.T, mk func(key string, h uint64) 
 		if e, ok := ref[k]; ok && rng.IntN(2) == 0 {
 			tb.delete(e)
 			delete(ref, k)
-			if got := tb.find(e.entry().h, k); got != nil {
+			if got := tb.find(head(e).h, k); got != nil {
 				t.Fatalf("step %d: find(%s) after delete = %p, want nil", step, k, got)
 			}
 		} else if !ok {
@@ -41,12 +49,9 @@ func checkTable[E any, P tabled[E]](t *testing.T, mk func(key string, h uint64) 
 				h = uint64(1<<31-1-rng.IntN(3)) << 32 // the last slots: runs wrap around
 			}
 			e := mk(k, h)
-			if head(e) != e.entry() {
-				t.Fatalf("step %d: the table reads %p for the entry at %p, want %p", step, head(e), e, e.entry())
-			}
 			tb.insert(e)
 			ref[k] = e
-		} else if got := tb.find(e.entry().h, k); got != e {
+		} else if got := tb.find(head(e).h, k); got != e {
 			t.Fatalf("step %d: find(%s) = %p, want %p", step, k, got, e)
 		}
 		if tb.n != len(ref) {
@@ -66,7 +71,7 @@ func checkTable[E any, P tabled[E]](t *testing.T, mk func(key string, h uint64) 
 				t.Fatalf("step %d: %d slots hold entries, want %d", step, held, len(ref))
 			}
 			for k, e := range ref {
-				if got := tb.find(e.entry().h, k); got != e {
+				if got := tb.find(head(e).h, k); got != e {
 					t.Fatalf("step %d: find(%s) = %p, want %p", step, k, got, e)
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"stampede/clock"
 	"stampede/limit"
@@ -29,24 +28,31 @@ type Handler struct {
 	Next http.Handler
 	// Metrics, when not nil, counts decisions per limit.
 	Metrics *Metrics
-	// TimeScale plays model time faster than real time: limit_req sees
-	// model time (wall time ÷ TimeScale) and its delays are waited for
-	// TimeScale times as long. Zero means 1, real time.
-	TimeScale float64
-	// PreciseTimers times limit_req delays within about 0.1 ms rather than
-	// the runtime timer's millisecond (see package clock); a time-scaled
-	// run wants it. False uses the runtime's timers alone.
+	// Clock is the time the Handler reads and waits on: limit_req sees
+	// its model time (clock.ModelClock.Instant) and waits out a delay for
+	// the delay × Clock.Model.Scale of wall time, on precise timers when
+	// Clock.Precise is set. Handlers that share a Policy need one Clock,
+	// one clock.NewClock per run, to agree on model time. A Clock with a
+	// Scale but no Base is anchored at the Handler's first request. The
+	// zero value is real time on the runtime's timers.
+	Clock clock.Clock
+	// TimeScale, when Clock.Model.Scale is zero, is the scale instead, 0
+	// meaning 1 and a negative one taken as 1; PreciseTimers makes the
+	// waits precise as Clock.Precise does. They are the older form of
+	// Clock, anchored at the Handler's first request, so Handlers given
+	// only these fields do not agree on model time.
+	TimeScale     float64
 	PreciseTimers bool
+
+	// clockOnce settles clk, the Clock the Handler uses, at its first
+	// request.
+	clockOnce sync.Once
+	clk       clock.Clock
 
 	// holders are the requests holding slots whose client can be asked
 	// whether it hung up (see gone.go).
 	holders holders
 }
-
-// epoch anchors model time for a Handler with a TimeScale: every Handler in
-// the process measures model time from the same instant, so handlers that
-// share a Policy agree on it.
-var epoch = time.Now()
 
 // keysPool holds the key evaluation space of requests in progress.
 var keysPool = sync.Pool{New: func() any { return new(limit.Keys) }}
@@ -96,8 +102,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqKeys, connKeys := ks.Eval(p, &in)
 
 	if len(p.Req) > 0 {
-		start := time.Now()
-		rd := p.ReqStage(h.modelTime(start), reqKeys)
+		c := h.clock()
+		start := c.Now()
+		rd := p.ReqStage(c.Model.Instant(start), reqKeys)
 		reqM.countReq(reqKeys, rd)
 		switch rd.Verdict {
 		case limit.Rejected:
@@ -106,7 +113,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case limit.RejectedDryRun:
 			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
-		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
+		// A client that went away during the delay is answered nothing.
+		if rd.Delay > 0 && !c.WaitUntil(r.Context(), start.Add(c.Wall(rd.Delay))) {
 			return
 		}
 	}
@@ -151,26 +159,21 @@ func putKeys(ks *limit.Keys) {
 	keysPool.Put(ks)
 }
 
-// scale is the Handler's TimeScale; a negative one is taken as 1.
-func (h *Handler) scale() clock.Scale { return clock.Scale(max(h.TimeScale, 0)) }
-
-// modelTime is the time limit_req sees for a request arriving at the wall
-// time now: with a TimeScale, model time since epoch.
-func (h *Handler) modelTime(now time.Time) time.Time {
-	if s := h.scale(); s != 0 && s != 1 {
-		return epoch.Add(s.Model(now.Sub(epoch)))
-	}
-	return now
-}
-
-// wait holds r for the model delay d counted from start, and reports
-// whether it should go on: false if the client went away first.
-func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
-	wall := h.scale().Wall(d)
-	if wall <= time.Since(start) {
-		return r.Context().Err() == nil
-	}
-	return clock.Wait(r.Context(), start.Add(wall), h.PreciseTimers)
+// clock returns the Handler's Clock, settled at its first request from
+// Clock and the older TimeScale and PreciseTimers.
+func (h *Handler) clock() *clock.Clock {
+	h.clockOnce.Do(func() {
+		c := h.Clock
+		if c.Model.Scale == 0 {
+			c.Model.Scale = clock.Scale(max(h.TimeScale, 0))
+		}
+		c.Precise = c.Precise || h.PreciseTimers
+		if s := c.Model.Scale; s != 0 && s != 1 && c.Model.Base.IsZero() {
+			c = clock.NewClock(s, c.Precise)
+		}
+		h.clk = c
+	})
+	return &h.clk
 }
 
 // reject answers a request a limit turned away.

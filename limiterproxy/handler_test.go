@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"stampede/clock"
 	"stampede/limit"
 
 	dto "github.com/prometheus/client_model/go"
@@ -374,10 +375,10 @@ func direct(h http.Handler, ctx context.Context, host string) *httptest.Response
 
 // TestReqDelayTwoStage plays DESIGN.md's worked example in virtual time:
 // rate=5r/s burst=12 delay=8, 14 simultaneous requests → 1–9 at once,
-// 10–13 after 200/400/600/800 ms, 14 rejected. With TimeScale 0.5 the
-// waits are halved.
+// 10–13 after 200/400/600/800 ms, 14 rejected. At time scale 0.5, given
+// as a Clock with no Base or as the older TimeScale, the waits are halved.
 func TestReqDelayTwoStage(t *testing.T) {
-	for _, ts := range []float64{0, 0.5} {
+	for i, ts := range []float64{0, 0.5, 0.5} {
 		synctest.Test(t, func(t *testing.T) {
 			p, err := limit.NewPolicy(limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
 			if err != nil {
@@ -391,7 +392,12 @@ func TestReqDelayTwoStage(t *testing.T) {
 				waits = append(waits, time.Since(start))
 				mu.Unlock()
 			})
-			h := &Handler{Policy: p, Next: next, TimeScale: ts, Metrics: NewMetrics(p)}
+			h := &Handler{Policy: p, Next: next, Metrics: NewMetrics(p)}
+			if i == 2 {
+				h.TimeScale = ts
+			} else {
+				h.Clock.Model.Scale = clock.Scale(ts)
+			}
 			codes := make([]int, 14)
 			var wg sync.WaitGroup
 			for i := range codes {
@@ -534,6 +540,47 @@ func BenchmarkHandler(b *testing.B) {
 		w := &discardWriter{h: http.Header{}}
 		for pb.Next() {
 			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// TestHandlersShareClock: two Handlers over one Policy given one Clock
+// agree on model time, whenever each was made or first used. At time scale
+// 0.01 a wall second is 100 s of model time, and 6r/m admits one request
+// per 10 s of it: a Handler that anchored model time at its own first
+// request would see b's request at step 3 as older than a's and reject it.
+func TestHandlersShareClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := limit.NewPolicy(limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "6r/m"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := clock.NewClock(0.01, false)
+		next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+		a := &Handler{Policy: p, Next: next, Clock: c}
+		b := &Handler{Policy: p, Next: next, Clock: c}
+		ms := time.Millisecond
+		for i, s := range []struct {
+			at   time.Duration // wall time since the Clock was made
+			h    *Handler
+			want int
+		}{
+			{10000 * ms, a, 200}, // model 1000 s
+			{10050 * ms, b, 503}, // 1005 s: 5 s after a's
+			{10200 * ms, b, 200}, // 1020 s
+			{10250 * ms, a, 503}, // 1025 s: 5 s after b's
+		} {
+			time.Sleep(time.Until(c.Model.Base.Add(s.at)))
+			if w := direct(s.h, context.Background(), "site1"); w.Code != s.want {
+				t.Errorf("step %d: request at +%v answered %d, want %d", i+1, s.at, w.Code, s.want)
+			}
+		}
+		now := time.Now()
+		if ma, mb := a.clock().Model.Instant(now), b.clock().Model.Instant(now); !ma.Equal(mb) {
+			t.Errorf("model time now: a %v, b %v; want them equal", ma, mb)
+		}
+		if got, want := c.Model.Now(), 1025*time.Second; got != want {
+			t.Errorf("model time since the Clock was made = %v, want %v", got, want)
 		}
 	})
 }
