@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"stampede/internal/synthlog"
 	"strconv"
 	"syscall"
 	"testing"
@@ -13,9 +14,9 @@ import (
 )
 
 func BenchmarkParse(b *testing.B) {
-	f := mustNginx(b, SynthFormat)
+	f := mustNginx(b, synthlog.Format)
 	var buf bytes.Buffer
-	if err := WriteSynthetic(&buf, 1000, 1); err != nil {
+	if err := synthlog.Write(&buf, 1000, 1); err != nil {
 		b.Fatal(err)
 	}
 	lines := bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
@@ -58,7 +59,7 @@ func reportLines(b *testing.B, lines int, cpu time.Duration) {
 
 // BenchmarkImport imports a synthetic log of STAMPEDE_BENCH_LINES lines
 // (default 1,000,000), written once to a temporary directory, or the log
-// STAMPEDE_BENCH_LOG names (in SynthFormat: bench/genlog writes one): the
+// STAMPEDE_BENCH_LOG names (in synthlog.Format: bench/genlog writes one): the
 // whole import, from the file to the scenario and its trace.
 func BenchmarkImport(b *testing.B) {
 	n := 1_000_000
@@ -75,7 +76,7 @@ func BenchmarkImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := WriteSynthetic(fh, n, 1); err != nil {
+		if err := synthlog.Write(fh, n, 1); err != nil {
 			b.Fatal(err)
 		}
 		fh.Close()
@@ -84,7 +85,7 @@ func BenchmarkImport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := mustNginx(b, SynthFormat)
+	f := mustNginx(b, synthlog.Format)
 	b.SetBytes(fi.Size())
 	b.ReportAllocs()
 	cpu := cpuNow()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"stampede/internal/synthlog"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // with --fit.
 func TestImportGolden(t *testing.T) {
 	var log bytes.Buffer
-	if err := WriteSynthetic(&log, 30000, 7); err != nil {
+	if err := synthlog.Write(&log, 30000, 7); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -33,7 +34,7 @@ func TestImportGolden(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", tc.name, tc.maxBuckets), func(t *testing.T) {
 			defer func(m int) { maxBuckets = m }(maxBuckets)
 			maxBuckets = tc.maxBuckets
-			_, sc, tr := importString(t, log.String(), SynthFormat, tc.opts)
+			_, sc, tr := importString(t, log.String(), synthlog.Format, tc.opts)
 			got := fmt.Sprintf("%s# trace: %d bytes, sha256 %x\n", sc, len(tr), sha256.Sum256([]byte(tr)))
 			path := filepath.Join("testdata", "import-"+tc.name+".golden")
 			if *update && os.WriteFile(path, []byte(got), 0o644) != nil {

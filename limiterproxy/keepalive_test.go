@@ -470,3 +470,10 @@ func TestKeepAliveBodies(t *testing.T) {
 		t.Errorf("5 requests in sequence on %d upstream connections, want 1", len(conns))
 	}
 }
+
+// idle returns how many connections are idle.
+func (p *idlePool) idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}

@@ -1,13 +1,12 @@
 // Command genlog writes a synthetic nginx access log for bench/import.sh:
-// genlog -n LINES -o FILE (format accesslog.SynthFormat).
+// genlog -n LINES -o FILE (format synthlog.Format).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
-
-	"stampede/accesslog"
+	"stampede/internal/synthlog"
 )
 
 func main() {
@@ -17,7 +16,7 @@ func main() {
 	flag.Parse()
 	f, err := os.Create(*out)
 	if err == nil {
-		err = accesslog.WriteSynthetic(f, *n, *seed)
+		err = synthlog.Write(f, *n, *seed)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

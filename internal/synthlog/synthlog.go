@@ -1,4 +1,8 @@
-package accesslog
+// Package synthlog writes a made-up nginx access log of an incident, for the
+// import benchmarks and golden tests: the same lines for the same seed.
+//
+// It never parses a log; package accesslog does.
+package synthlog
 
 import (
 	"bufio"
@@ -9,14 +13,14 @@ import (
 	"time"
 )
 
-// SynthFormat is the log_format WriteSynthetic writes.
-const SynthFormat = `log_format synth '$host $remote_addr - - [$time_local] "$request" $status $body_bytes_sent $msec $request_time $upstream_response_time "$http_referer" "$http_user_agent"';`
+// Format is the log_format Write writes.
+const Format = `log_format synth '$host $remote_addr - - [$time_local] "$request" $status $body_bytes_sent $msec $request_time $upstream_response_time "$http_referer" "$http_user_agent"';`
 
-// WriteSynthetic writes n lines of a made-up incident in SynthFormat, for
+// Write writes n lines of a made-up incident in Format, for
 // benchmarks: 250 sites at 50 requests a second in all, one of them
 // opening slow reports, pages under the usual paths. It is deterministic
 // for its seed.
-func WriteSynthetic(w io.Writer, n int, seed uint64) error {
+func Write(w io.Writer, n int, seed uint64) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	start := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
