@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"stampede/clock"
 	"stampede/fakebackend"
+	"stampede/internal/h1"
 	"stampede/internal/memnet"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
@@ -461,8 +463,8 @@ type pair struct {
 	// dial, in memory, connects to the proxy from a client's address;
 	// nil over TCP.
 	dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
-	// listen makes a listener in front of rp for the prober: in memory,
-	// or on loopback TCP.
+	// listen makes a listener in front of rp for the prober, and how to
+	// dial it: in memory, or on loopback TCP.
 	listen func() (net.Listener, dialFunc, error)
 
 	stopBackend context.CancelFunc
@@ -578,7 +580,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		}
 		p.listen = func() (net.Listener, dialFunc, error) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
-			return l, nil, err
+			return l, (&net.Dialer{}).DialContext, err
 		}
 	}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
@@ -589,13 +591,9 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		// in connect and close; the pool works per request either way.
 		KeepAlive: true,
 	})
-	if dialUp != nil {
-		tr, ok := rp.Transport.(*http.Transport)
-		if !ok {
-			p.close()
-			return nil, fmt.Errorf("live: scenario %s: proxy: its keep-alive transport is a %T, not an *http.Transport to dial in memory", sc.Name, rp.Transport)
-		}
-		tr.DialContext = dialUp
+	if err := leanUpstream(rp, dialUp, upstream, wall(sc.Proxy.ConnectTimeout), wall(sc.Proxy.ReadTimeout)); err != nil {
+		p.close()
+		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
@@ -606,6 +604,43 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		_ = p.proxy.Serve(pln) // ErrServerClosed once close runs
 	}()
 	return p, nil
+}
+
+// leanUpstream makes rp, the built-in proxy, reach the backend through an
+// h1.Client: the same bytes as its keep-alive http.Transport sends, written
+// and read by the proxy's handler goroutine, without the transport's two
+// goroutines per connection and the hand-offs between them, which cost the
+// trio more CPU than the proxy's own work. A request the client cannot send
+// (a body, an upgrade) still goes through the http.Transport. The
+// semantics are the proxy's: dialUp (nil: loopback TCP to upstream) fails
+// after connect (a timeout: 504), the answer's headers must come within
+// read (zero: forever; over it, 504), and a request is never sent twice
+// (the keep-alive proxy's noReplay).
+func leanUpstream(rp *httputil.ReverseProxy, dialUp dialFunc, upstream *url.URL, connect, read time.Duration) error {
+	tr, ok := rp.Transport.(*http.Transport)
+	if !ok {
+		return fmt.Errorf("its keep-alive transport is a %T, not an *http.Transport", rp.Transport)
+	}
+	if dialUp != nil {
+		tr.DialContext = dialUp
+	} else {
+		if connect <= 0 {
+			connect = limiterproxy.DefaultConnectTimeout
+		}
+		d := &net.Dialer{Timeout: connect, KeepAlive: -1}
+		dialUp = d.DialContext
+	}
+	addr := upstream.Host
+	rp.Transport = h1.Fallback{
+		Client: &h1.Client{
+			Dial:          func(ctx context.Context) (net.Conn, error) { return dialUp(ctx, "tcp", addr) },
+			MaxIdle:       tr.MaxIdleConnsPerHost,
+			HeaderTimeout: read,
+			NoRetry:       true,
+		},
+		Other: tr,
+	}
+	return nil
 }
 
 // close closes the proxy and every connection to it, then the backend,

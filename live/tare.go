@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"time"
 
 	"stampede/clock"
 	"stampede/fakebackend"
+	"stampede/internal/h1"
 	"stampede/loadgen"
 	"stampede/scenarios"
 )
@@ -120,7 +122,7 @@ type prober struct {
 	wait   time.Duration
 	srv    *http.Server
 	done   chan struct{}
-	tr     *http.Transport
+	tr     *h1.Client
 	client *http.Client
 	url    string
 }
@@ -130,7 +132,8 @@ func (p *pair) newProber(wait time.Duration) (*prober, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1, DialContext: dial}
+	// The driver's own client, so that the tare is what its requests pay.
+	tr := &h1.Client{Dial: func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", ln.Addr().String()) }, MaxIdle: 1}
 	pb := &prober{
 		wait:   wait,
 		srv:    &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second},
