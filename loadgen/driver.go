@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,12 @@ const (
 	// resultBuffer is how many results may wait for the sink goroutine before
 	// producers block on it.
 	resultBuffer = 8192
+)
+
+// The answer's headers the driver reads, as h1.Client.Get passes them.
+var (
+	serviceHeader = []byte(fakebackend.HeaderService)
+	limitHeader   = []byte(limiterproxy.LimitHeader)
 )
 
 // errDrainExpired is the cause of the run context's cancellation when the
@@ -192,6 +199,7 @@ type Driver struct {
 	reject     []int
 	maxFlight  int64
 	urls       []*url.URL
+	uris       []string // urls' request targets
 	tenants    []*tenant
 	transports []idleCloser
 	counters   *Counters
@@ -239,6 +247,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u.Path = base + r.Path
 		u.RawPath = ""
 		d.urls = append(d.urls, &u)
+		d.uris = append(d.uris, u.RequestURI())
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
 	byAddr := map[string]http.RoundTripper{}
@@ -699,15 +708,6 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 		reqCtx, cancel = context.WithTimeout(ctx, t.timeout)
 		defer cancel()
 	}
-	req := (&http.Request{
-		Method:     http.MethodGet,
-		URL:        d.urls[route],
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{},
-		Host:       t.host,
-	}).WithContext(reqCtx)
 
 	c := d.counters
 	c.sent.Add(1)
@@ -729,13 +729,34 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	if sent.Before(from) {
 		from = sent
 	}
-	resp, err := rt.RoundTrip(req)
-	if err == nil {
-		status = resp.StatusCode
-		service = resp.Header[fakebackend.HeaderService]
-		limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	var err error
+	if c, ok := rt.(*h1.Client); ok {
+		status, err = c.Get(reqCtx, d.uris[route], t.host, func(name, value []byte) {
+			switch {
+			case bytes.EqualFold(name, serviceHeader):
+				service = []string{string(value)}
+			case bytes.EqualFold(name, limitHeader):
+				limited = len(value) > 0
+			}
+		})
+	} else {
+		req := (&http.Request{
+			Method:     http.MethodGet,
+			URL:        d.urls[route],
+			Proto:      "HTTP/1.1",
+			ProtoMajor: 1,
+			ProtoMinor: 1,
+			Header:     http.Header{},
+			Host:       t.host,
+		}).WithContext(reqCtx)
+		var resp *http.Response
+		if resp, err = rt.RoundTrip(req); err == nil {
+			status = resp.StatusCode
+			service = resp.Header[fakebackend.HeaderService]
+			limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
 	}
 	end := time.Now()
 	took := end.Sub(from)
