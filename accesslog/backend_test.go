@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // TestBackendAccessLog reads the access log `stampede backend
@@ -18,8 +19,8 @@ func TestBackendAccessLog(t *testing.T) {
 	var buf bytes.Buffer
 	alog := fakebackend.NewAccessLog(&buf)
 	be, err := fakebackend.New(fakebackend.Options{
-		Pool:      fakebackend.Config{Workers: 1},
-		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: fakebackend.Constant{D: 30 * time.Millisecond}}},
+		Pool:      workerpool.Config{Workers: 1},
+		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: workerpool.Constant{D: 30 * time.Millisecond}}},
 		AccessLog: alog,
 	})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // Shares that decide what the scenario singles out.
@@ -49,7 +49,7 @@ type built struct {
 
 type builtRoute struct {
 	name, path string
-	service    fakebackend.Dist
+	service    workerpool.Dist
 	requests   int64
 }
 
@@ -238,9 +238,9 @@ func (im *importer) build() (*built, error) {
 }
 
 // empirical returns a histogram's quantile table as a Dist in model time.
-func empirical(h *hist, scale float64) fakebackend.Dist {
+func empirical(h *hist, scale float64) workerpool.Dist {
 	ps, vs := h.table(scale)
-	return fakebackend.Empirical{P: ps, V: vs}
+	return workerpool.Empirical{P: ps, V: vs}
 }
 
 // routeName makes a route name of a path: /api/method/frappe.desk.x →
@@ -484,4 +484,4 @@ func joinQuoted(ss []string) string {
 
 // fmtDur prints d as scenario files write durations (2m rather than 2m0s):
 // as a constant service time writes itself.
-func fmtDur(d time.Duration) string { return fakebackend.Constant{D: d}.String() }
+func fmtDur(d time.Duration) string { return workerpool.Constant{D: d}.String() }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // importString runs Import over an in-memory log.
@@ -55,11 +55,11 @@ func TestImportServiceFromCalmPeriods(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no empirical service in\n%s", sc)
 	}
-	d, err := fakebackend.ParseDist(m[1])
+	d, err := workerpool.ParseDist(m[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := d.(fakebackend.Empirical)
+	e := d.(workerpool.Empirical)
 	for _, q := range []float64{0, 50, 99, 100} {
 		if got := e.Quantile(q); got < 99*time.Millisecond || got > 101*time.Millisecond {
 			t.Errorf("service p%v = %v, want the calm 100ms (the burst's waits left out)", q, got)

@@ -1,15 +1,8 @@
 package fakebackend
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"log"
-	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,20 +11,15 @@ import (
 
 	"stampede/clock"
 	"stampede/internal/timeheap"
+	"stampede/workerpool"
 )
 
-// Route is a path prefix and its service time; the longest matching prefix
-// wins. Matching is by plain string prefix, as nginx matches a prefix
-// location: "/slow" also matches "/slowly" and "/slow/x".
-type Route struct {
-	Name    string // reported in responses and stats; empty means Path
-	Path    string // must start with "/"
-	Service Dist   // must not be nil
-}
+// Route is a path prefix and its service time (see workerpool.Route).
+type Route = workerpool.Route
 
 // Options configure New.
 type Options struct {
-	Pool Config
+	Pool workerpool.Config
 	// Routes map paths to service times. Empty: every path takes no time
 	// (but still goes through the pool). Otherwise a path no route matches
 	// is answered 404 at once without taking a worker: a scenario only
@@ -58,18 +46,9 @@ type Options struct {
 	AccessLog *AccessLog
 }
 
-// Bounds New enforces, so that a typo cannot ask for a billion goroutines.
-const (
-	MaxWorkers = 1 << 16
-	MaxBacklog = 1 << 20
-)
-
-// StatsPath is where a Backend answers its Stats as JSON.
-const StatsPath = "/_stampede/stats"
-
 // WaitPath answers after the wall time its query's wait= gives (at most a
 // second), without a worker: a live run times its own overhead with it.
-const WaitPath = "/_stampede/wait"
+const WaitPath = workerpool.ReservedPrefix + "wait"
 
 // maxCalibrationWait bounds WaitPath's wait.
 const maxCalibrationWait = time.Second
@@ -94,21 +73,20 @@ const (
 // as in the scenario, and only the timers are scaled.
 type Backend struct {
 	routes    []route // sorted by descending path length
-	scale     float64
 	keepAlive bool
 	precise   bool
 	access    *AccessLog
 
-	// The model clock: model time is (wall − wallBase)/scale.
-	wallBase time.Time
+	// The model clock: model time 0 is New's.
+	clock clock.ModelClock
 
 	quit      chan struct{} // closed by Close
 	closeOnce sync.Once
 	freed     chan struct{} // a worker may have become free: see gate
 
 	mu      sync.Mutex // guards pool, running, rng, claims, wake and every route's counters
-	pool    *Pool
-	running timeheap.Heap[*Job] // by the model time their work ends
+	pool    *workerpool.Pool
+	running timeheap.Heap[*workerpool.Job] // by the model time their work ends
 	rng     *rand.Rand
 	claims  int         // connections a gate accepted for a worker that has not had their request yet
 	wake    *time.Timer // readies booting workers: see armWake
@@ -124,65 +102,31 @@ type route struct {
 	stats RouteStats
 }
 
-// RouteStats are one route's counters.
-type RouteStats struct {
-	Name      string `json:"name"`
-	Path      string `json:"path"`
-	Arrived   uint64 `json:"arrived"`
-	Served    uint64 `json:"served"`
-	Killed    uint64 `json:"killed"`
-	Refused   uint64 `json:"refused"`
-	Cancelled uint64 `json:"cancelled"`
-}
-
-// Snapshot is what the stats endpoint answers: the pool's counters, the
-// model time since the backend started with the utilization over it, and
-// the counters of every route.
-type Snapshot struct {
-	Stats
-	Elapsed     time.Duration `json:"elapsed_ns"` // model time since New
-	Utilization float64       `json:"utilization"`
-	Routes      []RouteStats  `json:"routes"`
-}
-
 // New validates opts and returns a backend with every worker idle.
 func New(opts Options) (*Backend, error) {
 	c := opts.Pool
-	switch {
-	case c.Workers < 0 || c.Workers > MaxWorkers:
-		return nil, fmt.Errorf("fake backend: workers %d: want 1 to %d (0 means 1)", c.Workers, MaxWorkers)
-	case c.Backlog > MaxBacklog:
-		return nil, fmt.Errorf("fake backend: backlog %d: want at most %d (0 means %d, negative means none)", c.Backlog, MaxBacklog, DefaultBacklog)
-	case c.Timeout < 0:
-		return nil, fmt.Errorf("fake backend: timeout %v is negative (0 means none)", c.Timeout)
-	case c.OnClientAbort != Continue && c.OnClientAbort != Cancel:
-		return nil, fmt.Errorf("fake backend: on_client_abort %d: want continue or cancel", c.OnClientAbort)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
 	}
-	scale := opts.TimeScale
-	switch {
-	case math.IsNaN(scale) || math.IsInf(scale, 0) || scale < 0:
-		return nil, fmt.Errorf("fake backend: time scale %v: want a number above 0 (0.01 plays 100× faster; 0 means 1)", scale)
-	case scale == 0:
-		scale = 1
+	scale := clock.Scale(opts.TimeScale)
+	if err := scale.Validate(); err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
 	}
 	b := &Backend{
 		quit:      make(chan struct{}),
-		scale:     scale,
 		keepAlive: opts.KeepAlive,
 		precise:   opts.PreciseTimers,
 		freed:     make(chan struct{}, 1),
 		access:    opts.AccessLog,
-		pool:      NewPool(c),
-		running:   timeheap.Heap[*Job]{At: func(j *Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
+		pool:      workerpool.NewPool(c),
+		running:   timeheap.Heap[*workerpool.Job]{At: func(j *workerpool.Job) time.Time { return time.Unix(0, int64(j.Data.(*work).end)) }},
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 	}
 	seen := make(map[string]int, len(opts.Routes))
 	for i, r := range opts.Routes {
 		switch {
-		case !strings.HasPrefix(r.Path, "/"):
-			return nil, fmt.Errorf("fake backend: route %d: path %q must start with /", i, r.Path)
-		case r.Path == StatsPath:
-			return nil, fmt.Errorf("fake backend: route %d: path %q is the stats endpoint", i, r.Path)
+		case workerpool.CheckPath(r.Path) != nil:
+			return nil, fmt.Errorf("fake backend: route %d: path %w", i, workerpool.CheckPath(r.Path))
 		case r.Service == nil:
 			return nil, fmt.Errorf("fake backend: route %d (%s): no service time", i, r.Path)
 		}
@@ -196,49 +140,21 @@ func New(opts Options) (*Backend, error) {
 		b.routes = append(b.routes, route{Route: r, stats: RouteStats{Name: r.Name, Path: r.Path}})
 	}
 	if len(b.routes) == 0 {
-		b.routes = []route{{Route: Route{Name: "/", Path: "/", Service: Constant{}}, stats: RouteStats{Name: "/", Path: "/"}}}
+		b.routes = []route{{Route: Route{Name: "/", Path: "/", Service: workerpool.Constant{}}, stats: RouteStats{Name: "/", Path: "/"}}}
 	}
 	// Longest first; ties cannot happen (paths are distinct) but keep the
 	// given order stable anyway.
 	slices.SortStableFunc(b.routes, func(x, y route) int { return len(y.Path) - len(x.Path) })
 	b.pool.OnStart = b.start
-	b.wallBase = time.Now()
+	b.clock = clock.NewModelClock(scale)
 	return b, nil
 }
 
 // now returns the model time since New.
-func (b *Backend) now() time.Duration {
-	el := time.Since(b.wallBase)
-	if b.scale != 1 {
-		el = durationOf(float64(el) / b.scale)
-	}
-	return el
-}
+func (b *Backend) now() time.Duration { return b.clock.Now() }
 
 // wallAt converts a model time to the wall time it falls at.
-func (b *Backend) wallAt(t time.Duration) time.Time {
-	return b.wallBase.Add(b.wall(t))
-}
-
-// wall converts a model duration to the wall duration a timer waits.
-func (b *Backend) wall(d time.Duration) time.Duration {
-	if b.scale == 1 {
-		return d
-	}
-	return durationOf(float64(d) * b.scale)
-}
-
-// durationOf converts nanoseconds to a Duration, saturating at the int64
-// range, since a float conversion out of range is undefined.
-func durationOf(v float64) time.Duration {
-	switch {
-	case !(v > 0):
-		return 0
-	case v >= math.MaxInt64:
-		return math.MaxInt64
-	}
-	return time.Duration(v)
-}
+func (b *Backend) wallAt(t time.Duration) time.Time { return b.clock.WallAt(t) }
 
 // match returns the route for path, or nil.
 func (b *Backend) match(path string) *route {
@@ -296,7 +212,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	wk := &work{started: make(chan struct{}), route: rt}
-	j := &Job{Data: wk}
+	j := &workerpool.Job{Data: wk}
 	b.mu.Lock()
 	now := b.now()
 	b.retire(now)
@@ -320,13 +236,13 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			timer.Stop()
 		}
 	}()
-	if st == Refused {
+	if st == workerpool.Refused {
 		b.refused(rt)
 	}
 	// A connection over a full backlog that the kernel did not see (a
 	// handler behind no gate) is held here on the client's SYN schedule,
 	// in model time, until it fits.
-	for st == Dropped {
+	for st == workerpool.Dropped {
 		at, again := j.NextSYN()
 		timer = time.NewTimer(time.Until(b.wallAt(at)))
 		select {
@@ -346,7 +262,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.retire(now)
 		st = b.pool.Arrive(now, j)
 		b.mu.Unlock()
-		if st == Refused {
+		if st == workerpool.Refused {
 			b.refused(rt)
 		}
 	}
@@ -390,7 +306,7 @@ wait:
 	b.retire(max(b.now(), wk.end))
 	st = j.State()
 	b.mu.Unlock()
-	if st == Killed {
+	if st == workerpool.Killed {
 		// gunicorn's arbiter SIGKILLs the worker: the connection drops.
 		panic(http.ErrAbortHandler)
 	}
@@ -400,10 +316,10 @@ wait:
 		h.Set("Connection", "close") // a sync worker closes every connection
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set(HeaderService, fmtDur(j.Service))
+	h.Set(HeaderService, workerpool.FormatDuration(j.Service))
 	h.Set(HeaderRoute, rt.Name)
 	w.WriteHeader(http.StatusOK)
-	n, _ := fmt.Fprintf(w, "%s: served in %s\n", rt.Name, fmtDur(j.Service))
+	n, _ := fmt.Fprintf(w, "%s: served in %s\n", rt.Name, workerpool.FormatDuration(j.Service))
 	b.access.logServed(r, b.wallAt(wk.end-j.Service), http.StatusOK, n)
 }
 
@@ -418,14 +334,14 @@ func (b *Backend) refused(rt *route) {
 
 // abandon tells the pool that j's client left and reports whether the
 // handler should return now (the policy is Cancel).
-func (b *Backend) abandon(j *Job, rt *route) (leave bool) {
+func (b *Backend) abandon(j *workerpool.Job, rt *route) (leave bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
 	b.retire(now)
 	b.pool.Abandon(now, j)
 	b.freedWorker()
-	if j.State() != Cancelled {
+	if j.State() != workerpool.Cancelled {
 		return false
 	}
 	rt.stats.Cancelled++
@@ -442,7 +358,7 @@ type work struct {
 // start records that j has a worker: it joins the running jobs, ordered by
 // when they end, and its handler wakes. It is the pool's OnStart; b.mu is
 // held.
-func (b *Backend) start(j *Job) {
+func (b *Backend) start(j *workerpool.Job) {
 	wk := j.Data.(*work)
 	wk.end, _ = b.pool.End(j)
 	b.running.Push(j)
@@ -463,14 +379,14 @@ func (b *Backend) retire(now time.Duration) {
 			break
 		}
 		b.running.Pop()
-		if j.State() != Running {
+		if j.State() != workerpool.Running {
 			continue // cancelled: its worker was freed already
 		}
 		b.pool.Finish(wk.end, j)
 		switch j.State() {
-		case Done:
+		case workerpool.Done:
 			wk.route.stats.Served++
-		case Killed:
+		case workerpool.Killed:
 			wk.route.stats.Killed++
 		}
 		n++
@@ -515,63 +431,6 @@ func (b *Backend) freedWorker() {
 	}
 }
 
-// Stats returns the pool's counters now, in model time. When Serve leaves
-// the backlog to the kernel, Queued is the kernel's accept queue and
-// QueueMax the longest Stats and Snapshot have seen it.
-func (b *Backend) Stats() Stats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.now()
-	b.retire(now)
-	return b.withKernel(b.pool.Stats(now))
-}
-
-// withKernel adds the kernel's accept queue to s; b.mu is held.
-func (b *Backend) withKernel(s Stats) Stats {
-	if b.kernelQueue == nil {
-		return s
-	}
-	if n, ok := b.kernelQueue(); ok {
-		b.kernelMax = max(b.kernelMax, n)
-		s.Queued += n
-	}
-	s.QueueMax = max(s.QueueMax, b.kernelMax)
-	return s
-}
-
-// Snapshot returns the pool's and every route's counters now, routes in the
-// order of their paths.
-func (b *Backend) Snapshot() Snapshot {
-	b.mu.Lock()
-	now := b.now()
-	b.retire(now)
-	s := Snapshot{Stats: b.withKernel(b.pool.Stats(now)), Elapsed: now}
-	s.Routes = make([]RouteStats, len(b.routes))
-	for i := range b.routes {
-		s.Routes[i] = b.routes[i].stats
-	}
-	b.mu.Unlock()
-	s.Utilization = s.Stats.Utilization(s.Elapsed)
-	slices.SortFunc(s.Routes, func(x, y RouteStats) int { return strings.Compare(x.Path, y.Path) })
-	return s
-}
-
-func (b *Backend) serveStats(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := json.MarshalIndent(b.Snapshot(), "", "  ")
-	if err != nil { // cannot happen: the snapshot is plain numbers and strings
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(body, '\n'))
-}
-
 // unclaim gives back the worker the gate accepted cc for, when a request
 // that needs none comes on it.
 func (b *Backend) unclaim(cc *claimedConn) {
@@ -599,67 +458,4 @@ func (b *Backend) Close() {
 		}
 		b.mu.Unlock()
 	})
-}
-
-// Server limits for Serve. Every connection carries one request (the
-// backend answers Connection: close), so no idle or body timeouts matter.
-const (
-	readHeaderTimeout = 10 * time.Second
-	maxHeaderBytes    = 64 << 10
-	shutdownGrace     = 5 * time.Second
-)
-
-// Serve serves b on ln until ctx is done, then closes b (dropping requests
-// in flight, as a killed gunicorn would) and the server, and returns nil;
-// it returns the error if the server stops for another reason. Errors the
-// server logs (bad requests, handler panics) go to errorLog; nil discards
-// them.
-//
-// Unless Options.KeepAlive, Serve gates ln (see Gate) and, for a TCP
-// listener, sets its listen(2) backlog to the pool's (see SetBacklog): the
-// kernel then holds the backlog, and drops or refuses what overflows it, as
-// it does in front of gunicorn. With KeepAlive every connection is
-// accepted and the pool's backlog is emulated behind it.
-func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer) error {
-	if errorLog == nil {
-		errorLog = io.Discard
-	}
-	srv := &http.Server{
-		Handler:           b,
-		ReadHeaderTimeout: readHeaderTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(errorLog, "fake backend: ", 0),
-	}
-	if !b.keepAlive {
-		if err := SetBacklog(ln, b.Backlog()); err != nil {
-			return fmt.Errorf("fake backend: %w", err)
-		}
-		q := acceptQueue(ln)
-		b.mu.Lock()
-		b.kernelQueue = q
-		b.mu.Unlock()
-		ln = b.Gate(ln)
-		srv.ConnContext = b.ConnContext
-		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		b.Close()
-		return err
-	case <-ctx.Done():
-	}
-	b.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	// The gate's Accept may fail with net.ErrClosed, Close having come
-	// first, before Shutdown marks the server closed.
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }

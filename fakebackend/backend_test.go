@@ -3,17 +3,16 @@ package fakebackend
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // call is one request served by ServeHTTP on its own goroutine, as
@@ -58,6 +57,15 @@ func (c *call) took() time.Duration {
 	return c.end.Sub(c.begin)
 }
 
+// servedIn checks that c was answered 200 after want of wall time; what
+// names the request in the failure.
+func (c *call) servedIn(t *testing.T, what string, want time.Duration) {
+	t.Helper()
+	if got := c.took(); got != want || c.aborted || c.rec.Code != http.StatusOK {
+		t.Errorf("%s took %v aborted %v status %d, want %v and 200", what, got, c.aborted, c.rec.Code, want)
+	}
+}
+
 // ended reports whether the call has returned.
 func (c *call) ended() bool {
 	select {
@@ -87,7 +95,7 @@ func checkBusy(t *testing.T, step string, b *Backend, busy, queued int) {
 
 func TestBackendQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 8}, Routes: []Route{{Name: "report", Path: "/report", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 8}, Routes: []Route{{Name: "report", Path: "/report", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		var calls []*call
 		for range 10 {
 			calls = append(calls, serve(t, b, "/report?item=x"))
@@ -113,7 +121,7 @@ func TestBackendQueue(t *testing.T) {
 			}
 		}
 		s := b.Snapshot()
-		want := Stats{Workers: 8, Threads: 1, Backlog: DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
+		want := workerpool.Stats{Workers: 8, Threads: 1, Backlog: workerpool.DefaultBacklog, BusyMax: 8, QueueMax: 2, Arrived: 10, Served: 10, BusyTime: 20 * time.Minute}
 		if s.Stats != want {
 			t.Errorf("Stats = %+v, want %+v", s.Stats, want)
 		}
@@ -126,7 +134,7 @@ func TestBackendQueue(t *testing.T) {
 func TestBackendBacklogFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// listen(2) backlog 1: the accept queue holds 2.
-		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 2, Backlog: 1, Overflow: workerpool.Reset}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Second}}}})
 		calls := []*call{serve(t, b, "/a"), serve(t, b, "/b"), serve(t, b, "/c"), serve(t, b, "/d"), serve(t, b, "/e")}
 		// The fifth finds both workers busy and the backlog full: its
 		// connection is refused at once.
@@ -153,7 +161,7 @@ func TestBackendBacklogFull(t *testing.T) {
 // schedule, in model time, until it fits.
 func TestBackendBacklogDrop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: Constant{2500 * time.Millisecond}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1}, TimeScale: 0.5, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2500 * time.Millisecond}}}})
 		a, c := serve(t, b, "/a"), serve(t, b, "/c")
 		time.Sleep(time.Millisecond) // d's SYNs go a model 2ms after c's
 		d := serve(t, b, "/d")
@@ -164,8 +172,8 @@ func TestBackendBacklogDrop(t *testing.T) {
 			c    *call
 			took time.Duration
 		}{{a, 2500 * time.Millisecond}, {c, 5500 * time.Millisecond}, {d, 9500 * time.Millisecond}} {
-			if got := x.c.took(); got != b.wall(x.took) || x.c.aborted || x.c.rec.Code != http.StatusOK {
-				t.Errorf("step %d: request took %v aborted %v status %d, want %v (model %v) and 200", i, got, x.c.aborted, x.c.rec.Code, b.wall(x.took), x.took)
+			if got := x.c.took(); got != b.clock.Scale.Wall(x.took) || x.c.aborted || x.c.rec.Code != http.StatusOK {
+				t.Errorf("step %d: request took %v aborted %v status %d, want %v (model %v) and 200", i, got, x.c.aborted, x.c.rec.Code, b.clock.Scale.Wall(x.took), x.took)
 			}
 		}
 		s := b.Stats()
@@ -177,7 +185,7 @@ func TestBackendBacklogDrop(t *testing.T) {
 
 func TestBackendNoBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1, Overflow: Reset}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1, Overflow: workerpool.Reset}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Second}}}})
 		a, c := serve(t, b, "/"), serve(t, b, "/")
 		if !c.aborted || !c.ended() {
 			t.Errorf("step 1: second request with no backlog: aborted %v, want dropped", c.aborted)
@@ -191,10 +199,10 @@ func TestBackendNoBacklog(t *testing.T) {
 func TestBackendTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool: Config{Workers: 1, Timeout: 120 * time.Second},
+			Pool: workerpool.Config{Workers: 1, Timeout: 120 * time.Second},
 			Routes: []Route{
-				{Name: "stock", Path: "/stock", Service: Constant{4 * time.Minute}},
-				{Name: "home", Path: "/", Service: Constant{time.Second}},
+				{Name: "stock", Path: "/stock", Service: workerpool.Constant{D: 4 * time.Minute}},
+				{Name: "home", Path: "/", Service: workerpool.Constant{D: time.Second}},
 			},
 		})
 		kill := tickAfter(b.pool, 120*time.Second)
@@ -224,7 +232,7 @@ func TestBackendTimeout(t *testing.T) {
 
 func TestBackendClientAbortContinue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Path: "/", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		a := serve(t, b, "/a")
 		q := serve(t, b, "/q")
 		time.Sleep(30 * time.Second)
@@ -252,7 +260,7 @@ func TestBackendClientAbortContinue(t *testing.T) {
 
 func TestBackendClientAbortCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1, OnClientAbort: Cancel}, Routes: []Route{{Path: "/", Service: Constant{2 * time.Minute}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, OnClientAbort: workerpool.Cancel}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}}})
 		a := serve(t, b, "/a")
 		q1 := serve(t, b, "/q1")
 		q2 := serve(t, b, "/q2")
@@ -282,9 +290,9 @@ func TestBackendClientAbortCancel(t *testing.T) {
 func TestBackendRoutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{Routes: []Route{
-			{Path: "/api", Service: Constant{time.Second}},
-			{Name: "slow", Path: "/api/slow", Service: Constant{time.Minute}},
-			{Path: "/static/", Service: Constant{0}},
+			{Path: "/api", Service: workerpool.Constant{D: time.Second}},
+			{Name: "slow", Path: "/api/slow", Service: workerpool.Constant{D: time.Minute}},
+			{Path: "/static/", Service: workerpool.Constant{D: 0}},
 		}})
 		cases := []struct {
 			path  string
@@ -331,8 +339,8 @@ func TestBackendNoRoutes(t *testing.T) {
 func TestBackendTimeScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, Options{
-			Pool:      Config{Workers: 1, Timeout: 120 * time.Second},
-			Routes:    []Route{{Path: "/slow", Service: Constant{3 * time.Minute}}, {Path: "/", Service: Constant{2 * time.Minute}}},
+			Pool:      workerpool.Config{Workers: 1, Timeout: 120 * time.Second},
+			Routes:    []Route{{Path: "/slow", Service: workerpool.Constant{D: 3 * time.Minute}}, {Path: "/", Service: workerpool.Constant{D: 2 * time.Minute}}},
 			TimeScale: 0.01,
 		})
 		a, k := serve(t, b, "/"), serve(t, b, "/slow")
@@ -340,8 +348,8 @@ func TestBackendTimeScale(t *testing.T) {
 			t.Errorf("step 1: 2m of work at scale 0.01 took %v (service header %q), want 1.2s and 2m", got, a.rec.Header().Get(HeaderService))
 		}
 		kill := tickAfter(b.pool, 4*time.Minute)
-		if got := k.took(); got != b.wall(kill) || !k.aborted {
-			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed on the tick after 4m, %v (wall %v)", got, k.aborted, kill, b.wall(kill))
+		if got := k.took(); got != b.clock.Scale.Wall(kill) || !k.aborted {
+			t.Errorf("step 2: 3m of work with a 120s timeout at 0.01 ended after %v aborted %v, want killed on the tick after 4m, %v (wall %v)", got, k.aborted, kill, b.clock.Scale.Wall(kill))
 		}
 		// The pool keeps model time.
 		s := b.Snapshot()
@@ -353,9 +361,9 @@ func TestBackendTimeScale(t *testing.T) {
 
 func TestBackendStatsEndpoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 2, Backlog: 4}, Routes: []Route{
-			{Name: "slow", Path: "/slow", Service: Constant{time.Minute}},
-			{Name: "home", Path: "/", Service: Constant{time.Second}},
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 2, Backlog: 4}, Routes: []Route{
+			{Name: "slow", Path: "/slow", Service: workerpool.Constant{D: time.Minute}},
+			{Name: "home", Path: "/", Service: workerpool.Constant{D: time.Second}},
 		}})
 		serve(t, b, "/slow")
 		serve(t, b, "/slow")
@@ -406,12 +414,12 @@ func TestBackendStatsEndpoint(t *testing.T) {
 // both policies and checks that every one ends, every worker comes back and
 // the counters add up.
 func TestBackendChurn(t *testing.T) {
-	for _, policy := range []AbortPolicy{Continue, Cancel} {
+	for _, policy := range []workerpool.AbortPolicy{workerpool.Continue, workerpool.Cancel} {
 		t.Run(policy.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := mustNew(t, Options{
-					Pool:   Config{Workers: 4, Backlog: 20, Timeout: 3 * time.Second, OnClientAbort: policy},
-					Routes: []Route{{Path: "/", Service: Exp{time.Second}}},
+					Pool:   workerpool.Config{Workers: 4, Backlog: 20, Timeout: 3 * time.Second, OnClientAbort: policy},
+					Routes: []Route{{Path: "/", Service: workerpool.Exp{Avg: time.Second}}},
 					Seed:   7,
 				})
 				rng := rand.New(rand.NewPCG(7, 7))
@@ -437,7 +445,7 @@ func TestBackendChurn(t *testing.T) {
 				if s.Killed == 0 || s.Abandoned == 0 || s.QueueMax == 0 {
 					t.Errorf("stats %+v: want some killed, abandoned and queued to exercise every path", s)
 				}
-				if policy == Continue && s.Cancelled != 0 || policy == Cancel && s.Cancelled == 0 {
+				if policy == workerpool.Continue && s.Cancelled != 0 || policy == workerpool.Cancel && s.Cancelled == 0 {
 					t.Errorf("policy %v: cancelled %d", policy, s.Cancelled)
 				}
 			})
@@ -446,21 +454,21 @@ func TestBackendChurn(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	dist := Constant{time.Second}
+	dist := workerpool.Constant{D: time.Second}
 	cases := []struct {
 		opts Options
 		want string
 	}{
-		{Options{Pool: Config{Workers: -1}}, "workers -1: want 1 to 65536"},
-		{Options{Pool: Config{Workers: MaxWorkers + 1}}, "workers 65537"},
-		{Options{Pool: Config{Backlog: MaxBacklog + 1}}, "backlog 1048577: want at most"},
-		{Options{Pool: Config{Timeout: -time.Second}}, "timeout -1s is negative"},
-		{Options{Pool: Config{OnClientAbort: 7}}, "on_client_abort 7"},
+		{Options{Pool: workerpool.Config{Workers: -1}}, "workers: -1 is below 0"},
+		{Options{Pool: workerpool.Config{Workers: workerpool.MaxWorkers + 1}}, "workers: 65537 is over 65536"},
+		{Options{Pool: workerpool.Config{Backlog: workerpool.MaxBacklog + 1}}, "backlog: 1048577 is over"},
+		{Options{Pool: workerpool.Config{Timeout: -time.Second}}, "timeout: -1s is negative"},
+		{Options{Pool: workerpool.Config{OnClientAbort: 7}}, "on_client_abort: 7"},
 		{Options{TimeScale: -1}, "time scale -1"},
-		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" must start with /`},
+		{Options{Routes: []Route{{Path: "slow", Service: dist}}}, `path "slow" is not a URL path`},
 		{Options{Routes: []Route{{Path: "/", Service: dist}, {Path: "/x"}}}, "route 1 (/x): no service time"},
 		{Options{Routes: []Route{{Path: "/a", Service: dist}, {Path: "/b", Service: dist}, {Path: "/a", Service: dist}}}, `routes 0 and 2 both have path "/a"`},
-		{Options{Routes: []Route{{Path: StatsPath, Service: dist}}}, "is the stats endpoint"},
+		{Options{Routes: []Route{{Path: StatsPath, Service: dist}}}, "is under /_stampede/"},
 	}
 	for i, c := range cases {
 		_, err := New(c.opts)
@@ -468,161 +476,16 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("step %d: New(%+v) error %v, want one containing %q", i, c.opts, err, c.want)
 		}
 	}
-	for i, opts := range []Options{{}, {Pool: Config{Workers: 8, Backlog: -1}, TimeScale: 0.01}, {Routes: []Route{{Path: "/", Service: dist}}}} {
+	for i, opts := range []Options{{}, {Pool: workerpool.Config{Workers: 8, Backlog: -1}, TimeScale: 0.01}, {Routes: []Route{{Path: "/", Service: dist}}}} {
 		if _, err := New(opts); err != nil {
 			t.Errorf("step %d: New(%+v): %v, want ok", i, opts, err)
 		}
 	}
 }
 
-// TestBackendLoopback checks over real connections that a refused and a
-// killed request reach the client as a dropped connection.
-func TestBackendLoopback(t *testing.T) {
-	isDrop := func(err error) bool {
-		return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-	}
-	get := func(ctx context.Context, srv *httptest.Server, path string) (*http.Response, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
-		return srv.Client().Do(req)
-	}
-
-	t.Run("served and killed", func(t *testing.T) {
-		b := mustNew(t, Options{
-			Pool:      Config{Workers: 1, Timeout: time.Second},
-			Routes:    []Route{{Path: "/killed", Service: Constant{2 * time.Second}}, {Path: "/", Service: Constant{0}}},
-			TimeScale: 0.01, // the timeout fires after 10ms
-		})
-		srv := httptest.NewServer(b)
-		defer srv.Close()
-		resp, err := get(t.Context(), srv, "/")
-		if err != nil {
-			t.Fatalf("step 1: GET /: %v", err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !resp.Close || string(body) != "/: served in 0s\n" {
-			t.Errorf("step 1: GET /: status %d close %v body %q, want 200, a closed connection, a body", resp.StatusCode, resp.Close, body)
-		}
-		if _, err := get(t.Context(), srv, "/killed"); !isDrop(err) {
-			t.Errorf("step 2: GET /killed: error %v, want the connection dropped (EOF)", err)
-		}
-		srv.Close()
-		if s := b.Stats(); s.Served != 1 || s.Killed != 1 || s.Busy != 0 {
-			t.Errorf("stats %+v: want 1 served, 1 killed, none busy", s)
-		}
-	})
-
-	t.Run("refused", func(t *testing.T) {
-		b := mustNew(t, Options{
-			Pool:   Config{Workers: 1, Backlog: -1, Overflow: Reset, OnClientAbort: Cancel},
-			Routes: []Route{{Path: "/", Service: Constant{time.Hour}}},
-		})
-		srv := httptest.NewServer(b)
-		defer srv.Close()
-		// Hold the only worker, then a second request finds no backlog.
-		holdCtx, release := context.WithCancel(t.Context())
-		held := make(chan error, 1)
-		go func() {
-			_, err := get(holdCtx, srv, "/hold")
-			held <- err
-		}()
-		deadline := time.NewTimer(5 * time.Second)
-		defer deadline.Stop()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for b.Stats().Busy == 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				t.Fatal("step 1: /hold never took the worker")
-			}
-		}
-		if _, err := get(t.Context(), srv, "/refused"); !isDrop(err) {
-			t.Errorf("step 2: GET with every worker busy and no backlog: error %v, want the connection dropped (EOF)", err)
-		}
-		release()
-		if err := <-held; !errors.Is(err, context.Canceled) {
-			t.Errorf("step 3: the held request: %v, want context.Canceled", err)
-		}
-		// srv.Close waits for the handler; the cancel policy lets it go at once.
-		srv.Close()
-		if s := b.Stats(); s.Refused != 1 || s.Cancelled != 1 || s.Busy != 0 {
-			t.Errorf("stats %+v: want 1 refused, 1 cancelled, none busy", s)
-		}
-	})
-}
-
-func BenchmarkBackend(b *testing.B) {
-	be, _ := New(Options{Pool: Config{Workers: 8}})
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		be.ServeHTTP(httptest.NewRecorder(), r)
-	}
-}
-
-func TestBackendClose(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1}, Routes: []Route{{Path: "/", Service: Constant{time.Hour}}}})
-		run, queued := serve(t, b, "/"), serve(t, b, "/")
-		time.Sleep(time.Minute)
-		b.Close()
-		b.Close() // idempotent
-		if got := run.took(); got != time.Minute || !run.aborted {
-			t.Errorf("step 1: running request after Close: took %v aborted %v, want dropped at 1m", got, run.aborted)
-		}
-		if got := queued.took(); got != time.Minute || !queued.aborted {
-			t.Errorf("step 2: queued request after Close: took %v aborted %v, want dropped at 1m", got, queued.aborted)
-		}
-		if later := serve(t, b, "/"); !later.ended() || !later.aborted {
-			t.Errorf("step 3: request after Close: ended %v aborted %v, want dropped at once", later.ended(), later.aborted)
-		}
-		if st := serve(t, b, StatsPath); st.rec.Code != 200 {
-			t.Errorf("step 4: stats after Close: status %d, want 200", st.rec.Code)
-		}
-	})
-}
-
-func TestBackendServe(t *testing.T) {
-	b := mustNew(t, Options{Routes: []Route{{Path: "/hold", Service: Constant{time.Hour}}, {Path: "/", Service: Constant{0}}}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() { served <- b.Serve(ctx, ln, nil) }()
-	url := "http://" + ln.Addr().String()
-
-	resp, err := http.Get(url + "/x")
-	if err != nil {
-		t.Fatalf("step 1: GET /x: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(HeaderService) != "0s" {
-		t.Errorf("step 1: GET /x: status %d service %q, want 200 and 0s", resp.StatusCode, resp.Header.Get(HeaderService))
-	}
-	held := make(chan error, 1)
-	go func() {
-		_, err := http.Get(url + "/hold")
-		held <- err
-	}()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for b.Stats().Busy == 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatal("step 2: /hold never took a worker")
-		}
-	}
-	stop()
-	if err := <-served; err != nil {
-		t.Errorf("step 3: Serve after ctx done: %v, want nil", err)
-	}
-	if err := <-held; err == nil {
-		t.Errorf("step 4: the hour-long request got a response, want its connection dropped")
-	}
+// tickAfter returns the arbiter tick that kills a request still running at
+// x, whose worker took it at x − Timeout.
+func tickAfter(p *workerpool.Pool, x time.Duration) time.Duration {
+	k, _ := p.KillTick(x - p.Config().Timeout)
+	return k
 }

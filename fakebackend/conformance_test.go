@@ -17,7 +17,9 @@ import (
 	"stampede/fakebackend"
 	"stampede/internal/gunicorntest"
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 	"stampede/limiterproxy"
+	"stampede/workerpool"
 )
 
 // The gunicorn conformance test plays the same request patterns through real
@@ -134,11 +136,11 @@ var gCases = []gCase{
 		shots: []gShot{{ms: 4000}, {at: 100 * time.Millisecond, ms: 0}},
 		want:  map[int]int{502: 1, 200: 1},
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
-			within(t, who+": the killed request's 502", got[0].end, time.Second, time.Second+fakebackend.ArbiterTick+slack)
+			within(t, who+": the killed request's 502", got[0].end, time.Second, time.Second+workerpool.ArbiterTick+slack)
 			// Boot: 0.10–0.44 s measured on gunicorn; under load a worker
 			// slow to exit on the arbiter's SIGABRT is SIGKILLed on its
 			// next tick, and only then replaced.
-			within(t, who+": the queued request after the kill (the boot)", got[1].end-got[0].end, 0, fakebackend.ArbiterTick+slack)
+			within(t, who+": the queued request after the kill (the boot)", got[1].end-got[0].end, 0, workerpool.ArbiterTick+slack)
 		},
 	},
 	{
@@ -277,16 +279,16 @@ func connects(t *testing.T, addr string, n int) int {
 // listener until the test ends, and returns its address.
 func startFake(t *testing.T, c gCase) string {
 	t.Helper()
-	routes := []fakebackend.Route{{Path: "/", Service: fakebackend.Constant{}}}
+	routes := []fakebackend.Route{{Path: "/", Service: workerpool.Constant{}}}
 	seen := map[string]bool{}
 	for _, s := range c.shots {
 		if !seen[s.path()] {
 			seen[s.path()] = true
-			routes = append(routes, fakebackend.Route{Path: s.path() + "/", Service: fakebackend.Constant{D: time.Duration(s.ms) * time.Millisecond}})
+			routes = append(routes, fakebackend.Route{Path: s.path() + "/", Service: workerpool.Constant{D: time.Duration(s.ms) * time.Millisecond}})
 		}
 	}
 	b, err := fakebackend.New(fakebackend.Options{
-		Pool:   fakebackend.Config{Workers: c.workers, Backlog: c.backlog, Timeout: c.timeout, Boot: fakebackend.DefaultBoot, Seed: 1},
+		Pool:   workerpool.Config{Workers: c.workers, Backlog: c.backlog, Timeout: c.timeout, Boot: workerpool.DefaultBoot, Seed: 1},
 		Routes: routes,
 	})
 	if err != nil {
@@ -317,7 +319,7 @@ func startFake(t *testing.T, c gCase) string {
 func startNginx(t *testing.T, c gCase, upstream string) string {
 	t.Helper()
 	return nginxtest.Start(t, func(w io.Writer, listen string) error {
-		return limiterproxy.WriteNginx(w, limiterproxy.Config{}, limiterproxy.NginxOptions{
+		return limiterproxy.WriteNginx(w, limit.Config{}, limiterproxy.NginxOptions{
 			Listen: listen, Upstream: upstream, ReadTimeout: c.readTimeout, ConnectTimeout: limiterproxy.DefaultConnectTimeout,
 		})
 	})

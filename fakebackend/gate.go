@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"stampede/workerpool"
 )
 
 // Gate returns ln wrapped so that it accepts a connection only when one of
@@ -53,9 +55,9 @@ func (b *Backend) claim() error {
 		now := b.now()
 		b.retire(now)
 		ok := b.pool.Free(now) > b.claims
-		if b.pool.threads > 1 {
+		if b.pool.Threads() > 1 {
 			busy, queued := b.pool.Busy()
-			ok = busy+queued+b.claims < len(b.pool.workers)*max(WorkerConnections, b.pool.threads)
+			ok = busy+queued+b.claims < b.pool.Workers()*max(workerpool.WorkerConnections, b.pool.Threads())
 		}
 		if ok {
 			b.claims++
@@ -117,7 +119,7 @@ func (b *Backend) ConnContext(ctx context.Context, c net.Conn) context.Context {
 // Backlog returns the listen(2) backlog b's configuration asks for: the
 // pool's Backlog, DefaultBacklog for zero and 0 for a negative one (with
 // which Linux still queues one connection).
-func (b *Backend) Backlog() int { return b.pool.cfg.listenBacklog() }
+func (b *Backend) Backlog() int { return b.pool.Config().ListenBacklog() }
 
 // SetBacklog sets the listen(2) backlog of a TCP listener to n, listening
 // again on its socket, which Linux allows and takes as a new backlog (Go
@@ -165,7 +167,7 @@ func (b *Backend) OverflowFidelity(ln net.Listener) error {
 	if b.keepAlive {
 		return ErrOverflowEmulated
 	}
-	if _, tcp := ln.(*net.TCPListener); tcp && b.scale != 1 {
+	if _, tcp := ln.(*net.TCPListener); tcp && b.clock.Scale.Factor() != 1 {
 		return ErrOverflowWallTime
 	}
 	return nil

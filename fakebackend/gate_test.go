@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // chanListener is an in-memory listener: Accept takes the next connection
@@ -53,7 +55,7 @@ func (l *chanListener) accepted() int {
 // stay in its queue, where a kernel (or a memory transport) holds them.
 func TestGateAcceptsForFreeWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 2}, Routes: []Route{{Path: "/", Service: Constant{time.Second}}}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 2}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: time.Second}}}})
 		ln := newChanListener(8)
 		ctx, cancel := context.WithCancel(t.Context())
 		served := make(chan error, 1)
@@ -112,7 +114,7 @@ func TestGateAcceptsForFreeWorkers(t *testing.T) {
 // once: none is refused or reset; those the kernel dropped connect on a SYN
 // retransmission, a second or more later, and are served.
 func TestServeBacklogOverflowTCP(t *testing.T) {
-	b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, Routes: []Route{{Path: "/", Service: Constant{300 * time.Millisecond}}}})
+	b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1}, Routes: []Route{{Path: "/", Service: workerpool.Constant{D: 300 * time.Millisecond}}}})
 	if err := b.OverflowFidelity(nil); err != nil {
 		t.Errorf("OverflowFidelity at time scale 1 without keep-alive: %v, want nil", err)
 	}

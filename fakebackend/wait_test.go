@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"stampede/workerpool"
 )
 
 // waitURL returns WaitPath with query q.
@@ -21,7 +23,7 @@ func waitURL(q url.Values) string {
 // The busy request's connection is dropped when the test ends.
 func fullBackend(t *testing.T) (*Backend, *call) {
 	t.Helper()
-	b := mustNew(t, Options{Pool: Config{Workers: 1, Backlog: -1}, Routes: []Route{{Name: "busy", Path: "/", Service: Constant{time.Minute}}}})
+	b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1, Backlog: -1}, Routes: []Route{{Name: "busy", Path: "/", Service: workerpool.Constant{D: time.Minute}}}})
 	busy := serve(t, b, "/busy")
 	t.Cleanup(func() { // in the bubble, before it must be idle
 		b.Close()
@@ -97,7 +99,7 @@ func TestWaitPathRejects(t *testing.T) {
 		{"wait": {"9999999999999999h"}}, // overflows a Duration
 	}
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, Options{Pool: Config{Workers: 1}})
+		b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1}})
 		for i, q := range cases {
 			w := serve(t, b, waitURL(q))
 			if got := w.took(); got != 0 || w.aborted || w.rec.Code != http.StatusBadRequest {
@@ -132,7 +134,7 @@ func FuzzWaitPath(f *testing.F) {
 		d, err := time.ParseDuration(wait)
 		ok := err == nil && d >= 0 && d <= time.Second
 		synctest.Test(t, func(t *testing.T) {
-			b := mustNew(t, Options{Pool: Config{Workers: 1}})
+			b := mustNew(t, Options{Pool: workerpool.Config{Workers: 1}})
 			w := serve(t, b, waitURL(url.Values{"wait": {wait}}))
 			got := w.took()
 			switch {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 // The conformance test plays the same request patterns through real nginx
@@ -30,252 +31,23 @@ import (
 // headers and path), because which of several identical simultaneous
 // requests wins is up to the scheduler, but how many win is not.
 
-// confReq is one request of a pattern.
-type confReq struct {
-	host   string
-	addr   string // client source address; "" means 127.0.0.1
-	tenant string // X-Tenant header; "" means none
-	path   string // /hold, /, /kill or /hang
-}
-
-func (r confReq) group() string {
-	addr := r.addr
-	if addr == "" {
-		addr = "127.0.0.1"
-	}
-	return r.host + " from " + addr + " tenant=" + r.tenant + " " + r.path
-}
-
-type confCase struct {
-	name        string
-	cfg         Config
-	readTimeout time.Duration
-	waves       [][]confReq
-	want        []map[int]int // per wave, the statuses both must give (a check on the test itself)
-}
-
-func reqs(n int, r confReq) []confReq { return slices.Repeat([]confReq{r}, n) }
-
-func concat(parts ...[]confReq) []confReq { return slices.Concat(parts...) }
-
-var confCases = []confCase{
-	{
-		name: "limit_conn per host",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
-		waves: [][]confReq{concat(
-			reqs(3, confReq{host: "site1", path: "/hold"}),
-			reqs(3, confReq{host: "site2", path: "/hold"}),
-		)},
-		want: []map[int]int{{200: 4, 503: 2}},
-	},
-	{
-		name: "limit_conn per address",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 429}}},
-		waves: [][]confReq{concat(
-			reqs(2, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}),
-			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}),
-			reqs(1, confReq{host: "site1", addr: "127.0.0.4", path: "/hold"}),
-		)},
-		want: []map[int]int{{200: 3, 429: 2}},
-	},
-	{
-		name: "two limits at once",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2}}},
-		waves: [][]confReq{
-			reqs(3, confReq{host: "site1", addr: "127.0.0.2", path: "/hold"}), // the address limit
-			reqs(2, confReq{host: "site1", addr: "127.0.0.3", path: "/hold"}), // then the host limit
-			reqs(2, confReq{host: "site2", addr: "127.0.0.3", path: "/hold"}), // the address limit again
-		},
-		want: []map[int]int{{200: 2, 503: 1}, {200: 1, 503: 1}, {200: 1, 503: 1}},
-	},
-	{
-		name: "empty key is not counted",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
-		waves: [][]confReq{
-			reqs(3, confReq{host: "site1", path: "/hold"}),
-			reqs(2, confReq{host: "site1", tenant: "acme", path: "/hold"}),
-		},
-		want: []map[int]int{{200: 3}, {200: 1, 503: 1}},
-	},
-	{
-		name:  "dry run",
-		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
-		waves: [][]confReq{reqs(3, confReq{host: "site1", path: "/hold"})},
-		want:  []map[int]int{{200: 3}},
-	},
-	{
-		name: "limit_req burst nodelay, one at a time",
-		cfg:  Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
-		waves: [][]confReq{
-			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
-			{{host: "site1", path: "/"}}, {{host: "site1", path: "/"}}, {{host: "site1", path: "/"}},
-			{{host: "site2", path: "/"}},
-		},
-		want: []map[int]int{{200: 1}, {200: 1}, {200: 1}, {200: 1}, {503: 1}, {503: 1}, {200: 1}},
-	},
-	{
-		name:  "limit_req burst nodelay, simultaneous",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 3, NoDelay: true}}},
-		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/"})},
-		want:  []map[int]int{{200: 4, 503: 2}},
-	},
-	{
-		name:  "limit_req burst with delay",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "4r/s", Burst: 2, Status: 429}}},
-		waves: [][]confReq{reqs(4, confReq{host: "site1", path: "/"})},
-		want:  []map[int]int{{200: 3, 429: 1}},
-	},
-	{
-		name:  "limit_req delay=N",
-		cfg:   Config{Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 5, Delay: 2}}},
-		waves: [][]confReq{reqs(7, confReq{host: "site1", path: "/"})},
-		want:  []map[int]int{{200: 6, 503: 1}},
-	},
-	{
-		name: "limit_req then limit_conn",
-		cfg: Config{
-			Req:  []ReqSpec{{Key: "$host", Rate: "2r/s", Burst: 4, NoDelay: true}},
-			Conn: []ConnSpec{{Key: "$host", PerKey: 2}},
-		},
-		waves: [][]confReq{reqs(6, confReq{host: "site1", path: "/hold"})},
-		want:  []map[int]int{{200: 2, 503: 4}},
-	},
-	{
-		name:  "502 on a killed worker",
-		cfg:   Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
-		waves: [][]confReq{reqs(2, confReq{host: "site1", path: "/kill"})},
-		want:  []map[int]int{{502: 2}},
-	},
-	// nginx-tests limit_conn.t: a location without limit_conn of its own
-	// counts in the server's zone; one with its own counts in its own,
-	// with its own status.
-	{
-		name: "limit_conn.t: locations and inheritance",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/zone"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}},
-				{Paths: []string{"/unlim"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 5}}},
-				{Paths: []string{"/custom"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 501}}},
-			},
-		},
-		waves: [][]confReq{
-			{{host: "site1", path: "/w/hold"}},
-			{{host: "site1", path: "/1"}, {host: "site1", path: "/zone"}, {host: "site1", path: "/unlim"}},
-			{{host: "site1", path: "/custom/hold"}},
-			{{host: "site1", path: "/custom"}, {host: "site1", path: "/unlim/hold"}},
-		},
-		want: []map[int]int{{200: 1}, {200: 2, 503: 1}, {200: 1}, {200: 1, 501: 1}},
-	},
-	// The longest prefix wins; each kind is inherited on its own.
-	{
-		name: "locations: longest prefix, inheritance per kind",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$host", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/report"}, Conn: []ConnSpec{{Key: "$host", PerKey: 2}}},
-				{Paths: []string{"/report/x"}, Conn: []ConnSpec{{Key: "$host", PerKey: 3}}},
-				{Paths: []string{"/login", "/signin"}, Req: []ReqSpec{{Key: "$host", Rate: "1r/m", NoDelay: true, Status: 429}}},
-			},
-		},
-		waves: [][]confReq{
-			concat(reqs(3, confReq{host: "site1", path: "/report/hold"}), reqs(4, confReq{host: "site4", path: "/report/x/hold"})),
-			reqs(2, confReq{host: "site1", path: "/hold"}),
-			{{host: "site2", path: "/login/hold"}},
-			{{host: "site2", path: "/signin"}},
-			{{host: "site3", path: "/login"}},
-			{{host: "site3", path: "/signin"}},
-		},
-		want: []map[int]int{{200: 5, 503: 2}, {200: 1, 503: 1}, {200: 1}, {429: 1}, {200: 1}, {429: 1}},
-	},
-	// nginx-tests limit_conn_complex.t: $arg_ in a key, and nginx's
-	// $arg_: the first argument of the name with "=", any case, raw.
-	{
-		name: "limit_conn_complex.t: $arg_ keys",
-		cfg:  Config{Conn: []ConnSpec{{Key: "$binary_remote_addr$arg_c", PerKey: 1}}},
-		waves: [][]confReq{
-			{{host: "site1", path: "/w/hold"}},
-			{{host: "site1", path: "/"}, {host: "site1", path: "/?c=2"}},
-			{{host: "site1", path: "/w/hold?C=x%20y&c=z"}},
-			{{host: "site1", path: "/?c=x%20y"}, {host: "site1", path: "/?c=x+y"}, {host: "site1", path: "/?a=1&c=x%20y"}, {host: "site1", path: "/?c&c=z"}, {host: "site1", path: "/?cc=x%20y"}},
-		},
-		want: []map[int]int{{200: 1}, {200: 1, 503: 1}, {200: 1}, {200: 2, 503: 3}},
-	},
-	// nginx-tests limit_req2.t: two limits on $arg_ keys; no key, no limit.
-	{
-		name: "limit_req2.t: $arg_ keys, two limits",
-		cfg:  Config{Req: []ReqSpec{{Key: "$arg_b", Rate: "1000r/s", NoDelay: true}, {Key: "$arg_a", Rate: "1r/m", NoDelay: true}}},
-		waves: [][]confReq{
-			{{host: "site1", path: "/t1?a=1"}}, {{host: "site1", path: "/t1?a=1"}},
-			{{host: "site1", path: "/t1?a=2&b=2"}}, {{host: "site1", path: "/t1?a=2&b=9"}},
-			{{host: "site1", path: "/t1"}}, {{host: "site1", path: "/t1"}},
-			{{host: "site1", path: "/t1?b=3"}},
-		},
-		want: []map[int]int{{200: 1}, {503: 1}, {200: 1}, {503: 1}, {200: 1}, {200: 1}, {200: 1}},
-	},
-	// nginx-tests limit_req_delay.t: delay=1 burst=2 at 30r/m: the second
-	// request is not delayed, the third is, a fourth beside it is
-	// rejected.
-	{
-		name: "limit_req_delay.t: two-stage",
-		cfg:  Config{Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "30r/m", Burst: 2, Delay: 1}}},
-		waves: [][]confReq{
-			{{host: "site1", path: "/delay.html"}},
-			{{host: "site1", path: "/delay.html"}},
-			reqs(2, confReq{host: "site1", path: "/delay.html"}),
-		},
-		want: []map[int]int{{200: 1}, {200: 1}, {200: 1, 503: 1}},
-	},
-	// nginx-tests limit_req_dry_run.t, with stampede's locations: the
-	// server's limits in dry run let everything through, and are never
-	// waited for (a delay here would be 60 s and the wave would not
-	// settle); a location with an enforced limit of its own rejects.
-	{
-		name: "limit_req_dry_run.t: dry run, and a location with it off",
-		cfg: Config{
-			Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m", Burst: 2, DryRun: true}},
-			Locations: []Location{
-				{Paths: []string{"/reject/off"}, Req: []ReqSpec{{Key: "$binary_remote_addr", Rate: "1r/m"}}},
-			},
-		},
-		waves: [][]confReq{
-			{{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}},
-			{{host: "site1", path: "/delay"}}, {{host: "site1", path: "/delay"}},
-			{{host: "site1", path: "/reject/off"}}, {{host: "site1", path: "/reject/off"}},
-		},
-		want: []map[int]int{{200: 1}, {200: 1}, {200: 1}, {200: 1}, {200: 1}, {200: 1}, {503: 1}},
-	},
-	// nginx-tests limit_conn_dry_run.t: a dry-run location lets through
-	// what an enforced one rejects.
-	{
-		name: "limit_conn_dry_run.t: dry run beside an enforced location",
-		cfg: Config{
-			Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
-			Locations: []Location{
-				{Paths: []string{"/dry"}, Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, DryRun: true}}},
-			},
-		},
-		waves: [][]confReq{
-			reqs(2, confReq{host: "site1", path: "/reject/hold"}),
-			reqs(2, confReq{host: "site1", path: "/dry/hold"}),
-		},
-		want: []map[int]int{{200: 1, 503: 1}, {200: 2}},
-	},
-	{
-		name:        "504 on read timeout",
-		cfg:         Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
-		readTimeout: 300 * time.Millisecond,
-		waves:       [][]confReq{reqs(2, confReq{host: "site1", path: "/hang"})},
-		want:        []map[int]int{{504: 2}},
-	},
-}
-
 // confUpstream is the upstream both proxies stand in front of.
 type confUpstream struct {
 	mu      sync.Mutex
 	release chan struct{} // closed at the end of a run
 	held    map[string]bool
 	changed chan struct{} // signalled on every arrival at /hold
+}
+
+// startConfUpstream serves a fresh confUpstream until the test ends.
+func startConfUpstream(t *testing.T) (*confUpstream, *httptest.Server) {
+	up := &confUpstream{changed: make(chan struct{}, 1)}
+	up.reset()
+	upstream := httptest.NewUnstartedServer(up)
+	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
+	upstream.Start()
+	t.Cleanup(upstream.Close)
+	return up, upstream
 }
 
 func (u *confUpstream) reset() {
@@ -454,12 +226,7 @@ func TestConformanceWithNginx(t *testing.T) {
 	} else if strings.Contains(err.Error(), "assign requested address") {
 		t.Skipf("cannot send from 127.0.0.2 on this system: %v", err)
 	}
-	up := &confUpstream{changed: make(chan struct{}, 1)}
-	up.reset()
-	upstream := httptest.NewUnstartedServer(up)
-	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
-	upstream.Start()
-	defer upstream.Close()
+	up, upstream := startConfUpstream(t)
 	cl := &clients{m: map[string]*http.Client{}}
 
 	for _, tc := range confCases {
@@ -497,9 +264,9 @@ func TestConformanceWithNginx(t *testing.T) {
 
 // startGoProxy serves Handler+NewProxy for cfg on a loopback port until the
 // test ends, and returns its base URL.
-func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+func startGoProxy(t *testing.T, cfg limit.Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
-	p, err := NewPolicy(cfg)
+	p, err := limit.NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +292,7 @@ func startGoProxy(t *testing.T, cfg Config, upstream string, readTimeout time.Du
 
 // startNginx runs nginx with WriteNginx's config for cfg until the test
 // ends, and returns its base URL.
-func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Duration) string {
+func startNginx(t *testing.T, cfg limit.Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
 	return nginxtest.Start(t, func(w io.Writer, listen string) error {
 		return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: upstream, ReadTimeout: readTimeout})
@@ -539,23 +306,18 @@ func startNginx(t *testing.T, cfg Config, upstream string, readTimeout time.Dura
 // decide as if the dry-run one were not there.
 func TestConformanceMixedDryRun(t *testing.T) {
 	nginxtest.Require(t)
-	up := &confUpstream{changed: make(chan struct{}, 1)}
-	up.reset()
-	upstream := httptest.NewUnstartedServer(up)
-	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
-	upstream.Start()
-	defer upstream.Close()
+	up, upstream := startConfUpstream(t)
 	cl := &clients{m: map[string]*http.Client{}}
 	for _, tc := range []struct {
 		name                 string
-		cfg                  Config
+		cfg                  limit.Config
 		zones, front, behind string
 		wave                 []confReq
 		want                 map[int]int
 	}{
 		{
 			name:   "limit_conn: dry run first, enforced second",
-			cfg:    Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 2}}},
+			cfg:    limit.Config{Conn: []limit.ConnSpec{{Key: "$http_x_tenant", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 2}}},
 			zones:  "limit_conn_zone $host zone=e:1m; limit_conn_zone $http_x_tenant zone=d:1m;",
 			front:  "limit_conn e 2;",
 			behind: "limit_conn d 1; limit_conn_dry_run on;",
@@ -564,7 +326,7 @@ func TestConformanceMixedDryRun(t *testing.T) {
 		},
 		{
 			name:   "limit_req: enforced after a dry run",
-			cfg:    Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s"}}},
+			cfg:    limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$host", Rate: "1r/s"}}},
 			zones:  "limit_req_zone $host zone=d:1m rate=1r/s; limit_req_zone $host zone=e:1m rate=1r/s;",
 			front:  "limit_req zone=e;",
 			behind: "limit_req zone=d; limit_req_dry_run on;",
@@ -627,13 +389,8 @@ http {
 // closed its connection is not rejected, or no more often than at nginx.
 func TestConformanceDisconnect(t *testing.T) {
 	nginxtest.Require(t)
-	up := &confUpstream{changed: make(chan struct{}, 1)}
-	up.reset()
-	upstream := httptest.NewUnstartedServer(up)
-	upstream.Config.ErrorLog = log.New(io.Discard, "", 0)
-	upstream.Start()
-	defer upstream.Close()
-	cfg := Config{Conn: []ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
+	up, upstream := startConfUpstream(t)
+	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
 	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer cl.CloseIdleConnections()
 	const steps = 20

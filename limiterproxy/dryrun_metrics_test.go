@@ -1,6 +1,10 @@
 package limiterproxy
 
-import "testing"
+import (
+	"testing"
+
+	"stampede/limit"
+)
 
 // TestDryRunMetricsHoldNothing: a request a dry-run limit_conn would reject
 // holds no slot of the dry-run limits, so the metrics must not count it in
@@ -8,7 +12,7 @@ import "testing"
 // enforced limit beside it counts it as it would without the dry-run one.
 func TestDryRunMetricsHoldNothing(t *testing.T) {
 	g := newGate(4)
-	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 5}}}, g, ProxyOptions{})
+	st := newStack(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$host", PerKey: 5}}}, g, ProxyOptions{})
 	defer st.close()
 	defer g.open()
 

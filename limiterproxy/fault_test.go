@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestFaultsReleaseEverything sends thousands of requests through the
@@ -58,15 +60,15 @@ func TestFaultsReleaseEverything(t *testing.T) {
 	upstream.Start()
 	defer upstream.Close()
 
-	cfg := Config{
-		Req: []ReqSpec{{Key: "$host", Rate: "2000r/s", Burst: 40, Delay: 10}},
-		Conn: []ConnSpec{
+	cfg := limit.Config{
+		Req: []limit.ReqSpec{{Key: "$host", Rate: "2000r/s", Burst: 40, Delay: 10}},
+		Conn: []limit.ConnSpec{
 			{Key: "$host", PerKey: 3},
 			{Key: "$binary_remote_addr", PerKey: 20, Status: 429},
 			{Key: "$http_x_tenant", PerKey: 1, DryRun: true},
 		},
 	}
-	p, err := NewPolicy(cfg)
+	p, err := limit.NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestFaultsReleaseEverything(t *testing.T) {
 		if n := r.Limiter.Len(); n != 0 {
 			t.Errorf("limit_conn[%d] %s: %d keys still in the zone after every request ended", i, r.Key, n)
 		}
-		if got := metricValue(t, m, "stampede_limit_in_flight", LimitName("limit_conn", i)); got != 0 {
+		if got := metricValue(t, m, "stampede_limit_in_flight", limit.LimitName("limit_conn", i)); got != 0 {
 			t.Errorf("limit_conn[%d] in_flight = %v after every request ended, want 0", i, got)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"stampede/limit"
 )
 
 // Examples of the flag forms, quoted in parse errors.
@@ -17,31 +19,27 @@ const (
 // comma-separated options zone=SIZE, status=CODE and dry_run. The key's "$"
 // may be left out ("host=4" is "$host=4"). Errors say what is wrong and give
 // an example.
-func ParseConnFlag(s string) (ConnSpec, error) {
+func ParseConnFlag(s string) (limit.ConnSpec, error) {
 	key, val, opts, err := splitFlag(s, connFlagExample)
 	if err != nil {
-		return ConnSpec{}, err
+		return limit.ConnSpec{}, err
 	}
 	n, err := strconv.Atoi(val)
 	if err != nil || n < 1 {
-		return ConnSpec{}, fmt.Errorf("%q: limit %q is not a whole number of at least 1 (want e.g. %s)", s, val, connFlagExample)
+		return limit.ConnSpec{}, fmt.Errorf("%q: limit %q is not a whole number of at least 1 (want e.g. %s)", s, val, connFlagExample)
 	}
-	spec := ConnSpec{Key: key, PerKey: n}
+	spec := limit.ConnSpec{Key: key, PerKey: n}
 	for _, o := range opts {
-		name, v, hasV := strings.Cut(o, "=")
-		switch {
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, connFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, connFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
-		default:
+		ok, err := commonOpt(s, connFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun)
+		if !ok {
 			err = fmt.Errorf("%q: unknown option %q (want zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, connFlagExample)
 		}
 		if err != nil {
-			return ConnSpec{}, err
+			return limit.ConnSpec{}, err
 		}
+	}
+	if err := checkFlag(s, connFlagExample, spec.Validate()); err != nil {
+		return limit.ConnSpec{}, err
 	}
 	return spec, nil
 }
@@ -50,15 +48,15 @@ func ParseConnFlag(s string) (ConnSpec, error) {
 // optional comma-separated options burst=N, nodelay or delay=N, zone=SIZE,
 // status=CODE and dry_run. The key's "$" may be left out. Errors say what
 // is wrong and give an example.
-func ParseReqFlag(s string) (ReqSpec, error) {
+func ParseReqFlag(s string) (limit.ReqSpec, error) {
 	key, val, opts, err := splitFlag(s, reqFlagExample)
 	if err != nil {
-		return ReqSpec{}, err
+		return limit.ReqSpec{}, err
 	}
-	if r, err := ParseRate(val); err != nil || r <= 0 {
-		return ReqSpec{}, fmt.Errorf("%q: rate %q is not a rate (want Nr/s or Nr/m with N ≥ 1, e.g. %s)", s, val, reqFlagExample)
+	if r, err := limit.ParseRate(val); err != nil || r <= 0 {
+		return limit.ReqSpec{}, fmt.Errorf("%q: rate %q is not a rate (want Nr/s or Nr/m with N ≥ 1, e.g. %s)", s, val, reqFlagExample)
 	}
-	spec := ReqSpec{Key: key, Rate: val}
+	spec := limit.ReqSpec{Key: key, Rate: val}
 	hasDelay := false
 	for _, o := range opts {
 		name, v, hasV := strings.Cut(o, "=")
@@ -70,23 +68,48 @@ func ParseReqFlag(s string) (ReqSpec, error) {
 			hasDelay = true
 		case name == "nodelay" && !hasV:
 			spec.NoDelay = true
-		case name == "zone" && hasV:
-			spec.Zone, err = flagZone(s, v, reqFlagExample)
-		case name == "status" && hasV:
-			spec.Status, err = flagStatus(s, v, reqFlagExample)
-		case (name == "dry_run" || name == "dry-run") && !hasV:
-			spec.DryRun = true
 		default:
-			err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			var ok bool
+			if ok, err = commonOpt(s, reqFlagExample, o, &spec.Zone, &spec.Status, &spec.DryRun); !ok {
+				err = fmt.Errorf("%q: unknown option %q (want burst=N, nodelay, delay=N, zone=SIZE, status=CODE or dry_run, e.g. %s)", s, o, reqFlagExample)
+			}
 		}
 		if err != nil {
-			return ReqSpec{}, err
+			return limit.ReqSpec{}, err
 		}
 	}
 	if hasDelay && spec.NoDelay {
-		return ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
+		return limit.ReqSpec{}, fmt.Errorf("%q: nodelay and delay=N exclude each other (want e.g. %s)", s, reqFlagExample)
+	}
+	if err := checkFlag(s, reqFlagExample, spec.Validate()); err != nil {
+		return limit.ReqSpec{}, err
 	}
 	return spec, nil
+}
+
+// commonOpt reads the option o of the flag s if it is one every limit has:
+// zone=SIZE, status=CODE or dry_run; ok is false for any other.
+func commonOpt(s, example, o string, zone *string, status *int, dryRun *bool) (ok bool, err error) {
+	name, v, hasV := strings.Cut(o, "=")
+	switch {
+	case name == "zone" && hasV:
+		*zone, err = flagZone(s, v, example)
+	case name == "status" && hasV:
+		*status, err = flagStatus(s, v, example)
+	case (name == "dry_run" || name == "dry-run") && !hasV:
+		*dryRun = true
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// checkFlag words the first of a spec's Validate errors for the flag s.
+func checkFlag(s, example string, err error) error {
+	if fes := limit.FieldErrors(err); len(fes) > 0 {
+		return fmt.Errorf("%q: %v; e.g. %s", s, fes[0], example)
+	}
+	return nil
 }
 
 // splitFlag splits KEY=VALUE,opt,opt and normalises the key as ParseKey
@@ -98,7 +121,7 @@ func splitFlag(s, example string) (key, val string, opts []string, err error) {
 	if !ok || k == "" || v == "" {
 		return "", "", nil, fmt.Errorf("%q: want KEY=VALUE first (e.g. %s)", s, example)
 	}
-	pk, err := ParseKey(k)
+	pk, err := limit.ParseKey(k)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("%q: %v (want e.g. %s)", s, err, example)
 	}
@@ -113,7 +136,7 @@ func splitFlag(s, example string) (key, val string, opts []string, err error) {
 }
 
 func flagZone(s, v, example string) (string, error) {
-	if n, err := ParseSize(v); err != nil || n <= 0 {
+	if n, err := limit.ParseSize(v); err != nil || n <= 0 {
 		return "", fmt.Errorf("%q: zone %q is not a size (want bytes, or k or m, e.g. zone=10m in %s)", s, v, example)
 	}
 	return v, nil
@@ -121,8 +144,8 @@ func flagZone(s, v, example string) (string, error) {
 
 func flagStatus(s, v, example string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 400 || n > 599 {
-		return 0, fmt.Errorf("%q: status %q is not between 400 and 599 (want e.g. status=429 in %s)", s, v, example)
+	if err != nil || n < limit.MinStatus || n > limit.MaxStatus {
+		return 0, fmt.Errorf("%q: status %q is not between %d and %d (want e.g. status=429 in %s)", s, v, limit.MinStatus, limit.MaxStatus, example)
 	}
 	return n, nil
 }
@@ -136,7 +159,7 @@ func flagCount(s, name, v, example string) (int, error) {
 }
 
 // FormatConnFlag writes spec as ParseConnFlag reads it.
-func FormatConnFlag(spec ConnSpec) string {
+func FormatConnFlag(spec limit.ConnSpec) string {
 	var b strings.Builder
 	b.WriteString(spec.Key)
 	b.WriteString("=")
@@ -146,7 +169,7 @@ func FormatConnFlag(spec ConnSpec) string {
 }
 
 // FormatReqFlag writes spec as ParseReqFlag reads it.
-func FormatReqFlag(spec ReqSpec) string {
+func FormatReqFlag(spec limit.ReqSpec) string {
 	var b strings.Builder
 	b.WriteString(spec.Key)
 	b.WriteString("=")
@@ -182,26 +205,26 @@ func writeCommon(b *strings.Builder, zone string, status int, dryRun bool) {
 // with "/" has no location (paths nil): a limit of the server. The paths
 // end at the first ":", so a path holding ":" or "," cannot be given this
 // way (use a scenario file).
-func SplitLocationFlag(s string) (paths []string, limit string, err error) {
+func SplitLocationFlag(s string) (paths []string, rest string, err error) {
 	if !strings.HasPrefix(s, "/") {
 		return nil, s, nil
 	}
-	list, limit, ok := strings.Cut(s, ":")
+	list, rest, ok := strings.Cut(s, ":")
 	if !ok {
 		return nil, "", fmt.Errorf("%q: a location's limit is PATH:LIMIT (want e.g. '/api/method/stock_balance:$host=4')", s)
 	}
 	for _, p := range strings.Split(list, ",") {
-		if err := CheckLocationPath(p); err != nil {
+		if err := limit.CheckLocationPath(p); err != nil {
 			return nil, "", fmt.Errorf("%q: %v", s, err)
 		}
 		paths = append(paths, p)
 	}
-	return paths, limit, nil
+	return paths, rest, nil
 }
 
 // AddLocationLimits adds conn and req to the location of cfg whose paths
 // are paths, creating it at the end of cfg.Locations if there is none.
-func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSpec) {
+func AddLocationLimits(cfg *limit.Config, paths []string, conn []limit.ConnSpec, req []limit.ReqSpec) {
 	for i := range cfg.Locations {
 		if l := &cfg.Locations[i]; slices.Equal(l.Paths, paths) {
 			l.Conn = append(l.Conn, conn...)
@@ -209,5 +232,5 @@ func AddLocationLimits(cfg *Config, paths []string, conn []ConnSpec, req []ReqSp
 			return
 		}
 	}
-	cfg.Locations = append(cfg.Locations, Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
+	cfg.Locations = append(cfg.Locations, limit.Location{Paths: slices.Clone(paths), Conn: conn, Req: req})
 }

@@ -3,19 +3,21 @@ package limiterproxy
 import (
 	"strings"
 	"testing"
+
+	"stampede/limit"
 )
 
 func TestParseConnFlag(t *testing.T) {
 	tests := []struct {
 		in   string
-		want ConnSpec
+		want limit.ConnSpec
 	}{
-		{"$host=4", ConnSpec{Key: "$host", PerKey: 4}},
-		{"host=4", ConnSpec{Key: "$host", PerKey: 4}},
-		{"binary_remote_addr=10,zone=1m", ConnSpec{Key: "$binary_remote_addr", PerKey: 10, Zone: "1m"}},
-		{"$host=4,zone=10m,status=429,dry_run", ConnSpec{Key: "$host", PerKey: 4, Zone: "10m", Status: 429, DryRun: true}},
-		{"$http_x_tenant=2, dry-run", ConnSpec{Key: "$http_x_tenant", PerKey: 2, DryRun: true}},
-		{"$host$binary_remote_addr=1", ConnSpec{Key: "$host$binary_remote_addr", PerKey: 1}},
+		{"$host=4", limit.ConnSpec{Key: "$host", PerKey: 4}},
+		{"host=4", limit.ConnSpec{Key: "$host", PerKey: 4}},
+		{"binary_remote_addr=10,zone=1m", limit.ConnSpec{Key: "$binary_remote_addr", PerKey: 10, Zone: "1m"}},
+		{"$host=4,zone=10m,status=429,dry_run", limit.ConnSpec{Key: "$host", PerKey: 4, Zone: "10m", Status: 429, DryRun: true}},
+		{"$http_x_tenant=2, dry-run", limit.ConnSpec{Key: "$http_x_tenant", PerKey: 2, DryRun: true}},
+		{"$host$binary_remote_addr=1", limit.ConnSpec{Key: "$host$binary_remote_addr", PerKey: 1}},
 	}
 	for i, tt := range tests {
 		got, err := ParseConnFlag(tt.in)
@@ -42,6 +44,8 @@ func TestParseConnFlagErrors(t *testing.T) {
 		{"$host=4,nodelay", `unknown option "nodelay"`},
 		{"$host=4,", "empty option"},
 		{"$host=4,dry_run=yes", `unknown option "dry_run=yes"`},
+		{"$host=70000", `"$host=70000": per_key: 70000 is not a limit (want 1 to 65535`},
+		{"$host=4,zone=16k", `"$host=4,zone=16k": zone: "16k" is too small`},
 	}
 	for i, tt := range tests {
 		_, err := ParseConnFlag(tt.in)
@@ -58,13 +62,13 @@ func TestParseConnFlagErrors(t *testing.T) {
 func TestParseReqFlag(t *testing.T) {
 	tests := []struct {
 		in   string
-		want ReqSpec
+		want limit.ReqSpec
 	}{
-		{"$binary_remote_addr=10r/s,burst=20,nodelay", ReqSpec{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true}},
-		{"host=1r/s,burst=5,nodelay", ReqSpec{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}},
-		{"$host=5r/s,burst=12,delay=8", ReqSpec{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}},
-		{"$host=30r/m", ReqSpec{Key: "$host", Rate: "30r/m"}},
-		{"$http_x_tenant=2r/s,zone=1m,status=429,dry_run", ReqSpec{Key: "$http_x_tenant", Rate: "2r/s", Zone: "1m", Status: 429, DryRun: true}},
+		{"$binary_remote_addr=10r/s,burst=20,nodelay", limit.ReqSpec{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true}},
+		{"host=1r/s,burst=5,nodelay", limit.ReqSpec{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}},
+		{"$host=5r/s,burst=12,delay=8", limit.ReqSpec{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}},
+		{"$host=30r/m", limit.ReqSpec{Key: "$host", Rate: "30r/m"}},
+		{"$http_x_tenant=2r/s,zone=1m,status=429,dry_run", limit.ReqSpec{Key: "$http_x_tenant", Rate: "2r/s", Zone: "1m", Status: 429, DryRun: true}},
 	}
 	for i, tt := range tests {
 		got, err := ParseReqFlag(tt.in)
@@ -90,6 +94,8 @@ func TestParseReqFlagErrors(t *testing.T) {
 		{"$host=1r/s,status=600", `status "600"`},
 		{"$host=1r/s,zone=", `zone "" is not a size`},
 		{"$host=1r/s,fast", `unknown option "fast"`},
+		{"$host=1r/s,burst=1000000001", `burst: 1000000001 is not a burst (want 0 to 1000000000`},
+		{"$host=1r/s,delay=1000000001", `delay: 1000000001 is not a delay`},
 	}
 	for i, tt := range tests {
 		_, err := ParseReqFlag(tt.in)
@@ -168,10 +174,10 @@ func TestSplitLocationFlag(t *testing.T) {
 			t.Errorf("SplitLocationFlag(%q) = %q, %q, %v; want %q, %q", tt.in, paths, limit, err, tt.paths, tt.limit)
 		}
 	}
-	var cfg Config
-	AddLocationLimits(&cfg, []string{"/a"}, []ConnSpec{{Key: "$host", PerKey: 1}}, nil)
-	AddLocationLimits(&cfg, []string{"/a"}, nil, []ReqSpec{{Key: "$host", Rate: "1r/s"}})
-	AddLocationLimits(&cfg, []string{"/a", "/b"}, []ConnSpec{{Key: "$host", PerKey: 2}}, nil)
+	var cfg limit.Config
+	AddLocationLimits(&cfg, []string{"/a"}, []limit.ConnSpec{{Key: "$host", PerKey: 1}}, nil)
+	AddLocationLimits(&cfg, []string{"/a"}, nil, []limit.ReqSpec{{Key: "$host", Rate: "1r/s"}})
+	AddLocationLimits(&cfg, []string{"/a", "/b"}, []limit.ConnSpec{{Key: "$host", PerKey: 2}}, nil)
 	if len(cfg.Locations) != 2 || len(cfg.Locations[0].Conn) != 1 || len(cfg.Locations[0].Req) != 1 || len(cfg.Locations[1].Conn) != 1 {
 		t.Errorf("AddLocationLimits: got %+v, want /a with one limit of each kind and /a,/b with one limit_conn", cfg.Locations)
 	}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"stampede/limit"
 )
 
 // nginx sees a client's disconnect in its event loop before it reads a
@@ -45,7 +47,7 @@ func withClientConn(ctx context.Context, c net.Conn) context.Context {
 type holder struct {
 	keys     []string // the request's limit_conn keys, one per rule
 	rc       syscall.RawConn
-	slots    Slots
+	slots    limit.Slots
 	released bool // under holders.mu
 }
 
@@ -68,7 +70,7 @@ type holders struct {
 // hold registers a request holding slots for keys (one per rule, "" for
 // a rule that did not count it) on the connection rc, and returns its
 // holder, which the request must give to release when it ends.
-func (hs *holders) hold(slots Slots, keys []string, rc syscall.RawConn) *holder {
+func (hs *holders) hold(slots limit.Slots, keys []string, rc syscall.RawConn) *holder {
 	h := holderPool.Get().(*holder)
 	h.slots, h.rc, h.released = slots, rc, false
 	h.keys = append(h.keys[:0], keys...)
@@ -115,7 +117,7 @@ func (hs *holders) release(h *holder) {
 	}
 	hs.mu.Unlock()
 	clear(h.keys)
-	h.rc, h.slots = nil, Slots{}
+	h.rc, h.slots = nil, limit.Slots{}
 	holderPool.Put(h)
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestSlotFreeAfterDisconnect holds a slot with one client, hangs up, and
@@ -26,7 +28,7 @@ func TestSlotFreeAfterDisconnect(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer up.Close()
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestSlotFreeAfterDisconnect(t *testing.T) {
 // NewServer, whose client connection the Handler registers while they
 // hold slots.
 func BenchmarkHandlerHolders(b *testing.B) {
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 65535}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 65535}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stampede/clock"
+	"stampede/limit"
 )
 
 // Response headers the Handler sets. LimitHeader names the limit that
@@ -19,24 +20,36 @@ const (
 	DryRunHeader = "X-Stampede-Dry-Run"
 )
 
+// Handler applies a Policy in front of Next: limit_req first (a delay waits
+// on the request's context), then every limit_conn in order, releasing on
+// every path (response, client gone, upstream error, panic).
+type Handler struct {
+	Policy *limit.Policy
+	// Next serves admitted requests, usually the reverse proxy.
+	Next http.Handler
+	// Metrics, when not nil, counts decisions per limit.
+	Metrics *Metrics
+	// TimeScale plays model time faster than real time: limit_req sees
+	// model time (wall time ÷ TimeScale) and its delays are waited for
+	// TimeScale times as long. Zero means 1, real time.
+	TimeScale float64
+	// PreciseTimers times limit_req delays within about 0.1 ms rather than
+	// the runtime timer's millisecond (see package clock); a time-scaled
+	// run wants it. False uses the runtime's timers alone.
+	PreciseTimers bool
+
+	// holders are the requests holding slots whose client can be asked
+	// whether it hung up (see gone.go).
+	holders holders
+}
+
 // epoch anchors model time for a Handler with a TimeScale: every Handler in
 // the process measures model time from the same instant, so handlers that
 // share a Policy agree on it.
 var epoch = time.Now()
 
-// keyScratch is one request's key evaluation space, pooled so that the
-// steady state allocates only the one string all keys share.
-type keyScratch struct {
-	buf  []byte
-	ends []int
-	keys []string
-}
-
-var keyScratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
-
-// maxPooledKeyBytes bounds what a pooled scratch keeps, so that one request
-// with huge headers does not pin memory.
-const maxPooledKeyBytes = 64 << 10
+// keysPool holds the key evaluation space of requests in progress.
+var keysPool = sync.Pool{New: func() any { return new(limit.Keys) }}
 
 // ServeHTTP applies the Policy to r, the limits of r's location (see
 // Policy.For): every limit_req (waiting out a delay on r's context), then
@@ -53,7 +66,7 @@ const maxPooledKeyBytes = 64 << 10
 // limits nothing. Next must not be nil. ServeHTTP is safe for
 // concurrent use.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Host != "" && !ValidHost(r.Host) {
+	if r.Host != "" && !limit.ValidHost(r.Host) {
 		// nginx refuses such a request before any limit sees it.
 		http.Error(w, "400 Bad Request: invalid host", http.StatusBadRequest)
 		return
@@ -77,19 +90,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p = loc
 		}
 	}
-	ks := keyScratchPool.Get().(*keyScratch)
-	defer putKeyScratch(ks)
-	reqKeys, connKeys := ks.eval(p, r)
+	ks := keysPool.Get().(*limit.Keys)
+	defer putKeys(ks)
+	in := keyInput(r)
+	reqKeys, connKeys := ks.Eval(p, &in)
 
 	if len(p.Req) > 0 {
 		start := time.Now()
 		rd := p.ReqStage(h.modelTime(start), reqKeys)
 		reqM.countReq(reqKeys, rd)
 		switch rd.Verdict {
-		case Rejected:
+		case limit.Rejected:
 			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
 			return
-		case RejectedDryRun:
+		case limit.RejectedDryRun:
 			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
 		if rd.Delay > 0 && !h.wait(r, rd.Delay, start) {
@@ -98,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	slots, cd := p.ConnStage(connKeys)
-	if (cd.Verdict == Rejected || cd.Verdict == RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
+	if (cd.Verdict == limit.Rejected || cd.Verdict == limit.RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
 		// A holder's client had hung up before this request came: nginx
 		// would have freed its slot first. Give back what this pass took
 		// (the enforced limits' slots beside a dry-run rejection) and
@@ -112,11 +126,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer slots.Release()
 	}
 	switch cd.Verdict {
-	case Rejected:
-		connM.connVerdict(cd.Rule, Rejected)
+	case limit.Rejected:
+		connM.connVerdict(cd.Rule, limit.Rejected)
 		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
 		return
-	case RejectedDryRun:
+	case limit.RejectedDryRun:
 		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
 	if connM != nil && len(connKeys) > 0 {
@@ -132,126 +146,42 @@ func sameRules[R any](a, b []R) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// eval evaluates every rule's key for r into one shared string, limit_req
-// keys first. A key longer than nginx counts (MaxReqKey, MaxConnKey) is
-// returned empty: not counted.
-func (ks *keyScratch) eval(p *Policy, r *http.Request) (reqKeys, connKeys []string) {
-	ks.buf, ks.ends, ks.keys = ks.buf[:0], ks.ends[:0], ks.keys[:0]
-	for i := range p.Req {
-		ks.buf = p.Req[i].Key.Append(ks.buf, r)
-		ks.ends = append(ks.ends, len(ks.buf))
-	}
-	for i := range p.Conn {
-		ks.buf = p.Conn[i].Key.Append(ks.buf, r)
-		ks.ends = append(ks.ends, len(ks.buf))
-	}
-	// One string for all keys: the limiters may keep a key (as a map key)
-	// after this request's scratch is reused.
-	all := string(ks.buf)
-	from := 0
-	for i, to := range ks.ends {
-		k := all[from:to]
-		limit := MaxConnKey
-		if i < len(p.Req) {
-			limit = MaxReqKey
-		}
-		if len(k) > limit {
-			k = ""
-		}
-		ks.keys = append(ks.keys, k)
-		from = to
-	}
-	return ks.keys[:len(p.Req)], ks.keys[len(p.Req):]
+func putKeys(ks *limit.Keys) {
+	ks.Clear()
+	keysPool.Put(ks)
 }
 
-func putKeyScratch(ks *keyScratch) {
-	if cap(ks.buf) > maxPooledKeyBytes {
-		return
-	}
-	clear(ks.keys) // drop references to the request's key string
-	keyScratchPool.Put(ks)
-}
+// scale is the Handler's TimeScale; a negative one is taken as 1.
+func (h *Handler) scale() clock.Scale { return clock.Scale(max(h.TimeScale, 0)) }
 
 // modelTime is the time limit_req sees for a request arriving at the wall
-// time now: with a TimeScale, wall time since epoch divided by it.
+// time now: with a TimeScale, model time since epoch.
 func (h *Handler) modelTime(now time.Time) time.Time {
-	ts := h.TimeScale
-	if ts <= 0 || ts == 1 {
-		return now
+	if s := h.scale(); s != 0 && s != 1 {
+		return epoch.Add(s.Model(now.Sub(epoch)))
 	}
-	return epoch.Add(time.Duration(float64(now.Sub(epoch)) / ts))
-}
-
-// wall converts a model duration to the wall time it takes.
-func (h *Handler) wall(d time.Duration) time.Duration {
-	ts := h.TimeScale
-	if ts <= 0 || ts == 1 {
-		return d
-	}
-	return time.Duration(float64(d) * ts)
+	return now
 }
 
 // wait holds r for the model delay d counted from start, and reports
 // whether it should go on: false if the client went away first.
 func (h *Handler) wait(r *http.Request, d time.Duration, start time.Time) bool {
-	if h.wall(d) <= time.Since(start) {
+	wall := h.scale().Wall(d)
+	if wall <= time.Since(start) {
 		return r.Context().Err() == nil
 	}
-	return clock.Wait(r.Context(), start.Add(h.wall(d)), h.PreciseTimers)
+	return clock.Wait(r.Context(), start.Add(wall), h.PreciseTimers)
 }
 
 // reject answers a request a limit turned away.
-func reject(w http.ResponseWriter, limit, key string, status int) {
+func reject(w http.ResponseWriter, rule, key string, status int) {
 	if status == 0 {
-		status = DefaultStatus
+		status = limit.DefaultStatus
 	}
 	hdr := w.Header()
-	hdr.Set(LimitHeader, limit+" "+key)
+	hdr.Set(LimitHeader, rule+" "+key)
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+limit+" "+key+"\n") //nolint:errcheck // the client may be gone
-}
-
-// countReq counts the limit_req stage's decision: the deciding rule gets
-// the verdict, every other rule that counted the request (non-empty key)
-// passed it, unless the request was rejected, in which case nginx charged
-// no rule and neither do the metrics.
-func (m *Metrics) countReq(keys []string, d ReqDecision) {
-	if m == nil {
-		return
-	}
-	for i, k := range keys {
-		switch {
-		case i == d.Rule:
-			m.reqVerdict(i, d.Verdict)
-		case k == "" || d.Verdict == Rejected:
-		default:
-			m.reqVerdict(i, Passed)
-		}
-	}
-}
-
-// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
-// for every limit_conn that counted it: the in-flight gauge of each rule
-// holding a slot, and on admission passed or rejected_dry_run.
-func (m *Metrics) connAdmitted(p *Policy, keys []string, d ConnDecision, delta float64) {
-	if d.Verdict == RejectedDryRun && delta > 0 {
-		m.connVerdict(d.Rule, RejectedDryRun)
-	}
-	for i, k := range keys {
-		if k == "" {
-			continue
-		}
-		if d.Verdict == RejectedDryRun && p.Conn[i].Spec.DryRun {
-			// The dry-run pass stopped at its rejecting rule and released
-			// what it had taken: no dry-run rule holds a slot, and later
-			// ones never saw the request. Enforced rules beside them do.
-			continue
-		}
-		if delta > 0 {
-			m.connVerdict(i, Passed)
-		}
-		m.connInFlight(i, delta)
-	}
+	io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": "+rule+" "+key+"\n") //nolint:errcheck // the client may be gone
 }

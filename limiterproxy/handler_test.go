@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"stampede/limit"
+
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -20,13 +22,13 @@ import (
 // of a backend httptest.Server, as net/http/httputil tests them.
 type stack struct {
 	front, backend *httptest.Server
-	policy         *Policy
+	policy         *limit.Policy
 	metrics        *Metrics
 }
 
-func newStack(t *testing.T, cfg Config, upstream http.Handler, popts ProxyOptions) *stack {
+func newStack(t *testing.T, cfg limit.Config, upstream http.Handler, popts ProxyOptions) *stack {
 	t.Helper()
-	p, err := NewPolicy(cfg)
+	p, err := limit.NewPolicy(cfg)
 	if err != nil {
 		t.Fatalf("NewPolicy: %v", err)
 	}
@@ -153,7 +155,7 @@ func labelValue(m *dto.Metric, name string) string {
 // 4×200 and 4×503; 8 for 8 Hosts give 8×200.
 func TestConnPerHost(t *testing.T) {
 	g := newGate(16)
-	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
+	st := newStack(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
 	defer st.close()
 	defer g.open()
 
@@ -168,7 +170,7 @@ func TestConnPerHost(t *testing.T) {
 			t.Errorf("response %d: %s = %q, want %q", i, LimitHeader, got, want)
 		}
 	}
-	if got := st.policy.Busiest(5); len(got) != 1 || got[0] != (KeyCount{Key: "site1", InFlight: 4}) {
+	if got := st.policy.Busiest(5); len(got) != 1 || got[0] != (limit.KeyCount{Key: "site1", InFlight: 4}) {
 		t.Errorf("Busiest while held = %v, want [{site1 4}]", got)
 	}
 	if got := metricValue(t, st.metrics, "stampede_limit_in_flight", "limit_conn[0]"); got != 4 {
@@ -201,7 +203,7 @@ func TestConnPerHost(t *testing.T) {
 
 func TestConnEightHosts(t *testing.T) {
 	g := newGate(16)
-	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
+	st := newStack(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
 	defer st.close()
 	defer g.open()
 	var hosts []string
@@ -220,7 +222,7 @@ func TestConnEightHosts(t *testing.T) {
 // requests → 6×200, 1×503.
 func TestReqBurstNoDelay(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	st := newStack(t, Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}}}, ok, ProxyOptions{})
+	st := newStack(t, limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}}}, ok, ProxyOptions{})
 	defer st.close()
 	rs := receive(t, sendAll(st.front.Client(), st.front.URL, repeat("site1", 7)), 7)
 	if got := statuses(rs); got[200] != 6 || got[503] != 1 {
@@ -243,7 +245,7 @@ func TestReqBurstNoDelay(t *testing.T) {
 func TestHandlerCases(t *testing.T) {
 	tests := []struct {
 		name   string
-		cfg    Config
+		cfg    limit.Config
 		n      int               // simultaneous requests, held at the upstream
 		hdr    map[string]string // on every request
 		host   string
@@ -251,17 +253,17 @@ func TestHandlerCases(t *testing.T) {
 		want   map[int]int
 		header string // a response header every answer must have ("name: value")
 	}{
-		{"empty key is not counted", Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
+		{"empty key is not counted", limit.Config{Conn: []limit.ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
 			4, nil, "site1", 4, map[int]int{200: 4}, ""},
-		{"key from a header", Config{Conn: []ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
+		{"key from a header", limit.Config{Conn: []limit.ConnSpec{{Key: "$http_x_tenant", PerKey: 1}}},
 			4, map[string]string{"X-Tenant": "acme"}, "site1", 1, map[int]int{200: 1, 503: 3}, ""},
-		{"two limits, the tighter rejects", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2, Status: 429}}},
+		{"two limits, the tighter rejects", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2, Status: 429}}},
 			4, nil, "site1", 2, map[int]int{200: 2, 429: 2}, ""},
-		{"status per limit", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, Status: 429}}},
+		{"status per limit", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, Status: 429}}},
 			3, nil, "site1", 1, map[int]int{200: 1, 429: 2}, ""},
-		{"dry run lets everything through", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
+		{"dry run lets everything through", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}},
 			3, nil, "site1", 3, map[int]int{200: 3}, ""},
-		{"invalid host", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}},
+		{"invalid host", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}},
 			2, nil, "site..one", 0, map[int]int{400: 2}, ""},
 	}
 	for _, tt := range tests {
@@ -291,7 +293,7 @@ func TestHandlerCases(t *testing.T) {
 
 func TestDryRunHeaderAndMetrics(t *testing.T) {
 	g := newGate(4)
-	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}}, g, ProxyOptions{})
+	st := newStack(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}}}, g, ProxyOptions{})
 	defer st.close()
 	defer g.open()
 	c := sendAll(st.front.Client(), st.front.URL, repeat("site1", 3))
@@ -323,7 +325,7 @@ func TestDryRunHeaderAndMetrics(t *testing.T) {
 
 func TestMetricsEndpoints(t *testing.T) {
 	g := newGate(4)
-	st := newStack(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
+	st := newStack(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}, g, ProxyOptions{})
 	defer st.close()
 	defer g.open()
 	c := sendAll(st.front.Client(), st.front.URL, []string{"a", "a", "a", "b"})
@@ -340,11 +342,11 @@ func TestMetricsEndpoints(t *testing.T) {
 	if kr.StatusCode != 200 {
 		t.Fatalf("GET %s: %d", KeysPath, kr.StatusCode)
 	}
-	var keys []KeyCount
+	var keys []limit.KeyCount
 	if err := json.Unmarshal(kbody, &keys); err != nil {
 		t.Fatalf("%s is not JSON: %v\n%s", KeysPath, err, kbody)
 	}
-	if want := []KeyCount{{"a", 3}, {"b", 1}}; len(keys) != 2 || keys[0] != want[0] || keys[1] != want[1] {
+	if want := []limit.KeyCount{{Key: "a", InFlight: 3}, {Key: "b", InFlight: 1}}; len(keys) != 2 || keys[0] != want[0] || keys[1] != want[1] {
 		t.Errorf("%s = %v, want %v", KeysPath, keys, want)
 	}
 	resp, err := ms.Client().Get(ms.URL + MetricsPath)
@@ -377,7 +379,7 @@ func direct(h http.Handler, ctx context.Context, host string) *httptest.Response
 func TestReqDelayTwoStage(t *testing.T) {
 	for _, ts := range []float64{0, 0.5} {
 		synctest.Test(t, func(t *testing.T) {
-			p, err := NewPolicy(Config{Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
+			p, err := limit.NewPolicy(limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,9 +434,9 @@ func TestReqDelayTwoStage(t *testing.T) {
 // slot.
 func TestClientGoneDuringDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, err := NewPolicy(Config{
-			Req:  []ReqSpec{{Key: "$host", Rate: "1r/m", Burst: 5}},
-			Conn: []ConnSpec{{Key: "$host", PerKey: 1}},
+		p, err := limit.NewPolicy(limit.Config{
+			Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/m", Burst: 5}},
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -469,7 +471,7 @@ func TestClientGoneDuringDelay(t *testing.T) {
 // TestReleaseOnPanic: a panic in Next releases the slot and goes on up, and
 // http.ErrAbortHandler still aborts the response.
 func TestReleaseOnPanic(t *testing.T) {
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,9 +519,9 @@ func (d *discardWriter) WriteHeader(int)             {}
 // BenchmarkHandler measures the limiting stages alone: keys, limit_req,
 // limit_conn, release, with a Next that does nothing.
 func BenchmarkHandler(b *testing.B) {
-	p, err := NewPolicy(Config{
-		Req:  []ReqSpec{{Key: "$binary_remote_addr", Rate: "1000000000r/s", Burst: 1000000, NoDelay: true}},
-		Conn: []ConnSpec{{Key: "$host", PerKey: 65535}},
+	p, err := limit.NewPolicy(limit.Config{
+		Req:  []limit.ReqSpec{{Key: "$binary_remote_addr", Rate: "1000000000r/s", Burst: 1000000, NoDelay: true}},
+		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 65535}},
 	})
 	if err != nil {
 		b.Fatal(err)

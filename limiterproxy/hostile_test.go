@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 // The tests here hold slow and hostile peers to what nginx 1.22 does with
@@ -132,7 +133,7 @@ type hostileSide struct {
 func startHostileStampede(t *testing.T, upstream string) hostileSide {
 	t.Helper()
 	to := hostileTimeouts
-	p, err := NewPolicy(Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}})
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func startHostileStampede(t *testing.T, upstream string) hostileSide {
 			return nil
 		}
 		defer resp.Body.Close()
-		var kc []KeyCount
+		var kc []limit.KeyCount
 		if err := json.NewDecoder(resp.Body).Decode(&kc); err != nil {
 			t.Errorf("GET %s: %v", KeysPath, err)
 			return nil
@@ -179,7 +180,7 @@ func startHostileNginx(t *testing.T, upstream string) hostileSide {
 	t.Helper()
 	to := hostileTimeouts
 	base := nginxtest.Start(t, func(w io.Writer, listen string) error {
-		return WriteNginx(w, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}, NginxOptions{
+		return WriteNginx(w, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}, NginxOptions{
 			Listen: listen, Upstream: upstream, ReadTimeout: to.read,
 			SendTimeout: to.send, ClientBodyTimeout: to.body, ClientHeaderTimeout: to.header,
 		})
@@ -447,7 +448,7 @@ func TestRefusedLikeNginx(t *testing.T) {
 func TestKeepAliveBodyStall(t *testing.T) {
 	up := startScriptedUpstream(t)
 	const readTimeout = 300 * time.Millisecond
-	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	p := mustPolicy(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	front := httptest.NewUnstartedServer(nil)
 	front.Config = NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, "http://"+up.addr()), ProxyOptions{ReadTimeout: readTimeout, KeepAlive: true})}, ServerOptions{})
 	front.Start()

@@ -2,13 +2,9 @@ package limiterproxy
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/netip"
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"stampede/limit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,11 +20,14 @@ const (
 // busiestKeys is how many keys KeysPath lists.
 const busiestKeys = 20
 
-// metrics is the state behind Metrics (declared in policy.go): the counters
+// Metrics are the proxy's Prometheus metrics, on a registry of their own.
+type Metrics struct{ metrics }
+
+// metrics is the state behind Metrics: the counters
 // of every limit, resolved once so that counting is an atomic add.
 type metrics struct {
 	reg    *prometheus.Registry
-	policy *Policy
+	policy *limit.Policy
 	conn   []limitMetrics // per Policy.Conn rule
 	req    []limitMetrics // per Policy.Req rule
 }
@@ -38,13 +37,6 @@ type metrics struct {
 type limitMetrics struct {
 	passed, rejected, rejectedDryRun, delayed prometheus.Counter
 	inFlight                                  prometheus.Gauge
-}
-
-// LimitName names rule i of a kind ("limit_conn" or "limit_req") as the
-// metrics' limit label, the X-Stampede-Limit header and the nginx comments
-// do: "limit_conn[0]".
-func LimitName(kind string, i int) string {
-	return kind + "[" + strconv.Itoa(i) + "]"
 }
 
 // NewMetrics returns the metrics of every limit in p on a registry of their
@@ -60,32 +52,23 @@ func LimitName(kind string, i int) string {
 // passed counts requests the limit admitted without delay; a request whose
 // key is empty is not counted by that limit at all, as nginx does. A nil
 // *Metrics counts nothing. Metrics are safe for concurrent use.
-func NewMetrics(p *Policy) *Metrics {
+func NewMetrics(p *limit.Policy) *Metrics {
 	m := &Metrics{metrics{reg: prometheus.NewRegistry(), policy: p}}
 	labels := []string{"limit", "key"}
-	passed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_passed_total",
-		Help: "Requests the limit admitted without delay.",
-	}, labels)
-	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_total",
-		Help: "Requests the limit rejected with its status.",
-	}, labels)
-	dry := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_rejected_dry_run_total",
-		Help: "Requests the limit would have rejected, let through because it is in dry-run mode.",
-	}, labels)
-	delayed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stampede_limit_delayed_total",
-		Help: "Requests limit_req admitted after a delay.",
-	}, labels)
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	passed := counter("stampede_limit_passed_total", "Requests the limit admitted without delay.")
+	rejected := counter("stampede_limit_rejected_total", "Requests the limit rejected with its status.")
+	dry := counter("stampede_limit_rejected_dry_run_total", "Requests the limit would have rejected, let through because it is in dry-run mode.")
+	delayed := counter("stampede_limit_delayed_total", "Requests limit_req admitted after a delay.")
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "stampede_limit_in_flight",
 		Help: "Requests holding a limit_conn slot now.",
 	}, labels)
 	m.reg.MustRegister(passed, rejected, dry, delayed, inFlight)
 	series := func(kind string, i int, key string, gauge bool) limitMetrics {
-		lv := []string{LimitName(kind, i), key}
+		lv := []string{limit.LimitName(kind, i), key}
 		lm := limitMetrics{
 			passed:         passed.WithLabelValues(lv...),
 			rejected:       rejected.WithLabelValues(lv...),
@@ -114,21 +97,21 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves MetricsPath (Prometheus text format) and KeysPath: a JSON
 // array of the busiest keys of the first limit_conn, at most 20, as
-// [{"key":"site1","in_flight":4}, ...], each key as displayKey writes it.
+// [{"key":"site1","in_flight":4}, ...], each key as Key.Display writes it.
 // Anything else is 404.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(KeysPath, func(w http.ResponseWriter, r *http.Request) {
-		var keys []KeyCount
+		var keys []limit.KeyCount
 		if m.policy != nil {
 			keys = m.policy.Busiest(busiestKeys)
 			for i := range keys {
-				keys[i].Key = displayKey(m.policy.Conn[0].Key, keys[i].Key)
+				keys[i].Key = m.policy.Conn[0].Key.Display(keys[i].Key)
 			}
 		}
 		if keys == nil {
-			keys = []KeyCount{}
+			keys = []limit.KeyCount{}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -141,14 +124,14 @@ func (m *Metrics) Handler() http.Handler {
 // The counting methods below take a nil receiver (no metrics) and an index
 // the Policy produced.
 
-func (m *Metrics) reqVerdict(i int, v Verdict) {
+func (m *Metrics) reqVerdict(i int, v limit.Verdict) {
 	if m == nil || i < 0 || i >= len(m.req) {
 		return
 	}
 	m.req[i].count(v)
 }
 
-func (m *Metrics) connVerdict(i int, v Verdict) {
+func (m *Metrics) connVerdict(i int, v limit.Verdict) {
 	if m == nil || i < 0 || i >= len(m.conn) {
 		return
 	}
@@ -162,48 +145,58 @@ func (m *Metrics) connInFlight(i int, d float64) {
 	m.conn[i].inFlight.Add(d)
 }
 
-func (lm *limitMetrics) count(v Verdict) {
+func (lm *limitMetrics) count(v limit.Verdict) {
 	switch v {
-	case Passed:
+	case limit.Passed:
 		lm.passed.Inc()
-	case Delayed:
+	case limit.Delayed:
 		lm.delayed.Inc()
-	case Rejected:
+	case limit.Rejected:
 		lm.rejected.Inc()
-	case RejectedDryRun:
+	case limit.RejectedDryRun:
 		lm.rejectedDryRun.Inc()
 	}
 }
 
-// displayKey writes a key's value raw, evaluated from k, as text: a
-// $binary_remote_addr key as its address ("10.0.0.7", "2001:db8::1"), and
-// any other key with bytes that are not printable UTF-8 (a concatenation
-// with $binary_remote_addr) with those bytes escaped as \xNN, so that
-// different keys read differently.
-func displayKey(k Key, raw string) string {
-	if len(k.parts) == 1 && k.parts[0].kind == partBinaryRemoteAddr {
-		if a, ok := netip.AddrFromSlice([]byte(raw)); ok {
-			return a.String()
+// countReq counts the limit_req stage's decision: the deciding rule gets
+// the verdict, every other rule that counted the request (non-empty key)
+// passed it, unless the request was rejected, in which case nginx charged
+// no rule and neither do the metrics.
+func (m *Metrics) countReq(keys []string, d limit.ReqDecision) {
+	if m == nil {
+		return
+	}
+	for i, k := range keys {
+		switch {
+		case i == d.Rule:
+			m.reqVerdict(i, d.Verdict)
+		case k == "" || d.Verdict == limit.Rejected:
+		default:
+			m.reqVerdict(i, limit.Passed)
 		}
 	}
-	printable := utf8.ValidString(raw)
-	for _, r := range raw {
-		printable = printable && unicode.IsPrint(r) && r != '\\'
+}
+
+// connAdmitted counts an admitted request (delta 1) and its end (delta -1)
+// for every limit_conn that counted it: the in-flight gauge of each rule
+// holding a slot, and on admission passed or rejected_dry_run.
+func (m *Metrics) connAdmitted(p *limit.Policy, keys []string, d limit.ConnDecision, delta float64) {
+	if d.Verdict == limit.RejectedDryRun && delta > 0 {
+		m.connVerdict(d.Rule, limit.RejectedDryRun)
 	}
-	if printable {
-		return raw
-	}
-	var b strings.Builder
-	for i := 0; i < len(raw); {
-		r, n := utf8.DecodeRuneInString(raw[i:])
-		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
-			for _, c := range []byte(raw[i : i+n]) {
-				fmt.Fprintf(&b, "\\x%02x", c)
-			}
-		} else {
-			b.WriteString(raw[i : i+n])
+	for i, k := range keys {
+		if k == "" {
+			continue
 		}
-		i += n
+		if d.Verdict == limit.RejectedDryRun && p.Conn[i].Spec.DryRun {
+			// The dry-run pass stopped at its rejecting rule and released
+			// what it had taken: no dry-run rule holds a slot, and later
+			// ones never saw the request. Enforced rules beside them do.
+			continue
+		}
+		if delta > 0 {
+			m.connVerdict(i, limit.Passed)
+		}
+		m.connInFlight(i, delta)
 	}
-	return b.String()
 }

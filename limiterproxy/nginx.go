@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"stampede/limit"
 )
 
 // Defaults WriteNginx uses for empty NginxOptions fields.
@@ -39,7 +41,7 @@ const noReadTimeout = 24 * time.Hour
 // apply to a whole location, not one limit: when the limit_conn rules (or
 // the limit_req rules) differ in status or dry-run, WriteNginx returns an
 // error and writes nothing.
-func WriteNginx(w io.Writer, cfg Config, opts NginxOptions) error {
+func WriteNginx(w io.Writer, cfg limit.Config, opts NginxOptions) error {
 	conf, err := nginxConf(cfg, opts)
 	if err != nil {
 		return err
@@ -68,7 +70,7 @@ type nginxRule struct {
 	noDelay bool
 }
 
-func (r nginxRule) name() string { return r.prefix + LimitName(r.kind, r.index) }
+func (r nginxRule) name() string { return r.prefix + limit.LimitName(r.kind, r.index) }
 
 // nginxScope is the server's limits or one location's own.
 type nginxScope struct {
@@ -89,7 +91,7 @@ type nginxParts struct {
 	proxy    func(p func(int, string, ...any), indent int)
 }
 
-func nginxConf(cfg Config, opts NginxOptions) (string, error) {
+func nginxConf(cfg limit.Config, opts NginxOptions) (string, error) {
 	parts, err := buildNginx(cfg, opts)
 	if err != nil {
 		return "", err
@@ -135,7 +137,7 @@ func nginxConf(cfg Config, opts NginxOptions) (string, error) {
 // without limits of its own inherits, and one location block per
 // location with its own, each with its proxy_pass). It has the same
 // errors as WriteNginx.
-func WriteNginxSnippet(w io.Writer, cfg Config, opts NginxOptions) error {
+func WriteNginxSnippet(w io.Writer, cfg limit.Config, opts NginxOptions) error {
 	parts, err := buildNginx(cfg, opts)
 	if err != nil {
 		return err
@@ -197,7 +199,7 @@ func indent(s string, n int) string {
 	return strings.Join(lines, "")
 }
 
-func buildNginx(cfg Config, opts NginxOptions) (*nginxParts, error) {
+func buildNginx(cfg limit.Config, opts NginxOptions) (*nginxParts, error) {
 	ts := opts.TimeScale
 	if ts == 0 {
 		ts = 1
@@ -217,7 +219,7 @@ func buildNginx(cfg Config, opts NginxOptions) (*nginxParts, error) {
 			return nil, fmt.Errorf("nginx config: locations[%d]: no path", i)
 		}
 		for _, path := range loc.Paths {
-			if err := CheckLocationPath(path); err != nil {
+			if err := limit.CheckLocationPath(path); err != nil {
 				return nil, fmt.Errorf("nginx config: locations[%d]: %v", i, err)
 			}
 			hasRoot = hasRoot || path == "/"
@@ -327,7 +329,7 @@ func buildNginx(cfg Config, opts NginxOptions) (*nginxParts, error) {
 }
 
 // nginxScopeOf prepares the limits of one scope.
-func nginxScopeOf(prefix, suffix string, conn []ConnSpec, req []ReqSpec, ts float64) (*nginxScope, error) {
+func nginxScopeOf(prefix, suffix string, conn []limit.ConnSpec, req []limit.ReqSpec, ts float64) (*nginxScope, error) {
 	sc := &nginxScope{prefix: prefix, suffix: suffix}
 	for i, s := range req {
 		r, err := nginxReqRule(i, s, ts)
@@ -412,7 +414,7 @@ func writeLimits(p func(int, string, ...any), in int, sc, server *nginxScope, in
 	}
 }
 
-func nginxConnRule(i int, s ConnSpec) (nginxRule, error) {
+func nginxConnRule(i int, s limit.ConnSpec) (nginxRule, error) {
 	r := nginxRule{kind: "limit_conn", index: i, perKey: s.PerKey, status: s.Status, dryRun: s.DryRun}
 	if s.PerKey < 1 {
 		return r, fmt.Errorf("nginx config: %s: per-key limit %d is not at least 1", r.name(), s.PerKey)
@@ -423,7 +425,7 @@ func nginxConnRule(i int, s ConnSpec) (nginxRule, error) {
 	return r, nil
 }
 
-func nginxReqRule(i int, s ReqSpec, ts float64) (nginxRule, error) {
+func nginxReqRule(i int, s limit.ReqSpec, ts float64) (nginxRule, error) {
 	r := nginxRule{kind: "limit_req", index: i, status: s.Status, dryRun: s.DryRun,
 		burst: s.Burst, delay: s.Delay, noDelay: s.NoDelay}
 	if err := r.common(s.Key, s.Zone, s.Status, "req"); err != nil {
@@ -432,7 +434,7 @@ func nginxReqRule(i int, s ReqSpec, ts float64) (nginxRule, error) {
 	if s.Burst < 0 || s.Delay < 0 {
 		return r, fmt.Errorf("nginx config: %s: burst %d and delay %d must not be negative", r.name(), s.Burst, s.Delay)
 	}
-	rate, err := ParseRate(s.Rate)
+	rate, err := limit.ParseRate(s.Rate)
 	if err != nil {
 		return r, fmt.Errorf("nginx config: %s: %v", r.name(), err)
 	}
@@ -446,7 +448,7 @@ func nginxReqRule(i int, s ReqSpec, ts float64) (nginxRule, error) {
 	text, exact := nginxRate(float64(rate) / ts)
 	r.rate = text
 	if !exact {
-		got, _ := ParseRate(text)
+		got, _ := limit.ParseRate(text)
 		r.notes = append(r.notes, fmt.Sprintf("%s: %s at time scale %s is %.1f mr/s (milli-requests per second); rounded to nginx's nearest, %s = %d mr/s.",
 			r.name(), s.Rate, fmtFloat(ts), float64(rate)/ts, text, got))
 	}
@@ -455,7 +457,7 @@ func nginxReqRule(i int, s ReqSpec, ts float64) (nginxRule, error) {
 
 // common fills in the key, zone name and zone size.
 func (r *nginxRule) common(key, zone string, status int, short string) error {
-	k, err := ParseKey(key)
+	k, err := limit.ParseKey(key)
 	if err != nil {
 		return fmt.Errorf("nginx config: %s: key %q: %v", r.name(), key, err)
 	}
@@ -464,15 +466,15 @@ func (r *nginxRule) common(key, zone string, status int, short string) error {
 		return fmt.Errorf("nginx config: %s: empty key", r.name())
 	}
 	if status == 0 {
-		r.status = DefaultStatus
+		r.status = limit.DefaultStatus
 	} else if status < 400 || status > 599 {
 		return fmt.Errorf("nginx config: %s: status %d is not between 400 and 599", r.name(), status)
 	}
 	r.zone = "stampede_" + short + strconv.Itoa(r.index)
 	if zone == "" {
-		zone = DefaultZone
+		zone = limit.DefaultZone
 	}
-	n, err := ParseSize(zone)
+	n, err := limit.ParseSize(zone)
 	if err != nil {
 		return fmt.Errorf("nginx config: %s: zone %q: %v", r.name(), zone, err)
 	}
@@ -552,7 +554,7 @@ func nginxDuration(d time.Duration) string {
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // proxyCommandLine writes the stampede proxy command the config mirrors.
-func proxyCommandLine(listen, upstream string, cfg Config, readTimeout time.Duration) string {
+func proxyCommandLine(listen, upstream string, cfg limit.Config, readTimeout time.Duration) string {
 	var b strings.Builder
 	b.WriteString("stampede proxy --listen " + listen + " --upstream http://" + upstream)
 	for _, s := range cfg.Req {
@@ -583,7 +585,7 @@ func proxyCommandLine(listen, upstream string, cfg Config, readTimeout time.Dura
 // normalKey writes key as ParseKey does, or leaves it as it is if it does
 // not parse.
 func normalKey(key string) string {
-	if k, err := ParseKey(key); err == nil {
+	if k, err := limit.ParseKey(key); err == nil {
 		return k.String()
 	}
 	return key

@@ -12,48 +12,49 @@ import (
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/limit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var nginxCases = []struct {
 	name string
-	cfg  Config
+	cfg  limit.Config
 	opts NginxOptions
 }{
-	{"no-limits", Config{}, NginxOptions{}},
-	{"conn-host", Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}}},
+	{"no-limits", limit.Config{}, NginxOptions{}},
+	{"conn-host", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}},
 		NginxOptions{Listen: "127.0.0.1:8080", Upstream: "http://127.0.0.1:9000", ReadTimeout: 120 * time.Second}},
-	{"two-limits", Config{
-		Req: []ReqSpec{{Key: "binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, Zone: "1m"}},
-		Conn: []ConnSpec{
+	{"two-limits", limit.Config{
+		Req: []limit.ReqSpec{{Key: "binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, Zone: "1m"}},
+		Conn: []limit.ConnSpec{
 			{Key: "$host", PerKey: 4, Status: 429},
 			{Key: "$http_x_tenant", PerKey: 2, Status: 429, Zone: "16k"},
 		},
 	}, NginxOptions{Listen: "127.0.0.1:8081", Upstream: "127.0.0.1:9001", ReadTimeout: 30 * time.Second}},
-	{"req-delay-dry-run", Config{
-		Req: []ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8, DryRun: true}},
+	{"req-delay-dry-run", limit.Config{
+		Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8, DryRun: true}},
 	}, NginxOptions{ReadTimeout: time.Minute}},
-	{"time-scale", Config{
-		Req: []ReqSpec{
+	{"time-scale", limit.Config{
+		Req: []limit.ReqSpec{
 			{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true},
 			{Key: "$remote_addr", Rate: "30r/m", Burst: 2},
 			{Key: "$http_x_tenant", Rate: "7r/m"},
 		},
-		Conn: []ConnSpec{{Key: "$host", PerKey: 4}},
+		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}},
 	}, NginxOptions{ReadTimeout: 120 * time.Second, TimeScale: 0.3}},
-	{"locations", Config{
-		Req:  []ReqSpec{{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, DryRun: true}},
-		Conn: []ConnSpec{{Key: "$host", PerKey: 8}},
-		Locations: []Location{
-			{Paths: []string{"/api/method/stock_balance", "/api/method/general_ledger"}, Conn: []ConnSpec{{Key: "$host", PerKey: 4, Status: 429}}},
-			{Paths: []string{"/api/method/login"}, Req: []ReqSpec{{Key: "$binary_remote_addr$arg_usr", Rate: "5r/m", Burst: 3}}},
+	{"locations", limit.Config{
+		Req:  []limit.ReqSpec{{Key: "$binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, DryRun: true}},
+		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 8}},
+		Locations: []limit.Location{
+			{Paths: []string{"/api/method/stock_balance", "/api/method/general_ledger"}, Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4, Status: 429}}},
+			{Paths: []string{"/api/method/login"}, Req: []limit.ReqSpec{{Key: "$binary_remote_addr$arg_usr", Rate: "5r/m", Burst: 3}}},
 			{Paths: []string{"/assets"}},
 		},
 	}, NginxOptions{ReadTimeout: 120 * time.Second}},
-	{"locations-no-headers", Config{
-		Conn:      []ConnSpec{{Key: "$host", PerKey: 8}},
-		Locations: []Location{{Paths: []string{"/"}, Conn: []ConnSpec{{Key: "$host", PerKey: 4}}}},
+	{"locations-no-headers", limit.Config{
+		Conn:      []limit.ConnSpec{{Key: "$host", PerKey: 8}},
+		Locations: []limit.Location{{Paths: []string{"/"}, Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 	}, NginxOptions{NoHeaders: true}},
 }
 
@@ -131,7 +132,7 @@ func TestWriteNginxAccepted(t *testing.T) {
 
 func TestWriteNginxContents(t *testing.T) {
 	var buf bytes.Buffer
-	cfg := Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}}, Conn: []ConnSpec{{Key: "host", PerKey: 4}}}
+	cfg := limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5, NoDelay: true}}, Conn: []limit.ConnSpec{{Key: "host", PerKey: 4}}}
 	if err := WriteNginx(&buf, cfg, NginxOptions{Listen: "127.0.0.1:1", Upstream: "127.0.0.1:2", ReadTimeout: 2 * time.Minute, TimeScale: 0.01}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,23 +160,23 @@ func TestWriteNginxContents(t *testing.T) {
 
 func TestWriteNginxErrors(t *testing.T) {
 	tests := []struct {
-		cfg  Config
+		cfg  limit.Config
 		opts NginxOptions
 		want string
 	}{
-		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 4}, {Key: "$remote_addr", PerKey: 2, Status: 429}}}, NginxOptions{},
+		{limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}, {Key: "$remote_addr", PerKey: 2, Status: 429}}}, NginxOptions{},
 			"limit_conn[0] answers 503 but limit_conn[1] answers 429"},
-		{Config{Req: []ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$remote_addr", Rate: "1r/s"}}}, NginxOptions{},
+		{limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "1r/s", DryRun: true}, {Key: "$remote_addr", Rate: "1r/s"}}}, NginxOptions{},
 			"limit_req[0] has dry_run=true but limit_req[1] has dry_run=false"},
-		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 0}}}, NginxOptions{}, "limit_conn[0]: per-key limit 0"},
-		{Config{Req: []ReqSpec{{Key: "$host", Rate: "fast"}}}, NginxOptions{}, "limit_req[0]"},
-		{Config{Conn: []ConnSpec{{Key: "$nope", PerKey: 1}}}, NginxOptions{}, "limit_conn[0]: key"},
-		{Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, Status: 302}}}, NginxOptions{}, "status 302"},
-		{Config{}, NginxOptions{TimeScale: -1}, "time scale -1"},
-		{Config{}, NginxOptions{Upstream: "127.0.0.1:9000/app"}, "is not a host:port"},
-		{Config{Locations: []Location{{Paths: []string{"/a"}, Conn: []ConnSpec{{Key: "$host", PerKey: 1}, {Key: "$host", PerKey: 2, DryRun: true}}}}}, NginxOptions{},
+		{limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 0}}}, NginxOptions{}, "limit_conn[0]: per-key limit 0"},
+		{limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "fast"}}}, NginxOptions{}, "limit_req[0]"},
+		{limit.Config{Conn: []limit.ConnSpec{{Key: "$nope", PerKey: 1}}}, NginxOptions{}, "limit_conn[0]: key"},
+		{limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1, Status: 302}}}, NginxOptions{}, "status 302"},
+		{limit.Config{}, NginxOptions{TimeScale: -1}, "time scale -1"},
+		{limit.Config{}, NginxOptions{Upstream: "127.0.0.1:9000/app"}, "is not a host:port"},
+		{limit.Config{Locations: []limit.Location{{Paths: []string{"/a"}, Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}, {Key: "$host", PerKey: 2, DryRun: true}}}}}, NginxOptions{},
 			"locations[0].limit_conn[0] has dry_run=false but locations[0].limit_conn[1] has dry_run=true"},
-		{Config{Locations: []Location{{Paths: []string{"a"}}}}, NginxOptions{}, `does not start with "/"`},
+		{limit.Config{Locations: []limit.Location{{Paths: []string{"a"}}}}, NginxOptions{}, `does not start with "/"`},
 	}
 	for i, tt := range tests {
 		var buf bytes.Buffer

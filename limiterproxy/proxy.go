@@ -11,11 +11,13 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"stampede/limit"
 )
 
 // DefaultConnectTimeout bounds dialing the upstream, as nginx's
 // proxy_connect_timeout does by default; over it the proxy answers 504.
-const DefaultConnectTimeout = 60 * time.Second
+const DefaultConnectTimeout = limit.DefaultConnectTimeout
 
 // NewProxy returns a reverse proxy to upstream that behaves as nginx's
 // proxy_pass does with `proxy_set_header Host $host`:
@@ -79,7 +81,7 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 			pr.SetURL(upstream)
 			// nginx's proxy_set_header Host $host: without the port,
 			// lower-cased.
-			if h, ok := NormalizeHost(pr.In.Host); ok {
+			if h, ok := limit.NormalizeHost(pr.In.Host); ok {
 				pr.Out.Host = h
 			} else {
 				pr.Out.Host = pr.In.Host

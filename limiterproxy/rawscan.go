@@ -2,6 +2,7 @@ package limiterproxy
 
 import (
 	"bytes"
+	"strconv"
 	"sync"
 )
 
@@ -168,8 +169,8 @@ func (s *reqScan) header(line []byte, long bool) {
 	case equalFold(name, "content-length"):
 		s.cur.contentLengths++
 		s.cur.length = -1
-		if v, ok := atoi(string(value)); ok && !long {
-			s.cur.length = v
+		if v, err := strconv.ParseUint(string(value), 10, 63); err == nil && !long {
+			s.cur.length = int64(v)
 		}
 	case equalFold(name, "transfer-encoding"):
 		s.cur.transferEncodings++

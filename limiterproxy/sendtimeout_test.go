@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 // TestSendTimeout: an upstream that takes none of a large request body is
@@ -43,7 +45,7 @@ func TestSendTimeout(t *testing.T) {
 		}
 	}()
 	const sendTimeout = 300 * time.Millisecond
-	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1}}})
+	p := mustPolicy(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	front := httptest.NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, "http://"+ln.Addr().String()),
 		ProxyOptions{ReadTimeout: time.Hour, SendTimeout: sendTimeout})})
 	defer front.Close()

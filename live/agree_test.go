@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/sim"
+	"stampede/workerpool"
 )
 
 // These tests play one scenario in both engines, live over loopback HTTP and
@@ -28,7 +28,7 @@ import (
 // the engines. Both runs therefore draw from common random numbers
 // (sharedDraws): the n-th request to reach a route gets the same service
 // time in both, and the tenants' arrivals, which both engines take from
-// loadgen.TenantRand, are then the same too. What is left to differ is what
+// workload.TenantRand, are then the same too. What is left to differ is what
 // the test is about: the live run's timers, queue and HTTP against the
 // simulator's model of them.
 
@@ -38,13 +38,13 @@ const (
 	agreeLatency  = 0.10 // p50 and p99, relative to the sim's
 )
 
-// sharedDraws is a fakebackend.Dist that hands its callers one sequence of
+// sharedDraws is a workerpool.Dist that hands its callers one sequence of
 // draws from Dist, out of its own seeded stream, whatever stream they pass:
 // the n-th Sample returns the same duration in every run. It is safe for
 // concurrent use (the live backend samples under its own lock, but says
 // nothing of it).
 type sharedDraws struct {
-	fakebackend.Dist
+	workerpool.Dist
 	mu  sync.Mutex
 	rng *rand.Rand
 }
@@ -81,7 +81,7 @@ func playBoth(t *testing.T, load func(t *testing.T) *scenarios.Scenario) (liveRe
 	sc := withSharedDraws(load(t))
 	rec := report.NewRecorder(sc)
 	start := time.Now()
-	st, err := sim.Run(ctx, sc, rec, sim.Options{Sampler: rec})
+	st, err := sim.Simulate(ctx, sc, rec, sim.Options{Sampler: rec})
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}

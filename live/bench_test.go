@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // cpuTime returns the CPU time this process has used, user and system.
@@ -27,7 +27,7 @@ func trioScenario(rate float64, d time.Duration) *scenarios.Scenario {
 	return &scenarios.Scenario{
 		Name: "trio", Duration: d, TimeScale: 1, Seed: 1,
 		Backend: scenarios.Backend{Workers: 64, Routes: []scenarios.Route{
-			{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 0}}}},
+			{Name: "page", Path: "/app", Service: workerpool.Constant{D: 0}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "sites", Count: sites, Host: "site{i}.example.com", Load: scenarios.Load{
 			Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: rate / sites, Routes: one(0), ClientTimeout: 10 * time.Second}}},
 	}
@@ -43,7 +43,7 @@ func BenchmarkTrio(b *testing.B) {
 			const rate = 500.0
 			sc := trioScenario(rate, time.Duration(float64(b.N)/rate*float64(time.Second)))
 			before := cpuTime()
-			res, err := Run(context.Background(), sc, Options{Transport: tr})
+			res, err := runResults(context.Background(), sc, Options{Transport: tr})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func BenchmarkMaxRate(b *testing.B) {
 			best := 0.0
 			for range b.N {
 				for rate, failed := 125.0, 0; rate <= 64000 && failed < 2; {
-					res, err := Run(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
+					res, err := runResults(context.Background(), trioScenario(rate, time.Second), Options{Transport: tr})
 					if err != nil {
 						b.Fatal(err)
 					}

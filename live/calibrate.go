@@ -108,7 +108,7 @@ func Calibrate(ctx context.Context, sc *scenarios.Scenario, transport string) (C
 	try := func(scale float64) (bool, error) {
 		c := calibrationScenario(sc, scale, calibrationStep)
 		rate := openRate(c) / scale
-		res, err := Run(ctx, c, Options{Transport: transport})
+		res, err := runResults(ctx, c, Options{Transport: transport})
 		if err != nil {
 			return false, err
 		}

@@ -1,7 +1,3 @@
-// Package live plays a scenario in real time over loopback HTTP: the fake
-// backend and the limiting proxy run in-process (or an external target stands
-// in for them), loadgen's driver sends every tenant's load through the proxy,
-// and a report.Recorder turns the results into results.json.
 package live
 
 import (
@@ -21,10 +17,13 @@ import (
 	"stampede/fakebackend"
 	"stampede/internal/h1"
 	"stampede/internal/memnet"
+	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // Engine is the engine name results.json records for live runs.
@@ -37,7 +36,7 @@ type Options struct {
 	// pair, which is then not started.
 	Target string
 	// BackendStatsURL, with Target, is where the backend answers its
-	// fakebackend.Stats as JSON (fakebackend.StatsPath); it is polled for the
+	// workerpool.Stats as JSON (fakebackend.StatsPath); it is polled for the
 	// busy/queue series. Empty means no backend samples.
 	BackendStatsURL string
 	// AllowRemote lets Target and BackendStatsURL be outside loopback.
@@ -47,7 +46,7 @@ type Options struct {
 	// progress display that polls Counters.Snapshot while Run runs.
 	Counters *loadgen.Counters
 	// MaxInFlight caps open-model requests in flight; zero means
-	// loadgen.DefaultMaxInFlight.
+	// workload.DefaultMaxInFlight.
 	MaxInFlight int
 	// SampleEvery is the model time between samples of the backend and the
 	// limiter's busiest keys. Zero means one model second (but no more
@@ -65,32 +64,41 @@ type Options struct {
 	// Calibrated, when not nil, is told what a time_scale: auto
 	// calibration chose, before the run starts.
 	Calibrated func(Calibration)
-	// Version and CommandLine are recorded in results.json.
+	// Sampler receives samples of the backend and the busiest keys. Nil
+	// means the sink when it implements workload.Sampler, else no
+	// sampling.
+	Sampler workload.Sampler
+	// Version and CommandLine are recorded in the run's RunInfo.
 	Version     string
 	CommandLine string
 }
 
-// drainMargin is the wall time added to the longest timeout of a scenario
-// when bounding how long requests in flight at the end may take.
+// drainMargin is the wall time added to the scenario's drain
+// (workload.Drain) when bounding how long requests in flight at the end may
+// take: the path's own time, which the model does not count.
 const drainMargin = time.Second
 
 // Run plays sc: unless opts.Target is set it starts the fake backend and the
 // limiting proxy on 127.0.0.1 with random ports, drives the load through the
 // proxy for sc.Duration × sc.TimeScale of wall time, lets the requests in
-// flight end (bounded by the scenario's longest timeout), samples the
-// backend's busy workers and queue and the limiter's busiest keys about every
-// model second, and returns results.json with engine "live".
+// flight end (within the scenario's drain, workload.Drain), hands every
+// result to sink from one goroutine at a time, samples the backend's busy
+// workers and queue and the limiter's busiest keys about every model second,
+// and returns what the recorder needs beside the results: RunInfo with
+// engine "live" and the run's verdict on itself (Validity; see Explain).
 //
-// When ctx is cancelled Run stops the load at once and returns the results
-// recorded so far, marked Interrupted, with a nil error. Requests cut off by
-// the cancellation are not recorded (see loadgen.Driver.Run). Run shuts down
-// every server it started before returning.
-func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+// When ctx is cancelled Run stops the load at once and returns the run as
+// interrupted (RunInfo.Model says how far it got, workload.Reached), with a
+// nil error, as the simulator does. Requests cut off by the cancellation are
+// not recorded (see loadgen.Driver.Run). Run shuts down every server it
+// started before returning.
+func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, error) {
+	var none report.RunInfo
 	auto := sc.TimeScaleAuto
 	if auto && opts.Target == "" {
 		cal, err := Calibrate(ctx, sc, opts.Transport)
 		if err != nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
 		}
 		if opts.Calibrated != nil {
 			opts.Calibrated(cal)
@@ -110,8 +118,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	var (
 		pr      *pair
 		target  *url.URL
-		policy  *limiterproxy.Policy
-		stats   func() (fakebackend.Stats, bool)
+		policy  *limit.Policy
+		stats   func() (workerpool.Stats, bool)
 		cleanup []func()
 	)
 	defer func() {
@@ -123,24 +131,24 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if opts.Target == "" {
 		p, err := startPair(sc, scale, opts.Transport, !opts.RuntimeTimers)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		pr = p
 		cleanup = append(cleanup, p.close)
 		target, policy = p.proxyURL, p.policy
-		stats = func() (fakebackend.Stats, bool) { return p.backend.Stats(), true }
+		stats = func() (workerpool.Stats, bool) { return p.backend.Stats(), true }
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
-			return nil, &TargetError{err}
+			return none, &TargetError{err}
 		}
 		if err := reachable(ctx, target); err != nil {
-			return nil, &TargetError{err}
+			return none, &TargetError{err}
 		}
 		if opts.BackendStatsURL != "" {
 			u, err := checkTarget(ctx, "backend stats URL", opts.BackendStatsURL, opts.AllowRemote)
 			if err != nil {
-				return nil, &TargetError{err}
+				return none, &TargetError{err}
 			}
 			pctx, cancel := context.WithCancel(ctx)
 			poll := newStatsPoller(u, max(wall(time.Second), 50*time.Millisecond))
@@ -154,11 +162,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		}
 	}
 
-	rec := report.NewRecorder(sc)
+	sampler := workload.SamplerOf(opts.Sampler, sink)
 	sample := func(at time.Duration) {
+		if sampler == nil {
+			return
+		}
 		if stats != nil {
 			if s, ok := stats(); ok {
-				rec.SampleBackend(at, s.Busy, s.Queued)
+				sampler.SampleBackend(at, s.Busy, s.Queued)
 			}
 		}
 		if policy != nil {
@@ -167,7 +178,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 			for _, k := range busiest {
 				m[k.Key] = k.InFlight
 			}
-			rec.SampleKeys(at, m)
+			sampler.SampleKeys(at, m)
 		}
 	}
 	every := opts.SampleEvery
@@ -183,21 +194,22 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	if pr != nil {
 		var err error
 		if probes, err = pr.newProber(probeWait(sc, scale)); err != nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 		defer probes.close()
 		// Cut off by ctx, the run is interrupted before it began: the
 		// driver returns at once and the results say so.
 		if tare, err = probes.calibrate(ctx, &tracker); err != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 	}
 
+	tenants := sc.Expand()
 	drv, err := loadgen.NewDriver(loadgen.DriverOptions{
 		Tare:           tare,
 		Target:         target,
 		PreciseTimers:  !opts.RuntimeTimers,
-		Tenants:        sc.Expand(),
+		Tenants:        tenants,
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
 		TimeScale:      scale,
@@ -206,14 +218,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		// The built-in proxy marks its limits' answers; a target may not.
 		MarkedRejections: pr != nil,
 		MaxInFlight:      opts.MaxInFlight,
-		Drain:            Drain(sc),
+		Drain:            wall(workload.Drain(sc, tenants)) + drainMargin,
 		Sample:           sample,
 		SampleEvery:      max(wall(every), 5*time.Millisecond),
 		Counters:         opts.Counters,
 		Dial:             dialOf(pr),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
+		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
 	}
 
 	stopProbes := func() {}
@@ -233,18 +245,21 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 	before := sampleOS()
 	wakes := clock.WakeSnapshot()
 	start := time.Now()
-	runErr := drv.Run(ctx, start, rec)
+	if sink == nil {
+		sink = workload.SinkFunc(func(*workload.Result) {})
+	}
+	runErr := drv.Run(ctx, start, sink)
 	elapsed := time.Since(start)
 	stopProbes()
 	after := sampleOS()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
-		return nil, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
+		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
 	}
-	// The driver's sink goroutine has ended: the recorder is ours again.
+	// The driver's sink goroutine has ended: the sampler is ours again.
 	modelElapsed := time.Duration(float64(elapsed) / scale)
 	sample(modelElapsed)
-	var end fakebackend.Stats
+	var end workerpool.Stats
 	if stats != nil {
 		end, _ = stats()
 	}
@@ -275,13 +290,35 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Res
 		CommandLine:   opts.CommandLine,
 	}
 	if interrupted {
-		// The run got this far into the model; a whole run covers at least
-		// the scenario's duration, which the recorder takes by default.
-		info.Model = min(modelElapsed, sc.Duration)
+		info.Model = workload.Reached(modelElapsed, sc.Duration)
+	}
+	return info, nil
+}
+
+// runResults plays sc into a recorder of its own and returns results.json.
+func runResults(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
+	rec := report.NewRecorder(sc)
+	info, err := Run(ctx, sc, rec, opts)
+	if err != nil {
+		return nil, err
 	}
 	res := rec.Results(info)
-	explain(validity, res.SLO, sc, m)
+	Explain(res, sc)
 	return res, nil
+}
+
+// Explain completes the verdict of a run on itself in res, its results:
+// when the run was inconclusive, it names the failed SLOs that the
+// generator's own delay, as the verdict's figures state it (model time),
+// cannot explain (Validity.Unexplained), which still fail the run. A
+// conclusive run, as every simulated one is, is left as it is.
+func Explain(res *report.Results, sc *scenarios.Scenario) {
+	v := res.Validity
+	if v == nil || v.Conclusive {
+		return
+	}
+	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+	explain(v, res.SLO, sc, time.Duration(worst*float64(time.Millisecond)))
 }
 
 // dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
@@ -294,8 +331,8 @@ func dialOf(pr *pair) func(ctx context.Context, from netip.Addr) (net.Conn, erro
 
 // RejectStatuses returns the statuses the limits in cfg answer with, 503
 // when none says otherwise.
-func RejectStatuses(cfg limiterproxy.Config) []int {
-	st := []int{limiterproxy.DefaultStatus}
+func RejectStatuses(cfg limit.Config) []int {
+	st := []int{limit.DefaultStatus}
 	add := func(s int) {
 		if s != 0 && !slices.Contains(st, s) {
 			st = append(st, s)
@@ -308,25 +345,6 @@ func RejectStatuses(cfg limiterproxy.Config) []int {
 		add(r.Status)
 	}
 	return st
-}
-
-// Drain returns, in wall time, how long requests still in flight at the end
-// of sc's load may take: its longest timeout (client, proxy read, backend
-// worker) played at its time scale, plus a margin. Zero when sc has no
-// timeout at all, meaning wait for every request.
-func Drain(sc *scenarios.Scenario) time.Duration {
-	longest := max(sc.Proxy.ReadTimeout, sc.Backend.Timeout)
-	for _, g := range sc.Tenants {
-		longest = max(longest, g.Load.ClientTimeout)
-	}
-	if longest == 0 {
-		return 0
-	}
-	scale := sc.TimeScale
-	if scale == 0 {
-		scale = 1
-	}
-	return time.Duration(float64(longest)*scale) + drainMargin
 }
 
 // checkTarget parses raw, an http URL, and refuses hosts outside loopback
@@ -395,7 +413,7 @@ type statsPoller struct {
 	url    *url.URL
 	every  time.Duration
 	client *http.Client
-	last   atomic.Pointer[fakebackend.Stats]
+	last   atomic.Pointer[workerpool.Stats]
 }
 
 func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
@@ -403,11 +421,11 @@ func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
 }
 
 // latest returns the last stats fetched, false before the first.
-func (p *statsPoller) latest() (fakebackend.Stats, bool) {
+func (p *statsPoller) latest() (workerpool.Stats, bool) {
 	if s := p.last.Load(); s != nil {
 		return *s, true
 	}
-	return fakebackend.Stats{}, false
+	return workerpool.Stats{}, false
 }
 
 // run fetches the stats every p.every until ctx is done. A failed fetch
@@ -438,7 +456,7 @@ func (p *statsPoller) fetch(ctx context.Context) {
 	if resp.StatusCode != http.StatusOK {
 		return
 	}
-	var s fakebackend.Stats
+	var s workerpool.Stats
 	if json.NewDecoder(resp.Body).Decode(&s) == nil {
 		p.last.Store(&s)
 	}
@@ -458,7 +476,7 @@ const (
 // loopback TCP or in memory.
 type pair struct {
 	backend  *fakebackend.Backend
-	policy   *limiterproxy.Policy
+	policy   *limit.Policy
 	proxyURL *url.URL
 	// dial, in memory, connects to the proxy from a client's address;
 	// nil over TCP.
@@ -483,7 +501,7 @@ const proxyMaxConns = 16384
 
 // memBacklog is the in-memory backend listener's accept queue. The fake
 // backend accepts every connection at once and keeps its own backlog in
-// its pool (fakebackend.Config.Backlog), so the listener's queue only has
+// its pool (workerpool.Config.Backlog), so the listener's queue only has
 // to hold what arrives between two Accepts; it is as deep as the proxy has
 // connections, so it never overflows first.
 const memBacklog = proxyMaxConns
@@ -508,7 +526,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
@@ -521,7 +539,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 	)
 	if memory {
 		overflow := memnet.Retry
-		if sc.Backend.Overflow == fakebackend.Reset {
+		if sc.Backend.Overflow == workerpool.Reset {
 			overflow = memnet.Refuse
 		}
 		ml := memnet.Listen(memnet.Options{
@@ -530,7 +548,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 			Overflow: overflow,
 			// The kernel's SYN retransmissions are model time.
 			RetryAfter: func(n int) (time.Duration, bool) {
-				d, again := fakebackend.SYNRetry(n)
+				d, again := workerpool.SYNRetry(n)
 				return wall(d), again
 			},
 		})

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // These tests play small scenarios over loopback in real time, each in well
@@ -23,7 +24,7 @@ import (
 // machine's speed.
 
 func route(name, path string, service time.Duration) scenarios.Route {
-	return scenarios.Route{Name: name, Path: path, Service: fakebackend.Constant{D: service}}
+	return scenarios.Route{Name: name, Path: path, Service: workerpool.Constant{D: service}}
 }
 
 func one(r int) []scenarios.WeightedRoute { return []scenarios.WeightedRoute{{Route: r, Weight: 1}} }
@@ -40,7 +41,7 @@ func group(t *testing.T, res *report.Results, name string) report.GroupResult {
 }
 
 func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) uint64 {
-	a := loadgen.NewArrivals(load, horizon, loadgen.TenantRand(seed, tenant))
+	a := workload.NewArrivals(load, horizon, workload.TenantRand(seed, tenant))
 	var n uint64
 	for {
 		if _, ok := a.Next(); !ok {
@@ -52,7 +53,7 @@ func arrivals(load *scenarios.Load, horizon time.Duration, seed uint64, tenant i
 
 func run(t *testing.T, ctx context.Context, sc *scenarios.Scenario, opts Options) *report.Results {
 	t.Helper()
-	res, err := Run(ctx, sc, opts)
+	res, err := runResults(ctx, sc, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -114,7 +115,7 @@ func story(perKey int) *scenarios.Scenario {
 		},
 	}
 	if perKey > 0 {
-		sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: perKey}}
+		sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: perKey}}
 	}
 	return sc
 }
@@ -208,9 +209,9 @@ func TestRunClientTimeoutAbandons(t *testing.T) {
 	// proxy frees the key's slot, but the worker goes on (continue).
 	sc := &scenarios.Scenario{
 		Name: "abandon", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
-		Backend: scenarios.Backend{Workers: 2, OnClientAbort: fakebackend.Continue,
+		Backend: scenarios.Backend{Workers: 2, OnClientAbort: workerpool.Continue,
 			Routes: []scenarios.Route{route("report", "/report", 30*time.Second)}},
-		Proxy: scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy: scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{{Group: "x", Count: 1, Host: "x.example.com", Load: scenarios.Load{
 			Model: scenarios.Closed, Users: 1, Iterations: 1, OnTimeout: scenarios.GiveUp,
 			ClientTimeout: 5 * time.Second, Routes: one(0)}}},
@@ -253,8 +254,8 @@ func TestRunDropsOverInFlightCap(t *testing.T) {
 func TestRunTarget(t *testing.T) {
 	sc := story(0)
 	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale,
-		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 30 * time.Millisecond}},
-			{Name: "report", Path: "/api/report", Service: fakebackend.Constant{D: time.Minute}}}})
+		Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 30 * time.Millisecond}},
+			{Name: "report", Path: "/api/report", Service: workerpool.Constant{D: time.Minute}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestRunTarget(t *testing.T) {
 
 func TestRunRefusesRemoteTarget(t *testing.T) {
 	for i, target := range []string{"http://192.0.2.1:8080", "http://10.1.2.3/", "https://127.0.0.1:1", "127.0.0.1:80"} {
-		_, err := Run(context.Background(), story(4), Options{Target: target})
+		_, err := runResults(context.Background(), story(4), Options{Target: target})
 		if err == nil {
 			t.Errorf("step %d: Run(target %s): no error", i, target)
 		} else if strings.Contains(target, "http://") && !strings.Contains(err.Error(), "allow-remote") {
@@ -288,24 +289,17 @@ func TestRunRefusesUnreachableTarget(t *testing.T) {
 	}
 	target := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now
-	_, err = Run(context.Background(), story(4), Options{Target: target})
+	_, err = runResults(context.Background(), story(4), Options{Target: target})
 	var te *TargetError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "nothing accepts connections") {
 		t.Errorf("Run(target %s with nothing listening): error %v, want a TargetError saying nothing accepts connections", target, err)
 	}
 }
 
-func TestRejectStatusesAndDrain(t *testing.T) {
-	got := RejectStatuses(limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Status: 429}, {}}, Req: []limiterproxy.ReqSpec{{Status: 503}, {Status: 444}}})
+func TestRejectStatuses(t *testing.T) {
+	got := RejectStatuses(limit.Config{Conn: []limit.ConnSpec{{Status: 429}, {}}, Req: []limit.ReqSpec{{Status: 503}, {Status: 444}}})
 	if want := []int{503, 429, 444}; !slices.Equal(got, want) {
 		t.Errorf("RejectStatuses: got %v, want %v", got, want)
-	}
-	sc := story(4)
-	if got, want := Drain(sc), 3*time.Second+drainMargin; got != want {
-		t.Errorf("Drain: got %v, want %v (5 min client timeout × 0.01 + margin)", got, want)
-	}
-	if got := Drain(&scenarios.Scenario{TimeScale: 1}); got != 0 {
-		t.Errorf("Drain without timeouts: got %v, want 0", got)
 	}
 }
 
@@ -315,7 +309,7 @@ func TestRunLimitStatus502ToldFromUpstream502(t *testing.T) {
 	// timeout, which the proxy also answers 502. Only the limiter's mark
 	// tells them apart.
 	sc := story(0)
-	sc.Proxy.Limits.Conn = []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
+	sc.Proxy.Limits.Conn = []limit.ConnSpec{{Key: "$host", PerKey: 4, Status: 502}}
 	sc.Backend.Timeout = 30 * time.Second // the reports take a minute
 	res := run(t, context.Background(), sc, Options{})
 	x := group(t, res, "user-x")

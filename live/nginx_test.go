@@ -42,7 +42,7 @@ func TestNginxStockBalance(t *testing.T) {
 
 	backend := startScenarioBackend(t, sc)
 	proxy := startNginxFor(t, sc, backend)
-	res, err := Run(context.Background(), sc, Options{Target: proxy, BackendStatsURL: backend + fakebackend.StatsPath})
+	res, err := runResults(context.Background(), sc, Options{Target: proxy, BackendStatsURL: backend + fakebackend.StatsPath})
 	if err != nil {
 		t.Fatalf("live run through nginx: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestNginxStockBalance(t *testing.T) {
 		t.Errorf("nginx: backend busy max %d from the stats URL, want at least user-x's 4 reports", res.Backend.BusyMax)
 	}
 
-	builtIn, err := Run(context.Background(), sc, Options{})
+	builtIn, err := runResults(context.Background(), sc, Options{})
 	if err != nil {
 		t.Fatalf("live run through the built-in proxy: %v", err)
 	}

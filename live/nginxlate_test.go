@@ -23,7 +23,7 @@ func TestNginxOpenSendsOnTime(t *testing.T) {
 	}
 	backend := startScenarioBackend(t, sc)
 	proxy := startNginxFor(t, sc, backend)
-	res, err := Run(context.Background(), sc, Options{Target: proxy, BackendStatsURL: backend + fakebackend.StatsPath})
+	res, err := runResults(context.Background(), sc, Options{Target: proxy, BackendStatsURL: backend + fakebackend.StatsPath})
 	if err != nil {
 		t.Fatalf("live run through nginx: %v", err)
 	}

@@ -26,7 +26,7 @@ func playSynctest(t *testing.T, sc *scenarios.Scenario) *report.Results {
 	var res *report.Results
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		res, err = Run(context.Background(), sc, Options{Transport: Memory, RuntimeTimers: true})
+		res, err = runResults(context.Background(), sc, Options{Transport: Memory, RuntimeTimers: true})
 		if err != nil {
 			t.Fatalf("live: %v", err)
 		}
@@ -37,7 +37,7 @@ func playSynctest(t *testing.T, sc *scenarios.Scenario) *report.Results {
 func playSim(t *testing.T, sc *scenarios.Scenario) *report.Results {
 	t.Helper()
 	rec := report.NewRecorder(sc)
-	st, err := sim.Run(context.Background(), sc, rec, sim.Options{Sampler: rec})
+	st, err := sim.Simulate(context.Background(), sc, rec, sim.Options{Sampler: rec})
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}

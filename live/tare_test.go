@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 // tareScenario is a few requests of a short route, played 10× faster: about
@@ -78,7 +80,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), TimeScale: sc.TimeScale, Seed: sc.Seed,
-				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: fakebackend.Constant{D: 100 * time.Millisecond}}}})
+				Routes: []fakebackend.Route{{Name: "page", Path: "/app", Service: workerpool.Constant{D: 100 * time.Millisecond}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +90,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 			target := bsrv.URL
 			if c.front == nil {
 				// The built-in pair's shape, started apart from Run.
-				policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+				policy, err := limit.NewPolicy(sc.Proxy.Limits)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +138,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			res, err := Run(ctx, tareScenario(), c.opts(t))
+			res, err := runResults(ctx, tareScenario(), c.opts(t))
 			if err != nil {
 				t.Fatalf("step %d: Run with a cancelled context: error %v, want nil and interrupted results", i, err)
 			}

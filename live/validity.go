@@ -9,6 +9,7 @@ import (
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // A live run judges its own validity by this rule, which the README's "Live
@@ -99,7 +100,7 @@ type osSample struct {
 // measured is what a live run measured of itself, in wall time.
 type measured struct {
 	scale    float64
-	lateness loadgen.Lateness
+	lateness workload.Lateness
 	stalls   loadgen.Stalls
 	tare     bool // a tare was measured and taken off
 	tareMin  time.Duration
@@ -202,21 +203,12 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 // SLO may miss by and still be explained by it.
 const amplification = 10
 
-// worstDelay returns W of the rule, in model time.
-func worstDelay(m measured) time.Duration {
-	w := max(m.lateness.P99, m.stalls.Longest, m.wakes.Quantile(0.99))
-	if m.tare {
-		w = max(w, m.tareMax-m.tareMin)
-	}
-	return time.Duration(float64(w) / m.scale)
-}
-
-// explain fills v.Unexplained from the SLO verdicts of the run.
-func explain(v *report.Validity, slos []report.SLOResult, sc *scenarios.Scenario, m measured) {
+// explain fills v.Unexplained from the SLO verdicts of the run, whose
+// worst delay, W of the rule in model time, was w.
+func explain(v *report.Validity, slos []report.SLOResult, sc *scenarios.Scenario, w time.Duration) {
 	if v.Conclusive {
 		return
 	}
-	w := worstDelay(m)
 	shortest := time.Duration(0)
 	for _, d := range timeoutsOf(sc) {
 		if shortest == 0 || d < shortest {

@@ -9,6 +9,7 @@ import (
 	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // TestJudge holds the validity rule to its figures, step by step: the
@@ -44,8 +45,8 @@ func TestJudge(t *testing.T) {
 		suggest    float64 // suggested time scale
 	}{
 		{"nothing late", measured{}, true, "", scale},
-		{"lateness p99 under the budget", measured{lateness: loadgen.Lateness{P99: 2900 * time.Microsecond}}, true, "", scale},
-		{"lateness p99 over the budget", measured{lateness: loadgen.Lateness{P99: 4 * time.Millisecond}}, false, "late at p99", 0.1},
+		{"lateness p99 under the budget", measured{lateness: workload.Lateness{P99: 2900 * time.Microsecond}}, true, "", scale},
+		{"lateness p99 over the budget", measured{lateness: workload.Lateness{P99: 4 * time.Millisecond}}, false, "late at p99", 0.1},
 		{"one long stall: 0.1% of the run", measured{stalls: stalls(1, 18*time.Millisecond)}, true, "", scale},
 		{"long stalls over 0.5% of the run", measured{stalls: stalls(10, 10*time.Millisecond)}, false, "stalled 10 times", 0.2},
 		{"timers late", measured{wakes: wakesAt(5 * time.Millisecond)}, false, "timers", 0.2},
@@ -62,7 +63,7 @@ func TestJudge(t *testing.T) {
 	}
 
 	// A failure far beyond what the delay could explain still fails.
-	m := measured{scale: scale, lateness: loadgen.Lateness{P99: 6 * time.Millisecond}} // 200 ms of model time
+	m := measured{scale: scale, lateness: workload.Lateness{P99: 6 * time.Millisecond}} // 200 ms of model time
 	for _, c := range []struct {
 		step        string
 		slo         report.SLOResult
@@ -73,7 +74,7 @@ func TestJudge(t *testing.T) {
 		{"ok_rate with a delay under a tenth of the shortest timeout", report.SLOResult{Name: "ok", Metric: "ok_rate", Op: ">", Threshold: 0.99, Value: 0.6}, true},
 	} {
 		v := judge(sc, m)
-		explain(v, []report.SLOResult{c.slo}, sc, m)
+		explain(v, []report.SLOResult{c.slo}, sc, worstDelay(m))
 		if got := len(v.Unexplained) > 0; got != c.unexplained {
 			t.Errorf("step %s: unexplained %v, want %v", c.step, v.Unexplained, c.unexplained)
 		}
@@ -89,4 +90,13 @@ func wakesAt(d time.Duration) (w clock.Wakes) {
 		}
 	}
 	return w
+}
+
+// worstDelay returns W of the rule, in model time.
+func worstDelay(m measured) time.Duration {
+	w := max(m.lateness.P99, m.stalls.Longest, m.wakes.Quantile(0.99))
+	if m.tare {
+		w = max(w, m.tareMax-m.tareMin)
+	}
+	return time.Duration(float64(w) / m.scale)
 }

@@ -22,18 +22,11 @@ import (
 	"stampede/internal/h1"
 	"stampede/limiterproxy"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // Defaults of DriverOptions.
 const (
-	// DefaultTenantInFlight caps one open-model tenant's requests in flight
-	// when its Load.MaxInFlight is zero.
-	DefaultTenantInFlight = 10000
-	// DefaultMaxInFlight caps all open-model requests in flight together.
-	// Each one holds a goroutine and a TCP connection (HTTP/1.1 sends one
-	// request per connection at a time), so the cap also bounds the file
-	// descriptors a run takes.
-	DefaultMaxInFlight = 10000
 	// resultBuffer is how many results may wait for the sink goroutine before
 	// producers block on it.
 	resultBuffer = 8192
@@ -90,8 +83,9 @@ type DriverOptions struct {
 	// answer that carries the header is Rejected.
 	MarkedRejections bool
 	// MaxInFlight caps open-model requests in flight over all tenants; an
-	// arrival over it is Dropped. Zero means DefaultMaxInFlight. Closed-model
-	// users are not counted: their number already bounds them.
+	// arrival over it is Dropped. See workload.TotalCap: zero means
+	// workload.DefaultMaxInFlight, negative no cap. Closed-model users are
+	// not counted: their number already bounds them.
 	MaxInFlight int
 	// Drain bounds, in wall time, how long requests still in flight at the
 	// horizon may take. When it runs out they are abandoned and recorded as
@@ -127,25 +121,16 @@ type Counters struct {
 	sent      atomic.Uint64
 	inFlight  atomic.Int64
 	abandoned atomic.Uint64
-	outcomes  [NumOutcomes]atomic.Uint64
+	outcomes  [workload.NumOutcomes]atomic.Uint64
 }
 
 // Progress is a snapshot of Counters.
 type Progress struct {
-	Elapsed   time.Duration       // model time since the start of the run; 0 before it
-	Sent      uint64              // requests sent
-	InFlight  int64               // requests sent whose end is not yet known
-	Outcomes  [NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
-	Abandoned uint64              // requests cut off by cancellation of Run's context; never recorded
-}
-
-// Done returns the number of results handed to the sink.
-func (p Progress) Done() uint64 {
-	var n uint64
-	for _, c := range p.Outcomes {
-		n += c
-	}
-	return n
+	Elapsed   time.Duration                // model time since the start of the run; 0 before it
+	Sent      uint64                       // requests sent
+	InFlight  int64                        // requests sent whose end is not yet known
+	Outcomes  [workload.NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
+	Abandoned uint64                       // requests cut off by cancellation of Run's context; never recorded
 }
 
 // Snapshot returns the counts now. The fields are read one by one, so a
@@ -175,13 +160,14 @@ type tenant struct {
 	load     *scenarios.Load
 	rt       http.RoundTripper
 	timeout  time.Duration // wall
-	cap      int64         // open model: in-flight cap
+	cap      int64         // open model: in-flight cap (workload.TenantCap)
 	inFlight atomic.Int64  // open model: incremented by the scheduler only
-	mix      Mix
+	mix      workload.Mix
 	routeOf  []int // weighted-route position → backend route index
 	stop     time.Duration
-	picks    *rand.Rand // open model: the route picks, a stream apart from the arrivals'
-	arrivals *Arrivals
+	loop     workload.Closed // closed model: its users' loop
+	picks    *rand.Rand      // open model: the route picks, a stream apart from the arrivals'
+	arrivals *workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
 	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
@@ -231,10 +217,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if d.reject == nil {
 		d.reject = []int{http.StatusServiceUnavailable}
 	}
-	d.maxFlight = int64(opts.MaxInFlight)
-	if d.maxFlight <= 0 {
-		d.maxFlight = DefaultMaxInFlight
-	}
+	d.maxFlight = int64(workload.TotalCap(opts.MaxInFlight))
 	if d.counters == nil {
 		d.counters = new(Counters)
 	}
@@ -271,7 +254,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		if len(sc.Load.Routes) == 0 {
 			return nil, fmt.Errorf("loadgen: tenant %s: no routes", sc.Name)
 		}
-		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: NewMix(sc.Load.Routes)}
+		t := &tenant{index: int32(sc.Index), host: sc.Host, load: sc.Load, mix: workload.NewMix(sc.Load.Routes)}
 		t.trace = sc.Trace
 		for j, wr := range sc.Load.Routes {
 			if wr.Route < 0 || wr.Route >= len(opts.Routes) {
@@ -279,14 +262,9 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			}
 		}
 		t.timeout = d.wall(sc.Load.ClientTimeout)
-		t.cap = int64(sc.Load.MaxInFlight)
-		if t.cap <= 0 {
-			t.cap = DefaultTenantInFlight
-		}
-		t.stop = sc.Load.Stop
-		if t.stop <= 0 || t.stop > opts.Horizon {
-			t.stop = opts.Horizon
-		}
+		t.cap = int64(workload.TenantCap(sc.Load))
+		t.stop = workload.Stop(sc.Load, opts.Horizon)
+		t.loop = workload.NewClosed(sc.Load, opts.Horizon)
 		addr := ""
 		if loopback {
 			addr = sc.Addr
@@ -381,7 +359,7 @@ func (d *Driver) SetTare(tare time.Duration) { d.tare.Store(int64(max(tare, 0)))
 
 // SendLateness returns how late the driver has sent its requests so far.
 // It is safe to call at any time.
-func (d *Driver) SendLateness() Lateness { return d.late.summary() }
+func (d *Driver) SendLateness() workload.Lateness { return d.late.summary() }
 
 // Stalls returns the generator's stalls so far (see Stalls). It is safe to
 // call at any time.
@@ -413,7 +391,7 @@ func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (p
 // the cancellation all reach the sink.
 //
 // Run may be called once.
-func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
+func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) error {
 	if d.ran.Swap(true) {
 		return errors.New("loadgen: Driver.Run called twice")
 	}
@@ -428,7 +406,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	results := make(chan Result, resultBuffer)
+	results := make(chan workload.Result, resultBuffer)
 	consumed := make(chan struct{})
 	go d.consume(start, results, sink, consumed)
 
@@ -444,7 +422,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink Sink) error {
 		}
 		// The arrivals draw from the tenant's own stream alone, so they are
 		// exactly NewArrivals' whatever the routes; picks come from another.
-		t.arrivals = NewArrivals(t.load, d.opts.Horizon, TenantRand(d.opts.Seed, int(t.index)))
+		t.arrivals = workload.NewArrivals(t.load, d.opts.Horizon, workload.TenantRand(d.opts.Seed, int(t.index)))
 		if t.load.Model == scenarios.Traced {
 			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
 		}
@@ -490,7 +468,7 @@ const consumeBatch = 2 * time.Millisecond
 // consume hands results to sink, and calls Sample between them. While
 // results come in bunches it takes them a batch at a time (consumeBatch);
 // otherwise it wakes for each.
-func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done chan<- struct{}) {
+func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink workload.Sink, done chan<- struct{}) {
 	defer close(done)
 	var tick <-chan time.Time
 	if d.opts.Sample != nil {
@@ -506,11 +484,11 @@ func (d *Driver) consume(start time.Time, results <-chan Result, sink Sink, done
 	batch.Stop()
 	defer batch.Stop()
 	// One Result reused: sinks must not keep the pointer past Add.
-	var r Result
-	add := func(res Result) {
+	var r workload.Result
+	add := func(res workload.Result) {
 		r = res
 		d.counters.outcomes[r.Outcome].Add(1)
-		if r.Outcome != Dropped {
+		if r.Outcome != workload.Dropped {
 			d.late.record(time.Duration(r.Late) * time.Microsecond)
 		}
 		sink.Add(&r)
@@ -589,7 +567,7 @@ func (h arrivalHeap) down(i int) {
 // schedule fires every open-model tenant's arrivals at their intended times
 // from one timer, each request on a sender of the pool (senders), which it
 // waits for before returning.
-func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- Result) {
+func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result) {
 	pool := newSenders(int(d.maxFlight), func(s send) {
 		defer d.openFlight.Add(-1)
 		defer s.t.inFlight.Add(-1)
@@ -622,7 +600,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		}
 		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
 		t := a.t
-		route := t.route()
+		route := t.arrivals.RouteOf(t.mix, t.picks)
 		if next, ok := t.arrivals.Next(); ok {
 			h[0].at = next
 		} else {
@@ -633,8 +611,8 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 
 		// Only this goroutine increments the counts, so checking then
 		// adding cannot overshoot the caps.
-		if t.inFlight.Load() >= t.cap || d.openFlight.Load() >= d.maxFlight {
-			out <- Result{Tenant: t.index, Route: int16(route), Outcome: Dropped, Intended: a.at}
+		if !workload.Admit(t.inFlight.Load(), t.cap, d.openFlight.Load(), d.maxFlight) {
+			out <- workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: a.at}
 			continue
 		}
 		t.inFlight.Add(1)
@@ -645,16 +623,11 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 	}
 }
 
-// user is one closed-model user: request, answer or client timeout, think,
-// again, from the tenant's Start until its Stop or its Iterations. A client
-// timeout under Retry sends again (a refreshed tab: the same iteration);
-// under GiveUp the user stops.
-func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- Result) {
-	next := t.load.Start
-	for done := 0; t.load.Iterations == 0 || done < t.load.Iterations; {
-		if next >= t.stop {
-			return
-		}
+// user is one closed-model user, following its tenant's loop
+// (workload.Closed), which the simulator's users follow too.
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- workload.Result) {
+	done := 0
+	for next, more := t.loop.First(); more; {
 		paced, ok := d.wait(ctx, start, next)
 		if !ok {
 			return
@@ -668,16 +641,9 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 			return
 		}
 		out <- r
-		if r.Outcome == ClientTimeout {
-			if t.load.OnTimeout == scenarios.GiveUp {
-				return
-			}
-		} else {
-			done++
-		}
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next = NextSend(r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), t.load.Think, r.Outcome)
+		next, more = t.loop.Next(&done, r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
 	}
 }
 
@@ -700,8 +666,8 @@ func serviceOf(h []string) time.Duration {
 // do sends one request intended at model time intended and returns its
 // result, or false when ctx's cancellation abandoned it. Paced says the
 // pacer slept for this send and should learn how late it was.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (Result, bool) {
-	res := Result{Tenant: t.index, Route: int16(route), Intended: intended}
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (workload.Result, bool) {
+	res := workload.Result{Tenant: t.index, Route: int16(route), Intended: intended}
 	reqCtx := ctx
 	if t.timeout > 0 {
 		var cancel context.CancelFunc
@@ -768,14 +734,14 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	case err == nil:
 		switch {
 		case limited:
-			res.Outcome = Rejected
+			res.Outcome = workload.Rejected
 		case d.opts.MarkedRejections:
-			res.Outcome = Classify(status, nil) // no status is a rejection without the mark
+			res.Outcome = workload.Classify(status, nil) // no status is a rejection without the mark
 		default:
-			res.Outcome = Classify(status, d.reject)
+			res.Outcome = workload.Classify(status, d.reject)
 		}
 		res.Status = int16(status)
-		if res.Outcome == OK {
+		if res.Outcome == workload.OK {
 			res.Work = serviceOf(service)
 		}
 	case ctx.Err() != nil:
@@ -783,11 +749,11 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 			c.abandoned.Add(1)
 			return res, false
 		}
-		res.Outcome = ClientTimeout
+		res.Outcome = workload.ClientTimeout
 	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
-		res.Outcome = ClientTimeout
+		res.Outcome = workload.ClientTimeout
 	default:
-		res.Outcome = Error
+		res.Outcome = workload.Error
 	}
 	return res, true
 }

@@ -16,6 +16,7 @@ import (
 	"stampede/fakebackend"
 	"stampede/limiterproxy"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // These tests run real HTTP over loopback, so they run in real time; they
@@ -24,18 +25,18 @@ import (
 // resultSink is a sink that keeps every result; the driver calls it from one
 // goroutine, and the test reads it after Run returned.
 type resultSink struct {
-	got   []Result
-	onAdd func(*Result) // called after appending, from the sink goroutine
+	got   []workload.Result
+	onAdd func(*workload.Result) // called after appending, from the sink goroutine
 }
 
-func (c *resultSink) Add(r *Result) {
+func (c *resultSink) Add(r *workload.Result) {
 	c.got = append(c.got, *r)
 	if c.onAdd != nil {
 		c.onAdd(r)
 	}
 }
 
-func (c *resultSink) count(o Outcome) int {
+func (c *resultSink) count(o workload.Outcome) int {
 	n := 0
 	for _, r := range c.got {
 		if r.Outcome == o {
@@ -72,7 +73,7 @@ func newDriver(t *testing.T, target string, opts DriverOptions) *Driver {
 // arrivalsOf counts what NewArrivals yields for load: the driver must send
 // (or drop) exactly that many.
 func arrivalsOf(load *scenarios.Load, horizon time.Duration, seed uint64, tenant int) int {
-	a := NewArrivals(load, horizon, TenantRand(seed, tenant))
+	a := workload.NewArrivals(load, horizon, workload.TenantRand(seed, tenant))
 	n := 0
 	for {
 		if _, ok := a.Next(); !ok {
@@ -108,7 +109,7 @@ func TestDriverClosedExactCounts(t *testing.T) {
 	if got, want := len(sink.got), 12; got != want {
 		t.Fatalf("results: got %d, want %d (3 users × 4 iterations)", got, want)
 	}
-	if got := sink.count(OK); got != 12 {
+	if got := sink.count(workload.OK); got != 12 {
 		t.Errorf("ok: got %d, want 12", got)
 	}
 	for i, r := range sink.got {
@@ -120,7 +121,7 @@ func TestDriverClosedExactCounts(t *testing.T) {
 		t.Errorf("server saw hosts %v paths %v, want 12 of x.example.com on /b", hosts, paths)
 	}
 	p := d.Progress()
-	if p.Sent != 12 || p.Done() != 12 || p.InFlight != 0 || p.Outcomes[OK] != 12 {
+	if p.Sent != 12 || p.Outcomes[workload.OK] != 12 || len(sink.got) != 12 || p.InFlight != 0 {
 		t.Errorf("progress: got %+v, want 12 sent, 12 ok, none in flight", p)
 	}
 	if l := d.SendLateness(); l.Sends != 12 || l.Early > l.Sends || l.P50 > l.P99 || l.P99 > l.Max {
@@ -159,9 +160,9 @@ func TestDriverStatusOutcomes(t *testing.T) {
 		// By status, 503 and 429 are the limits' and 502 the upstream's;
 		// with marked rejections only the mark counts, so a limit
 		// answering 502 is told from the upstream's 502.
-		want := []Outcome{OK, Rejected, Rejected, BackendError, GatewayTimeout, OK, Rejected}
+		want := []workload.Outcome{workload.OK, workload.Rejected, workload.Rejected, workload.BackendError, workload.GatewayTimeout, workload.OK, workload.Rejected}
 		if marked {
-			want = []Outcome{OK, Error, Error, BackendError, GatewayTimeout, OK, Rejected}
+			want = []workload.Outcome{workload.OK, workload.Error, workload.Error, workload.BackendError, workload.GatewayTimeout, workload.OK, workload.Rejected}
 		}
 		var tenants []scenarios.Tenant
 		for i, h := range hosts {
@@ -199,7 +200,7 @@ func TestDriverTransportErrorIsError(t *testing.T) {
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := sink.count(Error); got != 6 || len(sink.got) != 6 {
+	if got := sink.count(workload.Error); got != 6 || len(sink.got) != 6 {
 		t.Errorf("errors: got %d of %d results, want 6 of 6", got, len(sink.got))
 	}
 	for _, r := range sink.got {
@@ -230,7 +231,7 @@ func TestDriverSourceAddresses(t *testing.T) {
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := sink.count(OK); got != 6 {
+	if got := sink.count(workload.OK); got != 6 {
 		t.Fatalf("ok: got %d, want 6 (results %+v)", got, sink.got)
 	}
 	want := map[string]string{"a": "127.0.0.2", "b": "127.0.0.3", "c": "127.0.0.1"}
@@ -258,7 +259,7 @@ func TestDriverOpenSendsEveryArrival(t *testing.T) {
 	per := [2]int{}
 	var last [2]time.Duration
 	for _, r := range sink.got {
-		if r.Outcome != OK {
+		if r.Outcome != workload.OK {
 			t.Errorf("result %+v: want ok", r)
 		}
 		per[r.Tenant]++
@@ -294,10 +295,10 @@ func TestDriverDropsOverInFlightCap(t *testing.T) {
 		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.2, Seed: 1})
 	sink := resultSink{}
 	dropped := 0
-	sink.onAdd = func(r *Result) {
+	sink.onAdd = func(r *workload.Result) {
 		// Once every arrival but the two in flight is dropped, let those two
 		// finish: the run then ends without a timeout.
-		if r.Outcome == Dropped {
+		if r.Outcome == workload.Dropped {
 			if dropped++; dropped == n-2 {
 				close(release)
 			}
@@ -306,10 +307,10 @@ func TestDriverDropsOverInFlightCap(t *testing.T) {
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sink.count(Dropped), n-2; got != want {
+	if got, want := sink.count(workload.Dropped), n-2; got != want {
 		t.Errorf("dropped: got %d, want %d", got, want)
 	}
-	if got := sink.count(OK); got != 2 {
+	if got := sink.count(workload.OK); got != 2 {
 		t.Errorf("ok: got %d, want 2", got)
 	}
 	if got := len(sink.got); got != n {
@@ -333,8 +334,8 @@ func TestDriverGlobalCapDrops(t *testing.T) {
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: 1, MaxInFlight: 3})
 	sink := resultSink{}
 	dropped := 0
-	sink.onAdd = func(r *Result) {
-		if r.Outcome == Dropped {
+	sink.onAdd = func(r *workload.Result) {
+		if r.Outcome == workload.Dropped {
 			if dropped++; dropped == n-3 {
 				close(release)
 			}
@@ -343,10 +344,10 @@ func TestDriverGlobalCapDrops(t *testing.T) {
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sink.count(Dropped), n-3; got != want {
+	if got, want := sink.count(workload.Dropped), n-3; got != want {
 		t.Errorf("dropped: got %d, want %d", got, want)
 	}
-	if got := sink.count(OK); got != 3 {
+	if got := sink.count(workload.OK); got != 3 {
 		t.Errorf("ok: got %d, want 3", got)
 	}
 }
@@ -374,7 +375,7 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 	per := [2]int{}
 	for _, r := range sink.got {
 		per[r.Tenant]++
-		if r.Outcome != ClientTimeout {
+		if r.Outcome != workload.ClientTimeout {
 			t.Errorf("result %+v: want client timeout", r)
 		}
 		want := tenants[r.Tenant].Load.ClientTimeout
@@ -409,7 +410,7 @@ func TestDriverDrainCutsOffAsClientTimeout(t *testing.T) {
 	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := sink.count(ClientTimeout); got != 2 || len(sink.got) != 2 {
+	if got := sink.count(workload.ClientTimeout); got != 2 || len(sink.got) != 2 {
 		t.Errorf("client timeouts: got %d of %d results, want 2 of 2", got, len(sink.got))
 	}
 }
@@ -431,7 +432,7 @@ func TestDriverCancelReturnsPromptly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sink := resultSink{}
-	sink.onAdd = func(r *Result) {
+	sink.onAdd = func(r *workload.Result) {
 		if len(sink.got) == 5 {
 			cancel()
 		}
@@ -454,7 +455,7 @@ func TestDriverCancelReturnsPromptly(t *testing.T) {
 		t.Errorf("in flight after Run: got %d, want 0", p.InFlight)
 	}
 	for _, r := range sink.got {
-		if r.Tenant != 0 || r.Outcome != OK {
+		if r.Tenant != 0 || r.Outcome != workload.OK {
 			t.Errorf("recorded %+v: abandoned requests must not be recorded", r)
 		}
 	}
@@ -475,7 +476,7 @@ func TestDriverSampleRunsOnSinkGoroutine(t *testing.T) {
 		SampleEvery: 5 * time.Millisecond,
 		Sample:      func(a time.Duration) { samples++; at = append(at, a) },
 	})
-	if err := d.Run(context.Background(), time.Now(), SinkFunc(func(*Result) { adds++ })); err != nil {
+	if err := d.Run(context.Background(), time.Now(), workload.SinkFunc(func(*workload.Result) { adds++ })); err != nil {
 		t.Fatal(err)
 	}
 	if samples < 5 || adds < 10 {
@@ -533,8 +534,8 @@ func BenchmarkDriverClosed64(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	if err := d.Run(context.Background(), start, SinkFunc(func(r *Result) {
-		if r.Outcome == OK {
+	if err := d.Run(context.Background(), start, workload.SinkFunc(func(r *workload.Result) {
+		if r.Outcome == workload.OK {
 			ok++
 		} else {
 			other++

@@ -1,27 +1,12 @@
 package loadgen
 
 import (
+	"stampede/workload"
 	"sync"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
-
-// Lateness summarises when a driver sent its requests against their
-// intended times, in wall time: how far behind its schedule the generator
-// itself ran. Latencies count from the intended time whatever this says, so
-// a late generator does not hide a slow server; but lateness well above the
-// time scale's resolution says the machine could not play the scenario
-// that fast. Negative values are sends made early (see clock.Pacer), from
-// which latency counts instead.
-type Lateness struct {
-	Sends uint64        // requests sent
-	Early uint64        // sent before their intended time
-	P50   time.Duration // median lateness
-	P90   time.Duration
-	P99   time.Duration
-	Max   time.Duration
-}
 
 // latenessOffset shifts lateness into the histogram's non-negative range:
 // a send can be early by at most clock.MaxLead.
@@ -57,15 +42,15 @@ func (l *latenessRecorder) record(late time.Duration) {
 	l.mu.Unlock()
 }
 
-func (l *latenessRecorder) summary() Lateness {
+func (l *latenessRecorder) summary() workload.Lateness {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.h.TotalCount()
 	if n == 0 {
-		return Lateness{}
+		return workload.Lateness{}
 	}
 	at := func(v int64) time.Duration { return time.Duration(v)*time.Microsecond - latenessOffset }
-	return Lateness{
+	return workload.Lateness{
 		Sends: uint64(n),
 		Early: l.early,
 		P50:   at(l.h.ValueAtQuantile(50)),

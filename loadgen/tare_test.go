@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // These tests run over loopback in real time. Their bounds hold however
@@ -23,14 +24,14 @@ import (
 
 // timedResult is a result with the wall time it reached the sink.
 type timedResult struct {
-	Result
+	workload.Result
 	at time.Time
 }
 
 // timedSink keeps every result with when it arrived.
 type timedSink struct{ got []timedResult }
 
-func (s *timedSink) Add(r *Result) { s.got = append(s.got, timedResult{*r, time.Now()}) }
+func (s *timedSink) Add(r *workload.Result) { s.got = append(s.got, timedResult{*r, time.Now()}) }
 
 // waitHandler answers status after waiting d, or drops the connection
 // without an answer when status is 0. It returns early if the client goes.
@@ -98,15 +99,15 @@ func TestDriverTareByOutcome(t *testing.T) {
 		status     int           // 0: the connection drops after the wait
 		handler    time.Duration // how long the handler waits
 		timeout    time.Duration // client timeout, model = wall at scale 1
-		want       Outcome
+		want       workload.Outcome
 		subtracted bool
 	}{
-		{"ok", 200, wait, 0, OK, true},
-		{"rejected", 503, wait, 0, Rejected, true},
-		{"backend error", 502, wait, 0, BackendError, true},
-		{"gateway timeout", 504, wait, 0, GatewayTimeout, true},
-		{"transport error", 0, wait, 0, Error, false},
-		{"client timeout", 200, time.Hour, wait, ClientTimeout, false},
+		{"ok", 200, wait, 0, workload.OK, true},
+		{"rejected", 503, wait, 0, workload.Rejected, true},
+		{"backend error", 502, wait, 0, workload.BackendError, true},
+		{"gateway timeout", 504, wait, 0, workload.GatewayTimeout, true},
+		{"transport error", 0, wait, 0, workload.Error, false},
+		{"client timeout", 200, time.Hour, wait, workload.ClientTimeout, false},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,7 +122,7 @@ func TestDriverTareByOutcome(t *testing.T) {
 			sink, start := runTimed(t, d)
 			// A client timeout gives up the user (GiveUp): one result each.
 			want := 4
-			if c.want == ClientTimeout {
+			if c.want == workload.ClientTimeout {
 				want = 2
 			}
 			if len(sink.got) != want {
@@ -156,7 +157,7 @@ func TestDriverTareNeverBelowZero(t *testing.T) {
 			t.Fatalf("step %d: %d results, want 3", i, len(sink.got))
 		}
 		for k, r := range sink.got {
-			if r.Outcome != OK || r.Latency != 0 {
+			if r.Outcome != workload.OK || r.Latency != 0 {
 				t.Errorf("step %d.%d: scale %v: %v latency %v, want ok and 0 (the tare is larger than the request)", i, k, scale, r.Outcome, r.Latency)
 			}
 		}
@@ -194,7 +195,7 @@ func TestDriverTareComparedWithNone(t *testing.T) {
 			}
 			var lats []time.Duration
 			for j, r := range sinks[k].got {
-				if r.Outcome != OK {
+				if r.Outcome != workload.OK {
 					t.Errorf("step %d.%d: tare %v: outcome %v, want ok", i, j, tares[k], r.Outcome)
 				}
 				checkLatency(t, fmt.Sprintf("step %d.%d", i, j), r, starts[k], scale, wait, tares[k])
@@ -268,7 +269,7 @@ func TestDriverSetTareWhileRunning(t *testing.T) {
 	}()
 	d := newDriver(t, srv.URL, DriverOptions{Tenants: closedLoad(1, 3, 0, 0), Horizon: time.Minute})
 	var sink resultSink
-	sink.onAdd = func(*Result) {
+	sink.onAdd = func(*workload.Result) {
 		if len(sink.got) == 1 {
 			d.SetTare(time.Hour)
 			close(ready)
@@ -281,7 +282,7 @@ func TestDriverSetTareWhileRunning(t *testing.T) {
 		t.Fatalf("%d results, want 3", len(sink.got))
 	}
 	for i, r := range sink.got {
-		if r.Outcome != OK || (i == 0) != (r.Latency > 0) {
+		if r.Outcome != workload.OK || (i == 0) != (r.Latency > 0) {
 			t.Errorf("step %d: %v latency %v, want ok, and above 0 only before the tare was set", i, r.Outcome, r.Latency)
 		}
 	}
@@ -324,7 +325,7 @@ func TestDriverEarlySendsNeverShortenLatency(t *testing.T) {
 	slices.SortFunc(sink.got, func(a, b timedResult) int { return cmp.Compare(a.Intended, b.Intended) })
 	early := 0
 	for i, r := range sink.got {
-		if r.Outcome != OK {
+		if r.Outcome != workload.OK {
 			t.Fatalf("step %d: %v, want ok", i, r.Outcome)
 		}
 		if r.Late < 0 {

@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"math"
 	"slices"
+	"stampede/workload"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +26,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"stampede/loadgen"
 )
 
 // Chart is one rendered chart. Name is a file-name stem ("latency",
@@ -79,25 +78,25 @@ var (
 )
 
 // Colours of the outcomes, fixed so every chart and report agrees.
-var outcomeColors = [loadgen.NumOutcomes]color.RGBA{
-	loadgen.OK:             {0x2c, 0xa0, 0x2c, 0xff}, // green
-	loadgen.Rejected:       {0xff, 0x7f, 0x0e, 0xff}, // orange
-	loadgen.BackendError:   {0xd6, 0x27, 0x28, 0xff}, // red
-	loadgen.GatewayTimeout: {0x94, 0x67, 0xbd, 0xff}, // purple
-	loadgen.ClientTimeout:  {0x8c, 0x56, 0x4b, 0xff}, // brown
-	loadgen.Dropped:        {0x7f, 0x7f, 0x7f, 0xff}, // grey
-	loadgen.Error:          {0x17, 0x17, 0x17, 0xff}, // black
+var outcomeColors = [workload.NumOutcomes]color.RGBA{
+	workload.OK:             {0x2c, 0xa0, 0x2c, 0xff}, // green
+	workload.Rejected:       {0xff, 0x7f, 0x0e, 0xff}, // orange
+	workload.BackendError:   {0xd6, 0x27, 0x28, 0xff}, // red
+	workload.GatewayTimeout: {0x94, 0x67, 0xbd, 0xff}, // purple
+	workload.ClientTimeout:  {0x8c, 0x56, 0x4b, 0xff}, // brown
+	workload.Dropped:        {0x7f, 0x7f, 0x7f, 0xff}, // grey
+	workload.Error:          {0x17, 0x17, 0x17, 0xff}, // black
 }
 
 // outcomeLabels are the outcomes' names in chart legends.
-var outcomeLabels = [loadgen.NumOutcomes]string{
-	loadgen.OK:             "ok",
-	loadgen.Rejected:       "rejected",
-	loadgen.BackendError:   "502 backend error",
-	loadgen.GatewayTimeout: "504 gateway timeout",
-	loadgen.ClientTimeout:  "client timeout",
-	loadgen.Dropped:        "dropped",
-	loadgen.Error:          "other error",
+var outcomeLabels = [workload.NumOutcomes]string{
+	workload.OK:             "ok",
+	workload.Rejected:       "rejected",
+	workload.BackendError:   "502 backend error",
+	workload.GatewayTimeout: "504 gateway timeout",
+	workload.ClientTimeout:  "client timeout",
+	workload.Dropped:        "dropped",
+	workload.Error:          "other error",
 }
 
 // palette colours the lines of groups, keys and points.
@@ -579,7 +578,7 @@ func drawOutcomes(c draw.Canvas, title string, r *Results) {
 		return
 	}
 	// Draw the layers any shown group has, in the same order everywhere.
-	var used [loadgen.NumOutcomes]bool
+	var used [workload.NumOutcomes]bool
 	for _, i := range idx {
 		for _, b := range s.Groups[i].Counts {
 			for o, v := range b {
@@ -602,7 +601,7 @@ func drawOutcomes(c draw.Canvas, title string, r *Results) {
 		}
 		p := newPlot(title+": "+g.Name, sub, "model time (s)", "requests/s")
 		lower := make([]float64, nb)
-		for o := loadgen.Outcome(0); o < loadgen.NumOutcomes; o++ {
+		for o := workload.Outcome(0); o < workload.NumOutcomes; o++ {
 			if !used[o] {
 				continue
 			}
@@ -1003,7 +1002,7 @@ func drawFairness(c draw.Canvas, title string, r *Results) {
 		b.LineStyle.Width = 0
 	}
 	ub.Color = paletteColor(0)
-	rb.Color = outcomeColors[loadgen.Rejected]
+	rb.Color = outcomeColors[workload.Rejected]
 	ub.Offset = bw / 2
 	rb.Offset = -bw / 2
 	p.Add(ub, rb)

@@ -7,12 +7,11 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"stampede/workload"
 	"strings"
 	"testing"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"stampede/loadgen"
 )
 
 // synthResults returns a deterministic run of the story's shape: one noisy
@@ -84,23 +83,23 @@ func synthResults(tenants int) *Results {
 
 	s := &Series{Step: 1, Limit: 4}
 	for _, g := range groups {
-		gs := GroupSeries{Name: g.Name, Counts: make([][loadgen.NumOutcomes]uint32, buckets)}
+		gs := GroupSeries{Name: g.Name, Counts: make([][workload.NumOutcomes]uint32, buckets)}
 		for b := range gs.Counts {
 			if g.Name == "noisy" {
 				if b%20 < 4 {
-					gs.Counts[b][loadgen.OK] = uint32(rng.IntN(2))
-					gs.Counts[b][loadgen.Rejected] = uint32(rng.IntN(3))
+					gs.Counts[b][workload.OK] = uint32(rng.IntN(2))
+					gs.Counts[b][workload.Rejected] = uint32(rng.IntN(3))
 				}
 				continue
 			}
 			load := 100 + 40*math.Sin(float64(b)/60)
-			gs.Counts[b][loadgen.OK] = uint32(load * (0.9 + 0.1*rng.Float64()))
+			gs.Counts[b][workload.OK] = uint32(load * (0.9 + 0.1*rng.Float64()))
 			if b > 200 && b < 260 {
-				gs.Counts[b][loadgen.ClientTimeout] = uint32(rng.IntN(30))
-				gs.Counts[b][loadgen.GatewayTimeout] = uint32(rng.IntN(10))
-				gs.Counts[b][loadgen.BackendError] = uint32(rng.IntN(5))
+				gs.Counts[b][workload.ClientTimeout] = uint32(rng.IntN(30))
+				gs.Counts[b][workload.GatewayTimeout] = uint32(rng.IntN(10))
+				gs.Counts[b][workload.BackendError] = uint32(rng.IntN(5))
 			}
-			gs.Counts[b][loadgen.Rejected] = uint32(rng.IntN(4))
+			gs.Counts[b][workload.Rejected] = uint32(rng.IntN(4))
 		}
 		s.Groups = append(s.Groups, gs)
 	}
@@ -130,7 +129,7 @@ func synthResults(tenants int) *Results {
 	var enc v2Encoder
 	for b := 0; b < buckets; b++ {
 		for gi, g := range s.Groups {
-			n := g.Counts[b][loadgen.OK]
+			n := g.Counts[b][workload.OK]
 			if n == 0 {
 				continue
 			}
@@ -245,7 +244,7 @@ func TestChartsOfEmptyRunSayNoData(t *testing.T) {
 		"empty": {emptyResults(), 6},
 		// No backend samples: a --target run that did not poll its backend,
 		// whose backend chart is left out.
-		"series without samples":  {&Results{Scenario: "x", Series: &Series{Step: 1, Groups: []GroupSeries{{Name: "g", Counts: make([][loadgen.NumOutcomes]uint32, 3)}}}}, 5},
+		"series without samples":  {&Results{Scenario: "x", Series: &Series{Step: 1, Groups: []GroupSeries{{Name: "g", Counts: make([][workload.NumOutcomes]uint32, 3)}}}}, 5},
 		"groups without requests": {&Results{Scenario: "x", Groups: []GroupResult{{Name: "g"}}, Tenants: []TenantResult{{Name: "t"}}}, 6},
 	} {
 		r := tc.r

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"stampede/workload"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"stampede/loadgen"
 )
 
 // sloLine draws the SLO threshold lines of group i.
@@ -113,7 +112,7 @@ func drawLatencyTime(c draw.Canvas, title string, r *Results) {
 // outcomeShare is one group's requests by outcome, as shares 0..1.
 type outcomeShare struct {
 	group  string
-	shares [loadgen.NumOutcomes]float64
+	shares [workload.NumOutcomes]float64
 }
 
 func outcomeShares(r *Results) []outcomeShare {
@@ -124,11 +123,11 @@ func outcomeShares(r *Results) []outcomeShare {
 		}
 		s := outcomeShare{group: g.Name}
 		n := float64(g.Requests)
-		s.shares = [loadgen.NumOutcomes]float64{
-			loadgen.OK: float64(g.OK) / n, loadgen.Rejected: float64(g.Rejected) / n,
-			loadgen.BackendError: float64(g.BackendErrors) / n, loadgen.GatewayTimeout: float64(g.GatewayTimeouts) / n,
-			loadgen.ClientTimeout: float64(g.ClientTimeouts) / n, loadgen.Dropped: float64(g.Dropped) / n,
-			loadgen.Error: float64(g.Errors) / n,
+		s.shares = [workload.NumOutcomes]float64{
+			workload.OK: float64(g.OK) / n, workload.Rejected: float64(g.Rejected) / n,
+			workload.BackendError: float64(g.BackendErrors) / n, workload.GatewayTimeout: float64(g.GatewayTimeouts) / n,
+			workload.ClientTimeout: float64(g.ClientTimeouts) / n, workload.Dropped: float64(g.Dropped) / n,
+			workload.Error: float64(g.Errors) / n,
 		}
 		out = append(out, s)
 	}
@@ -155,7 +154,7 @@ func drawShares(c draw.Canvas, title string, r *Results) {
 	}
 	bw := px(max(10, min(28, (sharesHeight(r)-120)/(2*n))))
 	var below *plotter.BarChart
-	for o := loadgen.Outcome(0); o < loadgen.NumOutcomes; o++ {
+	for o := workload.Outcome(0); o < workload.NumOutcomes; o++ {
 		vals := make(plotter.Values, n)
 		used := false
 		for i, s := range shares {

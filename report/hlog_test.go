@@ -3,11 +3,10 @@ package report
 import (
 	"bytes"
 	"io"
+	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -115,7 +114,7 @@ func BenchmarkWriteHlog(b *testing.B) {
 	sc.Duration = 10 * time.Minute
 	r := NewRecorder(sc)
 	for i := 0; i < 60000; i++ {
-		r.Add(&loadgen.Result{Tenant: int32(i % 4), Outcome: loadgen.OK, Status: 200,
+		r.Add(&workload.Result{Tenant: int32(i % 4), Outcome: workload.OK, Status: 200,
 			Intended: time.Duration(i) * 10 * time.Millisecond, Latency: time.Duration(20+i%300) * time.Millisecond})
 	}
 	res := r.Results(RunInfo{})

@@ -15,9 +15,8 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"stampede/workload"
 	"strconv"
-
-	"stampede/loadgen"
 )
 
 var (
@@ -91,7 +90,7 @@ func cssColor(i int) string {
 	return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
 }
 
-func outcomeCSS(o loadgen.Outcome) string {
+func outcomeCSS(o workload.Outcome) string {
 	c := outcomeColors[o]
 	return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
 }
@@ -164,7 +163,7 @@ func runInteractive(r *Results) []iChart {
 				ID: "outcomes-" + strconv.Itoa(gi), Title: "Outcomes over time: " + g.Name, Sync: "time",
 				X: t, XLabel: "model time (s)", XMax: timeEnd(r), YLabel: "requests/s", Height: 260,
 			}
-			for o := loadgen.Outcome(0); o < loadgen.NumOutcomes; o++ {
+			for o := workload.Outcome(0); o < workload.NumOutcomes; o++ {
 				vals := make(nullables, len(g.Counts))
 				any := false
 				for b, c := range g.Counts {
@@ -172,7 +171,7 @@ func runInteractive(r *Results) []iChart {
 					any = any || c[o] > 0
 				}
 				if any {
-					ch.Series = append(ch.Series, iSeries{Label: outcomeLabels[o], Color: outcomeCSS(o), Fill: o == loadgen.OK, Values: vals})
+					ch.Series = append(ch.Series, iSeries{Label: outcomeLabels[o], Color: outcomeCSS(o), Fill: o == workload.OK, Values: vals})
 				}
 			}
 			out = append(out, ch)

@@ -8,28 +8,28 @@ import (
 	"testing"
 	"time"
 
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // bigRun draws n results over recScenario's tenants with latencies spread
 // over five decades, so that the histograms fill many buckets.
-func bigRun(n int, seed uint64) []loadgen.Result {
+func bigRun(n int, seed uint64) []workload.Result {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	rs := make([]loadgen.Result, n)
+	rs := make([]workload.Result, n)
 	for i := range rs {
-		o := loadgen.OK
+		o := workload.OK
 		status := int16(200)
 		switch rng.IntN(20) {
 		case 0:
-			o, status = loadgen.Rejected, 503
+			o, status = workload.Rejected, 503
 		case 1:
-			o, status = loadgen.GatewayTimeout, 504
+			o, status = workload.GatewayTimeout, 504
 		case 2:
-			o, status = loadgen.ClientTimeout, 0
+			o, status = workload.ClientTimeout, 0
 		}
 		ten := rng.IntN(4)
-		rs[i] = loadgen.Result{
+		rs[i] = workload.Result{
 			Tenant: int32(ten), Route: int16(ten / 3), Outcome: o, Status: status,
 			Intended: time.Duration(rng.Int64N(int64(10 * time.Second))),
 			Latency:  time.Duration(float64(time.Millisecond) * rng.ExpFloat64() * float64(1+99*(ten/3))),
@@ -38,9 +38,9 @@ func bigRun(n int, seed uint64) []loadgen.Result {
 		// what was drawn: the whole latency for ok answers, half of it
 		// for a gateway timeout (the rest was the backlog).
 		switch o {
-		case loadgen.OK:
+		case workload.OK:
 			rs[i].Work = rs[i].Latency.Truncate(time.Microsecond)
-		case loadgen.GatewayTimeout:
+		case workload.GatewayTimeout:
 			rs[i].Work = (rs[i].Latency / 2).Truncate(time.Microsecond)
 		}
 	}
@@ -135,10 +135,10 @@ func TestMergeResultsEqualsOneRun(t *testing.T) {
 func TestMergeResultsRecomputesSLOs(t *testing.T) {
 	sc := recScenario()
 	sc.SLO = []scenarios.SLO{{Group: "user-x", Text: "ok_rate >= 50%", Metric: "ok_rate", Op: ">=", Threshold: 0.5}}
-	okX := loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.OK, Status: 200, Latency: time.Second}
-	rejX := loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.Rejected, Status: 503}
-	a := record(sc, []loadgen.Result{okX, okX, okX}).Results(RunInfo{})
-	b := record(sc, []loadgen.Result{rejX, rejX, rejX, rejX, rejX}).Results(RunInfo{})
+	okX := workload.Result{Tenant: 3, Route: 1, Outcome: workload.OK, Status: 200, Latency: time.Second}
+	rejX := workload.Result{Tenant: 3, Route: 1, Outcome: workload.Rejected, Status: 503}
+	a := record(sc, []workload.Result{okX, okX, okX}).Results(RunInfo{})
+	b := record(sc, []workload.Result{rejX, rejX, rejX, rejX, rejX}).Results(RunInfo{})
 	if !a.Passed() || b.Passed() {
 		t.Fatalf("shards pass %v and %v, want true and false", a.Passed(), b.Passed())
 	}

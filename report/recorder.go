@@ -8,15 +8,15 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"stampede/fakebackend"
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // This file holds the recording API the engines call.
 
 // numOutcomes is the number of outcomes, as an array length.
-const numOutcomes = loadgen.NumOutcomes
+const numOutcomes = workload.NumOutcomes
 
 // The geometry of every latency histogram: model-time microseconds from 1 µs
 // to 1 h at 3 significant digits. Longer latencies are recorded as 1 h.
@@ -71,10 +71,10 @@ type HostSeries struct {
 }
 
 // GroupSeries is one group's outcome counts per bucket: Counts[b][o] for
-// bucket b and loadgen.Outcome o. Every group has the same number of buckets.
+// bucket b and workload.Outcome o. Every group has the same number of buckets.
 type GroupSeries struct {
-	Name   string                        `json:"name"`
-	Counts [][loadgen.NumOutcomes]uint32 `json:"counts"`
+	Name   string                         `json:"name"`
+	Counts [][workload.NumOutcomes]uint32 `json:"counts"`
 }
 
 // BackendSample is the backend's state in one bucket: the most busy workers
@@ -121,7 +121,7 @@ type RunInfo struct {
 	Engine      string // "live" or "sim"
 	Wall        time.Duration
 	Interrupted bool
-	Backend     fakebackend.Stats // the pool's counters at the end
+	Backend     workerpool.Stats // the pool's counters at the end
 	Version     string
 	CommandLine string
 	// Start is the wall-clock moment the run began; the zero time leaves
@@ -138,7 +138,7 @@ type RunInfo struct {
 	TimeScaleAuto bool
 	// SendLateness is the live generator's; zero Sends (the sim) leaves it
 	// out of the results.
-	SendLateness loadgen.Lateness
+	SendLateness workload.Lateness
 
 	// Model is the model time the run covered. Zero means the longer of the
 	// scenario's duration and the end of the last recorded result; an
@@ -216,7 +216,7 @@ type statusCount struct {
 	n    uint64
 }
 
-func (t *tally) add(o loadgen.Outcome, code int16) {
+func (t *tally) add(o workload.Outcome, code int16) {
 	t.n[o]++
 	if code == 0 {
 		return
@@ -248,13 +248,13 @@ next:
 
 func (t *tally) counts() Counts {
 	c := Counts{
-		OK:              t.n[loadgen.OK],
-		Rejected:        t.n[loadgen.Rejected],
-		BackendErrors:   t.n[loadgen.BackendError],
-		GatewayTimeouts: t.n[loadgen.GatewayTimeout],
-		ClientTimeouts:  t.n[loadgen.ClientTimeout],
-		Dropped:         t.n[loadgen.Dropped],
-		Errors:          t.n[loadgen.Error],
+		OK:              t.n[workload.OK],
+		Rejected:        t.n[workload.Rejected],
+		BackendErrors:   t.n[workload.BackendError],
+		GatewayTimeouts: t.n[workload.GatewayTimeout],
+		ClientTimeouts:  t.n[workload.ClientTimeout],
+		Dropped:         t.n[workload.Dropped],
+		Errors:          t.n[workload.Error],
 		Status:          make(map[string]uint64, len(t.status)),
 	}
 	for _, n := range t.n {
@@ -402,10 +402,10 @@ func (g *groupRec) grow(b int) {
 // Add records one result. Results naming an unknown tenant are counted in
 // the totals only; an unknown route is not counted per route; an unknown
 // outcome counts as an error.
-func (r *Recorder) Add(res *loadgen.Result) {
+func (r *Recorder) Add(res *workload.Result) {
 	o := res.Outcome
 	if o >= numOutcomes {
-		o = loadgen.Error
+		o = workload.Error
 	}
 	end := res.Intended + res.Latency
 	if end > r.lastEnd {
@@ -422,14 +422,14 @@ func (r *Recorder) Add(res *loadgen.Result) {
 		r.other.add(o, res.Status)
 		return
 	}
-	ok := o == loadgen.OK
+	ok := o == workload.OK
 	var us int64
 	if ok {
 		us = micros(res.Latency)
 	}
 	r.tTally[ti].add(o, res.Status)
 	r.tWork[ti] += res.Work
-	if o != loadgen.Dropped {
+	if o != workload.Dropped {
 		r.noteInFlight(ti, res.Intended, end)
 	}
 	if ok {
@@ -922,4 +922,4 @@ func round(f float64, d int) float64 {
 	return math.Round(f*p) / p
 }
 
-var _ loadgen.Sink = (*Recorder)(nil)
+var _ workload.Sink = (*Recorder)(nil)

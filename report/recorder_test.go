@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // recScenario is the story in miniature: three ordinary sites and user-x on
@@ -20,7 +20,7 @@ func recScenario() *scenarios.Scenario {
 	return &scenarios.Scenario{
 		Name: "mini-stock", Duration: 10 * time.Second, TimeScale: 0.01, Seed: 7,
 		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{{Name: "page", Path: "/app"}, {Name: "stock-balance", Path: "/api"}}},
-		Proxy:   scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy:   scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{
 			{Group: "other-sites", Count: 3, Host: "site{i}.example.com"},
 			{Group: "user-x", Count: 1, Host: "x.example.com"},
@@ -39,27 +39,27 @@ func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millise
 // answers of 1..100 ms, one each 50 ms; site 2 one 503 and one 502; site 3 a
 // client timeout and a dropped arrival; user-x 4 ok answers of 3 s and 4
 // rejections.
-func miniRun() []loadgen.Result {
-	var rs []loadgen.Result
+func miniRun() []workload.Result {
+	var rs []workload.Result
 	for i := 1; i <= 100; i++ {
-		rs = append(rs, loadgen.Result{Tenant: 0, Route: 0, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(50 * i)), Latency: ms(float64(i))})
+		rs = append(rs, workload.Result{Tenant: 0, Route: 0, Outcome: workload.OK, Status: 200, Intended: ms(float64(50 * i)), Latency: ms(float64(i))})
 	}
 	rs = append(rs,
-		loadgen.Result{Tenant: 1, Route: 0, Outcome: loadgen.Rejected, Status: 503, Intended: ms(100), Latency: ms(1)},
-		loadgen.Result{Tenant: 1, Route: 0, Outcome: loadgen.BackendError, Status: 502, Intended: ms(1500), Latency: 120 * time.Second},
-		loadgen.Result{Tenant: 2, Route: 0, Outcome: loadgen.ClientTimeout, Intended: ms(2000), Latency: 2 * time.Second},
-		loadgen.Result{Tenant: 2, Route: 0, Outcome: loadgen.Dropped, Intended: ms(2500)},
+		workload.Result{Tenant: 1, Route: 0, Outcome: workload.Rejected, Status: 503, Intended: ms(100), Latency: ms(1)},
+		workload.Result{Tenant: 1, Route: 0, Outcome: workload.BackendError, Status: 502, Intended: ms(1500), Latency: 120 * time.Second},
+		workload.Result{Tenant: 2, Route: 0, Outcome: workload.ClientTimeout, Intended: ms(2000), Latency: 2 * time.Second},
+		workload.Result{Tenant: 2, Route: 0, Outcome: workload.Dropped, Intended: ms(2500)},
 	)
 	for i := 0; i < 4; i++ {
 		rs = append(rs,
-			loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second},
-			loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.Rejected, Status: 503, Intended: time.Second, Latency: ms(2)},
+			workload.Result{Tenant: 3, Route: 1, Outcome: workload.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second},
+			workload.Result{Tenant: 3, Route: 1, Outcome: workload.Rejected, Status: 503, Intended: time.Second, Latency: ms(2)},
 		)
 	}
 	return rs
 }
 
-func record(sc *scenarios.Scenario, rs []loadgen.Result) *Recorder {
+func record(sc *scenarios.Scenario, rs []workload.Result) *Recorder {
 	r := NewRecorder(sc)
 	for i := range rs {
 		r.Add(&rs[i])
@@ -136,14 +136,14 @@ func TestRecorderLatency(t *testing.T) {
 
 func TestRecorderGroupIsMergeOfTenants(t *testing.T) {
 	sc := recScenario()
-	var rs []loadgen.Result
+	var rs []workload.Result
 	// Site 1 answers in 10 ms, site 2 in 20 ms, site 3 in 1 s: the group's
 	// p50 is 20 ms and its p99 1 s, which no single tenant shows.
 	for i := 0; i < 100; i++ {
 		rs = append(rs,
-			loadgen.Result{Tenant: 0, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 10 * time.Millisecond},
-			loadgen.Result{Tenant: 1, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 20 * time.Millisecond},
-			loadgen.Result{Tenant: 2, Outcome: loadgen.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: time.Second},
+			workload.Result{Tenant: 0, Outcome: workload.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 10 * time.Millisecond},
+			workload.Result{Tenant: 1, Outcome: workload.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: 20 * time.Millisecond},
+			workload.Result{Tenant: 2, Outcome: workload.OK, Status: 200, Intended: ms(float64(i * 10)), Latency: time.Second},
 		)
 	}
 	g := record(sc, rs).Results(RunInfo{}).Groups[0]
@@ -194,15 +194,15 @@ func TestRecorderSeries(t *testing.T) {
 		want uint32
 	}{
 		// Site 1: ok answers end at 51 ms, 102 ms, … 5100 ms (i·51 ms).
-		{"other-sites ok in [0,1s)", os[0][loadgen.OK], 19},
-		{"other-sites ok in [1s,2s)", os[1][loadgen.OK], 20},
-		{"other-sites ok in [5s,6s)", os[5][loadgen.OK], 2},
-		{"other-sites rejected in [0,1s)", os[0][loadgen.Rejected], 1},
-		{"other-sites 502 in [121s,122s)", os[121][loadgen.BackendError], 1},
-		{"other-sites client timeout in [4s,5s)", os[4][loadgen.ClientTimeout], 1},
-		{"other-sites dropped in [2s,3s)", os[2][loadgen.Dropped], 1},
-		{"user-x ok in [4s,5s)", s.Groups[1].Counts[4][loadgen.OK], 4},
-		{"user-x rejected in [1s,2s)", s.Groups[1].Counts[1][loadgen.Rejected], 4},
+		{"other-sites ok in [0,1s)", os[0][workload.OK], 19},
+		{"other-sites ok in [1s,2s)", os[1][workload.OK], 20},
+		{"other-sites ok in [5s,6s)", os[5][workload.OK], 2},
+		{"other-sites rejected in [0,1s)", os[0][workload.Rejected], 1},
+		{"other-sites 502 in [121s,122s)", os[121][workload.BackendError], 1},
+		{"other-sites client timeout in [4s,5s)", os[4][workload.ClientTimeout], 1},
+		{"other-sites dropped in [2s,3s)", os[2][workload.Dropped], 1},
+		{"user-x ok in [4s,5s)", s.Groups[1].Counts[4][workload.OK], 4},
+		{"user-x rejected in [1s,2s)", s.Groups[1].Counts[1][workload.Rejected], 4},
 	}
 	for i, c := range checks {
 		if c.got != c.want {
@@ -314,10 +314,10 @@ func TestRecorderMergeEqualsOneRecorder(t *testing.T) {
 
 func TestRecorderIgnoresBadIndexes(t *testing.T) {
 	r := NewRecorder(recScenario())
-	r.Add(&loadgen.Result{Tenant: 99, Route: 0, Outcome: loadgen.OK, Status: 200, Latency: time.Millisecond})
-	r.Add(&loadgen.Result{Tenant: -1, Outcome: loadgen.Error})
-	r.Add(&loadgen.Result{Tenant: 0, Route: 7, Outcome: loadgen.Outcome(42)})
-	r.Add(&loadgen.Result{Tenant: 0, Route: 0, Outcome: loadgen.OK, Status: 200, Latency: 5 * time.Hour})
+	r.Add(&workload.Result{Tenant: 99, Route: 0, Outcome: workload.OK, Status: 200, Latency: time.Millisecond})
+	r.Add(&workload.Result{Tenant: -1, Outcome: workload.Error})
+	r.Add(&workload.Result{Tenant: 0, Route: 7, Outcome: workload.Outcome(42)})
+	r.Add(&workload.Result{Tenant: 0, Route: 0, Outcome: workload.OK, Status: 200, Latency: 5 * time.Hour})
 	res := r.Results(RunInfo{})
 	if res.Totals.Requests != 4 || res.Totals.Errors != 2 || res.Totals.OK != 2 {
 		t.Errorf("totals = %+v, want 4 requests: 2 ok, 2 errors", res.Totals)
@@ -352,13 +352,13 @@ func BenchmarkRecorderAdd(b *testing.B) {
 	sc.Duration = 10 * time.Minute
 	r := NewRecorder(sc)
 	n := 250
-	rs := make([]loadgen.Result, 4096)
+	rs := make([]workload.Result, 4096)
 	for i := range rs {
-		o := loadgen.OK
+		o := workload.OK
 		if i%50 == 0 {
-			o = loadgen.Rejected
+			o = workload.Rejected
 		}
-		rs[i] = loadgen.Result{
+		rs[i] = workload.Result{
 			Tenant: int32(i % n), Route: int16(i % 2), Outcome: o, Status: 200,
 			Intended: time.Duration(i) * 100 * time.Millisecond, Latency: time.Duration(20+i%200) * time.Millisecond,
 		}
@@ -381,7 +381,7 @@ func BenchmarkRecorderResults250(b *testing.B) {
 	sc.Duration = 10 * time.Minute
 	r := NewRecorder(sc)
 	for i := 0; i < 30000; i++ {
-		r.Add(&loadgen.Result{Tenant: int32(i % 250), Route: int16(i % 250 / 249), Outcome: loadgen.OK, Status: 200,
+		r.Add(&workload.Result{Tenant: int32(i % 250), Route: int16(i % 250 / 249), Outcome: workload.OK, Status: 200,
 			Intended: time.Duration(i) * 20 * time.Millisecond, Latency: time.Duration(20+i%300) * time.Millisecond})
 	}
 	b.ReportAllocs()
@@ -399,9 +399,9 @@ func TestRecorderWork(t *testing.T) {
 		switch r := &rs[i]; {
 		case r.Tenant == 0:
 			r.Work = r.Latency
-		case r.Tenant == 1 && r.Outcome == loadgen.BackendError:
+		case r.Tenant == 1 && r.Outcome == workload.BackendError:
 			r.Work = 120 * time.Second
-		case r.Tenant == 3 && r.Outcome == loadgen.OK:
+		case r.Tenant == 3 && r.Outcome == workload.OK:
 			r.Work = 3 * time.Second
 		}
 	}

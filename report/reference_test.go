@@ -8,12 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stampede/workload"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 )
 
 // hdrReference returns the java binary and the reference HdrHistogram jar
@@ -47,15 +46,15 @@ func hdrReference(t *testing.T) (java, jar string) {
 // answers for user-x, 1698 of 10 to 59 ms and two of 1 s and 2 s: a count
 // whose p99.9 rank (1698.3) the reference rounds up (to 1 s) and
 // hdrhistogram-go rounds down (to at most 59 ms).
-func referenceRun() []loadgen.Result {
-	var rs []loadgen.Result
+func referenceRun() []workload.Result {
+	var rs []workload.Result
 	for _, r := range bigRun(5000, 9) {
 		if r.Tenant < 3 {
 			rs = append(rs, r)
 		}
 	}
 	for i := 1; i <= 1700; i++ {
-		rs = append(rs, loadgen.Result{Tenant: 3, Route: 1, Outcome: loadgen.OK, Status: 200,
+		rs = append(rs, workload.Result{Tenant: 3, Route: 1, Outcome: workload.OK, Status: 200,
 			Intended: time.Duration(i) * 5 * time.Millisecond, Latency: time.Duration(10+i%50) * time.Millisecond})
 		if i > 1698 {
 			rs[len(rs)-1].Latency = time.Duration(i-1698) * time.Second

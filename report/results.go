@@ -11,9 +11,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"stampede/workload"
 	"strconv"
-
-	"stampede/loadgen"
 )
 
 // This file holds the results.json contract (DESIGN.md, schema
@@ -72,7 +71,7 @@ type TenantResult struct {
 	Host  string `json:"host"`
 	Counts
 	// WorkS is the backend worker time, model seconds to the microsecond,
-	// the tenant's requests used: the sum of their loadgen.Result.Work.
+	// the tenant's requests used: the sum of their workload.Result.Work.
 	// Beyond the v1 contract; zero (left out) when the engine knew none,
 	// and in live runs it covers ok responses only.
 	WorkS   float64 `json:"work_s,omitempty"`
@@ -206,7 +205,7 @@ type Validity struct {
 	CPUPerRequestUS float64 `json:"cpu_per_request_us,omitempty"`
 }
 
-// SendLateness is loadgen.Lateness in results.json: when the live
+// SendLateness is workload.Lateness in results.json: when the live
 // generator sent against when it meant to, in wall milliseconds. Negative
 // values are early sends, from which latency counts instead.
 type SendLateness struct {
@@ -292,7 +291,7 @@ func normalized(r *Results) *Results {
 		s.Groups = append([]GroupSeries{}, s.Groups...)
 		for i := range s.Groups {
 			if s.Groups[i].Counts == nil {
-				s.Groups[i].Counts = [][loadgen.NumOutcomes]uint32{}
+				s.Groups[i].Counts = [][workload.NumOutcomes]uint32{}
 			}
 		}
 		if s.Backend == nil {

@@ -2,11 +2,10 @@ package report
 
 import (
 	"bytes"
+	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 )
 
 func TestWriteSummary(t *testing.T) {
@@ -57,12 +56,12 @@ func TestFormatMs(t *testing.T) {
 
 func TestWriteSummaryLiveGenerator(t *testing.T) {
 	for i, tt := range []struct {
-		late loadgen.Lateness
+		late workload.Lateness
 		want string
 	}{
-		{loadgen.Lateness{Sends: 10, P50: -2 * time.Microsecond, P99: 120 * time.Microsecond},
+		{workload.Lateness{Sends: 10, P50: -2 * time.Microsecond, P99: 120 * time.Microsecond},
 			"live engine: tare 0.612 ms wall off every latency; sends late p50 -0.002 ms, p99 0.120 ms wall (12 ms model)\n"},
-		{loadgen.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond},
+		{workload.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond},
 			"live engine: tare 0.612 ms wall off every latency; sends late p50 1.000 ms, p99 3.000 ms wall (300 ms model)\n" +
 				"warning: the generator sent 300 ms of model time behind its schedule at p99; this machine could not play the scenario at time scale 0.01, and latencies include that delay (try a larger time_scale)\n"},
 	} {

@@ -3,9 +3,9 @@ package report
 import (
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
-func statsOf(workers, busyMax, queueMax int, busy time.Duration) fakebackend.Stats {
-	return fakebackend.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
+func statsOf(workers, busyMax, queueMax int, busy time.Duration) workerpool.Stats {
+	return workerpool.Stats{Workers: workers, BusyMax: busyMax, QueueMax: queueMax, BusyTime: busy}
 }

@@ -2,11 +2,10 @@ package report
 
 import (
 	"bytes"
+	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 )
 
 // TestValidityBanner checks that an inconclusive run opens its summary and
@@ -19,7 +18,7 @@ func TestValidityBanner(t *testing.T) {
 		banner   bool
 	}{{nil, false}, {v, true}} {
 		res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "live", Validity: c.validity,
-			SendLateness: loadgen.Lateness{Sends: 10, P99: 3 * time.Millisecond}, Backend: statsOf(8, 8, 3, 0)})
+			SendLateness: workload.Lateness{Sends: 10, P99: 3 * time.Millisecond}, Backend: statsOf(8, 8, 3, 0)})
 		var sum bytes.Buffer
 		if err := WriteSummary(&sum, res); err != nil {
 			t.Fatal(err)

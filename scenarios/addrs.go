@@ -67,3 +67,38 @@ func (d *decoder) addrPool(n *yaml.Node, path, src string, count int) {
 		return
 	}
 }
+
+func (d *decoder) addrTemplate(n *yaml.Node, path, src string, count int) {
+	t, err := parseTemplate(src)
+	if err != nil {
+		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+		return
+	}
+	for i := 1; i <= count; i++ {
+		a := t.expand(i)
+		if why := badAddr(a); why != "" {
+			d.fail(n, path, nil, "tenant %d's address %q %s (want e.g. 127.0.0.9, or 127.0.1.{i})", i, a, why)
+			return
+		}
+		if !t.numbered() {
+			return
+		}
+	}
+}
+
+// badAddr says why a is not a loopback client address, or "". Live runs
+// bind their client sockets to it, so it must stay on loopback.
+func badAddr(a string) string {
+	ip, err := netip.ParseAddr(a)
+	switch {
+	case err != nil:
+		return "is not an IP address"
+	case ip.Zone() != "":
+		return "has a zone"
+	case ip.Is4() && ip.As4()[0] == 127:
+		return ""
+	case ip == netip.IPv6Loopback():
+		return ""
+	}
+	return "is not on loopback (127.0.0.0/8 or ::1)"
+}

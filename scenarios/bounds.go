@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"stampede/workerpool"
 )
 
 // Bounds on the products that drive a run's cost. Each field is bounded on
@@ -39,7 +41,7 @@ const (
 // above, at the lines of the fields that drive each product.
 func (d *decoder) bounds(root *yaml.Node, s *Scenario) {
 	if s.Duration > MaxDuration {
-		d.fail(nodeAt(root, "duration"), "duration", nil, "%s is longer than %s, the longest run stampede plays (want e.g. 10m)", formatDuration(s.Duration), formatDuration(MaxDuration))
+		d.fail(nodeAt(root, "duration"), "duration", nil, "%s is longer than %s, the longest run stampede plays (want e.g. 10m)", workerpool.FormatDuration(s.Duration), workerpool.FormatDuration(MaxDuration))
 		return
 	}
 	if s.TimeScale > 0 && s.TimeScale < MinTimeScale {

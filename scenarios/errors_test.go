@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // base is a small good scenario; the cases below each change one line.
@@ -173,7 +173,7 @@ func TestSeveralErrors(t *testing.T) {
 
 func TestErrorWrapsCause(t *testing.T) {
 	_, err := Parse("bad.yaml", []byte(withLine(6, `    - {name: page, path: /, service: "exp:0s"}`)))
-	if !errors.Is(err, fakebackend.ErrDist) {
+	if !errors.Is(err, workerpool.ErrDist) {
 		t.Errorf("errors.Is(%v, ErrDist) = false, want true", err)
 	}
 }

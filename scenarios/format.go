@@ -9,7 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
+	"stampede/workerpool"
 )
 
 // Format writes s as a scenario file with every default filled in. What it
@@ -83,7 +84,7 @@ func floatNode(f float64) *yaml.Node { return plainNode(strconv.FormatFloat(f, '
 func boolNode(b bool) *yaml.Node { return plainNode(strconv.FormatBool(b)) }
 
 func durNode(d time.Duration, zero string) *yaml.Node {
-	n := strNode(formatDuration(d))
+	n := strNode(workerpool.FormatDuration(d))
 	if d == 0 && zero != "" {
 		n.LineComment = "# " + zero
 	}
@@ -92,13 +93,9 @@ func durNode(d time.Duration, zero string) *yaml.Node {
 
 func (s *Scenario) node() (*yaml.Node, error) {
 	b := s.Backend
-	backlog := intNode(b.Backlog)
-	switch {
-	case b.Backlog < 0:
-		backlog = intNode(0)
+	backlog := intNode(b.PoolConfig().ListenBacklog())
+	if b.Backlog < 0 {
 		backlog.LineComment = "# none may wait"
-	case b.Backlog == 0:
-		backlog = intNode(2048)
 	}
 	var routes []*yaml.Node
 	for i, r := range b.Routes {
@@ -155,7 +152,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 	top := mapNode(false,
 		kv("name", strNode(s.Name)),
 		kv("description", optStr(s.Description)),
-		kv("duration", strNode(formatDuration(s.Duration))),
+		kv("duration", strNode(workerpool.FormatDuration(s.Duration))),
 		kv("time_scale", s.timeScaleNode()),
 		kv("seed", plainNode(strconv.FormatUint(s.Seed, 10))),
 		kv("backend", backend),
@@ -183,7 +180,7 @@ func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
 		if len(l.Stages) > 0 {
 			var st []*yaml.Node
 			for _, x := range l.Stages {
-				st = append(st, mapNode(true, kv("duration", strNode(formatDuration(x.Duration))), kv("rate", strNode(formatRate(x.Rate)))))
+				st = append(st, mapNode(true, kv("duration", strNode(workerpool.FormatDuration(x.Duration))), kv("rate", strNode(formatRate(x.Rate)))))
 			}
 			pairs = append(pairs, kv("stages", seqNode(false, st...)))
 		} else {
@@ -240,7 +237,7 @@ func (s *Scenario) sloNode() *yaml.Node {
 // String returns the objective as "METRIC OP VALUE".
 func (o SLO) String() string {
 	if o.IsLatency() {
-		return fmt.Sprintf("%s %s %s", o.Metric, o.Op, formatDuration(time.Duration(o.Threshold*float64(time.Millisecond))))
+		return fmt.Sprintf("%s %s %s", o.Metric, o.Op, workerpool.FormatDuration(time.Duration(o.Threshold*float64(time.Millisecond))))
 	}
 	return fmt.Sprintf("%s %s %s%%", o.Metric, o.Op, strconv.FormatFloat(o.Threshold*100, 'g', -1, 64))
 }
@@ -295,12 +292,12 @@ func orDefaultInt(i, def int) int {
 }
 
 // limitNodes writes limit_conn and limit_req entries with their defaults.
-func limitNodes(cs []limiterproxy.ConnSpec, rs []limiterproxy.ReqSpec) (conn, req []*yaml.Node) {
+func limitNodes(cs []limit.ConnSpec, rs []limit.ReqSpec) (conn, req []*yaml.Node) {
 	for _, c := range cs {
 		conn = append(conn, mapNode(true,
 			kv("key", strNode(c.Key)), kv("per_key", intNode(c.PerKey)),
-			kv("zone", strNode(orDefault(c.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(c.Status, limiterproxy.DefaultStatus))),
+			kv("zone", strNode(orDefault(c.Zone, limit.DefaultZone))),
+			kv("status", intNode(orDefaultInt(c.Status, limit.DefaultStatus))),
 			kv("dry_run", boolNode(c.DryRun))))
 	}
 	for _, r := range rs {
@@ -311,15 +308,15 @@ func limitNodes(cs []limiterproxy.ConnSpec, rs []limiterproxy.ReqSpec) (conn, re
 		req = append(req, mapNode(true,
 			kv("key", strNode(r.Key)), kv("rate", strNode(r.Rate)), kv("burst", intNode(r.Burst)),
 			kv("delay", delay), kv("nodelay", boolNode(r.NoDelay)),
-			kv("zone", strNode(orDefault(r.Zone, limiterproxy.DefaultZone))),
-			kv("status", intNode(orDefaultInt(r.Status, limiterproxy.DefaultStatus))),
+			kv("zone", strNode(orDefault(r.Zone, limit.DefaultZone))),
+			kv("status", intNode(orDefaultInt(r.Status, limit.DefaultStatus))),
 			kv("dry_run", boolNode(r.DryRun))))
 	}
 	return conn, req
 }
 
 // locationsNode writes proxy.locations; nil (left out) when there are none.
-func locationsNode(locs []limiterproxy.Location) *yaml.Node {
+func locationsNode(locs []limit.Location) *yaml.Node {
 	if len(locs) == 0 {
 		return nil
 	}

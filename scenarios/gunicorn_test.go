@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // TestGunicornFields reads the backend's gunicorn settings and the proxy's
@@ -20,14 +20,14 @@ func TestGunicornFields(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	b := sc.Backend
-	if b.Threads != 4 || b.Boot != 500*time.Millisecond || b.MaxRequests != 5000 || b.MaxRequestsJitter != 500 || b.Overflow != fakebackend.Reset {
+	if b.Threads != 4 || b.Boot != 500*time.Millisecond || b.MaxRequests != 5000 || b.MaxRequestsJitter != 500 || b.Overflow != workerpool.Reset {
 		t.Errorf("backend %+v: want threads 4, boot 500ms, max_requests 5000 ± 500, reset", b)
 	}
 	if sc.Proxy.ConnectTimeout != 5*time.Second {
 		t.Errorf("connect_timeout %v, want 5s", sc.Proxy.ConnectTimeout)
 	}
 	cfg := b.PoolConfig()
-	if cfg.Threads != 4 || cfg.Boot != b.Boot || cfg.MaxRequests != 5000 || cfg.MaxRequestsJitter != 500 || cfg.Overflow != fakebackend.Reset {
+	if cfg.Threads != 4 || cfg.Boot != b.Boot || cfg.MaxRequests != 5000 || cfg.MaxRequestsJitter != 500 || cfg.Overflow != workerpool.Reset {
 		t.Errorf("PoolConfig %+v: the fields did not carry over", cfg)
 	}
 	var out bytes.Buffer
@@ -38,7 +38,7 @@ func TestGunicornFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse(Format): %v\n%s", err, out.String())
 	}
-	if again.Backend.Threads != 4 || again.Backend.Overflow != fakebackend.Reset || again.Proxy.ConnectTimeout != 5*time.Second || again.Backend.Boot != b.Boot {
+	if again.Backend.Threads != 4 || again.Backend.Overflow != workerpool.Reset || again.Proxy.ConnectTimeout != 5*time.Second || again.Backend.Boot != b.Boot {
 		t.Errorf("formatted and read again: %+v %+v", again.Backend, again.Proxy)
 	}
 
@@ -48,7 +48,7 @@ func TestGunicornFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := sc.Backend; b.Threads != 1 || b.Boot != fakebackend.DefaultBoot || b.MaxRequests != 0 || b.Overflow != fakebackend.Drop || sc.Proxy.ConnectTimeout != 60*time.Second {
+	if b := sc.Backend; b.Threads != 1 || b.Boot != workerpool.DefaultBoot || b.MaxRequests != 0 || b.Overflow != workerpool.Drop || sc.Proxy.ConnectTimeout != 60*time.Second {
 		t.Errorf("defaults: backend %+v, connect timeout %v", b, sc.Proxy.ConnectTimeout)
 	}
 

@@ -1,7 +1,9 @@
 package scenarios
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -57,4 +59,37 @@ func hostsNode(hosts []string) *yaml.Node {
 		items = append(items, strNode(h))
 	}
 	return seqNode(true, items...)
+}
+
+func (d *decoder) hostTemplate(n *yaml.Node, path, src string, count int) {
+	t, err := parseTemplate(src)
+	if err != nil {
+		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+		return
+	}
+	// Every host is the template with other digits, so checking the first
+	// and the last checks them all.
+	for _, i := range []int{1, count} {
+		h := t.expand(i)
+		if why := badHost(h); why != "" {
+			d.fail(n, path, nil, "tenant %d's host %q %s (want e.g. site{i}.example.com)", i, h, why)
+			return
+		}
+	}
+}
+
+// badHost says what is wrong with h as a Host header, or "".
+func badHost(h string) string {
+	if strings.TrimSpace(h) == "" {
+		return "is empty"
+	}
+	if len(h) > 255 {
+		return "is longer than 255 bytes"
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._:[]", r)) {
+			return fmt.Sprintf("holds %q", r)
+		}
+	}
+	return ""
 }

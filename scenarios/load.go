@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // maxFileSize bounds what Load reads; a scenario is a page of YAML.
@@ -64,22 +64,9 @@ func parseWith(name string, data []byte, sets []string, cached *Trace) (*Scenari
 	if perr != nil {
 		return nil, perr
 	}
-	origin := map[*yaml.Node]string{}
-	settings := map[string]string{}
-	var errs []*Error
-	for _, s := range sets {
-		path, value, err := ParseSet(s)
-		if err == nil {
-			err = applySet(root, path, value, origin)
-		}
-		if err != nil {
-			errs = append(errs, &Error{File: name, Set: s, Msg: err.Error(), Err: err})
-			continue
-		}
-		settings[path] = value
-	}
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
+	origin, settings, err := applySets(name, root, sets)
+	if err != nil {
+		return nil, err
 	}
 	d := &decoder{file: name, origin: origin}
 	sc := d.decode(root)
@@ -96,6 +83,47 @@ func parseWith(name string, data []byte, sets []string, cached *Trace) (*Scenari
 	sc.src = data
 	sc.sets = append([]string(nil), sets...)
 	return sc, nil
+}
+
+// applySets applies sets to root in order and returns the nodes they put
+// in, each with its "PATH=VALUE", and the settings they made.
+func applySets(name string, root *yaml.Node, sets []string) (origin map[*yaml.Node]string, settings map[string]string, err error) {
+	origin = map[*yaml.Node]string{}
+	settings = map[string]string{}
+	var errs []*Error
+	for _, s := range sets {
+		path, value, err := ParseSet(s)
+		if err == nil {
+			err = applySet(root, path, value, origin)
+		}
+		if err != nil {
+			errs = append(errs, &Error{File: name, Set: s, Msg: err.Error(), Err: err})
+			continue
+		}
+		settings[path] = value
+	}
+	return origin, settings, joinErrors(errs)
+}
+
+// ParseBackend reads a backend section made only of --set overrides
+// (backend.workers=8, ...) over every default, held to the rules of a
+// scenario file's backend; its routes may be left out. It is how the
+// backend command checks its flags; name is what errors call the source.
+func ParseBackend(name string, sets []string) (Backend, error) {
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	origin, _, err := applySets(name, root, sets)
+	if err != nil {
+		return Backend{}, err
+	}
+	d := &decoder{file: name, origin: origin, routesOptional: true}
+	var b Backend
+	top := d.mapping(root, "", "backend: {workers: 8}", []string{"backend"})
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	if top != nil && top.get("backend") != nil {
+		n = top.get("backend")
+	}
+	d.backend(n, &b)
+	return b, joinErrors(d.errs)
 }
 
 // parseDocument parses data into the node tree of its one document and
@@ -212,24 +240,24 @@ func (s *Scenario) With(sets ...string) (*Scenario, error) {
 
 // checkKey checks an nginx key expression.
 func checkKey(s string) error {
-	_, err := limiterproxy.ParseKey(s)
+	_, err := limit.ParseKey(s)
 	return err
 }
 
 // checkReqRate checks a limit_req rate, "10r/s" or "30r/m".
 func checkReqRate(s string) error {
-	_, err := limiterproxy.ParseRate(s)
+	_, err := limit.ParseRate(s)
 	return err
 }
 
 // checkSize checks a zone size, "10m".
 func checkSize(s string) error {
-	n, err := limiterproxy.ParseSize(s)
+	n, err := limit.ParseSize(s)
 	if err != nil {
 		return err
 	}
-	if n < limiterproxy.MinZone {
-		return fmt.Errorf("%q is too small (nginx wants at least %dk)", s, limiterproxy.MinZone/1024)
+	if n < limit.MinZone {
+		return fmt.Errorf("%q is too small (nginx wants at least %dk)", s, limit.MinZone/1024)
 	}
 	return nil
 }

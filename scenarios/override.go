@@ -97,32 +97,6 @@ func splitTop(s string) []string {
 	return append(out, s[start:])
 }
 
-// Sets returns the axis as --set arguments, one per value.
-func (a Axis) Sets() []string {
-	out := make([]string, len(a.Values))
-	for i, v := range a.Values {
-		out[i] = a.Path + "=" + v
-	}
-	return out
-}
-
-// Grid returns the --set arguments of every point of the axes, the first
-// axis varying slowest; one axis gives one point per value, none gives one
-// point with no sets.
-func Grid(axes []Axis) [][]string {
-	points := [][]string{nil}
-	for _, a := range axes {
-		var next [][]string
-		for _, p := range points {
-			for _, s := range a.Sets() {
-				next = append(next, append(slices.Clone(p), s))
-			}
-		}
-		points = next
-	}
-	return points
-}
-
 // valueNode reads a --set VALUE as YAML.
 func valueNode(value string) *yaml.Node {
 	if strings.TrimSpace(value) == "" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 func TestOverrides(t *testing.T) {
@@ -33,16 +33,16 @@ func TestOverrides(t *testing.T) {
 			return expect(s.Tenants[0].Count, 10, "count")
 		}},
 		{"route by index", []string{"backend.routes.1.service=uniform:1m..2m"}, func(s *Scenario) string {
-			return expect(s.Backend.Routes[1].Service, fakebackend.Dist(fakebackend.Uniform{Min: time.Minute, Max: 2 * time.Minute}), "service")
+			return expect(s.Backend.Routes[1].Service, workerpool.Dist(workerpool.Uniform{Min: time.Minute, Max: 2 * time.Minute}), "service")
 		}},
 		{"route by name", []string{"backend.routes.page.service=5ms"}, func(s *Scenario) string {
-			return expect(s.Backend.Routes[0].Service, fakebackend.Dist(fakebackend.Constant{D: 5 * time.Millisecond}), "service")
+			return expect(s.Backend.Routes[0].Service, workerpool.Dist(workerpool.Constant{D: 5 * time.Millisecond}), "service")
 		}},
 		{"later wins", []string{"backend.workers=2", "backend.workers=3"}, func(s *Scenario) string {
 			return expect(s.Backend.Workers, 3, "workers") + expect(s.Settings["backend.workers"], "3", "setting")
 		}},
 		{"new field", []string{"backend.on_client_abort=cancel"}, func(s *Scenario) string {
-			return expect(s.Backend.OnClientAbort, fakebackend.Cancel, "on_client_abort")
+			return expect(s.Backend.OnClientAbort, workerpool.Cancel, "on_client_abort")
 		}},
 		{"new block", []string{"proxy.limit_req.rate=10r/s", "proxy.limit_req.burst=20"}, func(s *Scenario) string {
 			r := s.Proxy.Limits.Req
@@ -169,7 +169,7 @@ func TestWithAndSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []int{0, 2, 4, 6, 8}
-	for i, set := range axis.Sets() {
+	for i, set := range axisSets(axis) {
 		p, err := sc.With(set)
 		if err != nil {
 			t.Fatalf("step %d: With(%s): %v", i, set, err)
@@ -223,7 +223,7 @@ func TestParseSweep(t *testing.T) {
 	}
 	// A quoted value holding commas goes through --set as one string.
 	a, _ := ParseSweep(cases[2].in)
-	sc, err := LoadWith("stock-balance.yaml", a.Sets()[:1])
+	sc, err := LoadWith("stock-balance.yaml", axisSets(a)[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,16 +232,11 @@ func TestParseSweep(t *testing.T) {
 	}
 }
 
-func TestGrid(t *testing.T) {
-	got := Grid([]Axis{{"a", []string{"1", "2"}}, {"b", []string{"x", "y", "z"}}})
-	want := [][]string{
-		{"a=1", "b=x"}, {"a=1", "b=y"}, {"a=1", "b=z"},
-		{"a=2", "b=x"}, {"a=2", "b=y"}, {"a=2", "b=z"},
+// axisSets returns the axis as --set arguments, one per value.
+func axisSets(a Axis) []string {
+	out := make([]string, len(a.Values))
+	for i, v := range a.Values {
+		out[i] = a.Path + "=" + v
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Grid = %v, want %v", got, want)
-	}
-	if got := Grid(nil); len(got) != 1 || len(got[0]) != 0 {
-		t.Errorf("Grid(nil) = %v, want one empty point", got)
-	}
+	return out
 }

@@ -1,23 +1,3 @@
-// Package scenarios reads, validates and overrides scenario files: the
-// server, the limiting proxy in front of it, and the tenants and their load.
-//
-// A scenario file is YAML (see scenarios/stock-balance.yaml). LoadFile and Parse
-// check every field and fill in every default, so the engines never see a
-// zero that means "not given"; a mistake comes back as an *Error naming the
-// file, line, column, field, the bad value and a good one. LoadWith applies
-// --set PATH=VALUE overrides to the YAML before the checks, so an override
-// is held to the same rules as the file. Format writes a Scenario back as
-// YAML that loads to an equal Scenario.
-//
-// Defaults: time_scale auto (1 where nothing chooses), seed 1; backend workers 1 (gunicorn's default),
-// backlog 2048, timeout none, on_client_abort continue, threads 1 (sync
-// workers), boot 260ms (gunicorn 20.1 measured), max_requests 0 (never),
-// max_requests_jitter 0, backlog_overflow drop (Linux's default); proxy
-// read_timeout 60s (0s for none) and connect_timeout 60s (nginx's defaults),
-// limit key $host, zone 10m, status 503;
-// tenant count 1, addr 127.0.0.1, load model open with poisson arrivals, a
-// closed model's on_timeout retry; a load's routes default to the backend's
-// only route when it has one.
 package scenarios
 
 import (
@@ -26,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
+	"stampede/workerpool"
 )
 
 // This file holds the types the engines and reports are written against.
@@ -66,46 +46,43 @@ type Scenario struct {
 // Backend is the fake gunicorn backend.
 type Backend struct {
 	Workers       int
-	Backlog       int           // as fakebackend.Config: negative means none may wait (backlog: 0 in the file)
+	Backlog       int           // as workerpool.Config: negative means none may wait (backlog: 0 in the file)
 	Timeout       time.Duration // worker timeout; 0 = none
-	OnClientAbort fakebackend.AbortPolicy
+	OnClientAbort workerpool.AbortPolicy
 	Routes        []Route
 
-	Threads           int                        // per worker; 1 is gunicorn's sync worker, more its gthread one
-	Boot              time.Duration              // a replacement worker is ready this long after one exits
-	MaxRequests       int                        // recycle a worker after this many requests; 0 = never
-	MaxRequestsJitter int                        // plus a draw from 0 to this, per worker
-	Overflow          fakebackend.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
+	Threads           int                       // per worker; 1 is gunicorn's sync worker, more its gthread one
+	Boot              time.Duration             // a replacement worker is ready this long after one exits
+	MaxRequests       int                       // recycle a worker after this many requests; 0 = never
+	MaxRequestsJitter int                       // plus a draw from 0 to this, per worker
+	Overflow          workerpool.OverflowPolicy // backlog_overflow: what a connection over the backlog meets
 }
 
 // PoolConfig returns the backend's pool configuration; its Seed is left
 // zero for the caller to set from the scenario's.
-func (b Backend) PoolConfig() fakebackend.Config {
-	return fakebackend.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
+func (b Backend) PoolConfig() workerpool.Config {
+	return workerpool.Config{Workers: b.Workers, Backlog: b.Backlog, Timeout: b.Timeout, OnClientAbort: b.OnClientAbort,
 		Threads: b.Threads, Boot: b.Boot, MaxRequests: b.MaxRequests, MaxRequestsJitter: b.MaxRequestsJitter, Overflow: b.Overflow}
 }
 
 // PoolConfig returns the backend pool's configuration seeded by the
 // scenario's seed, so that both engines draw the same arbiter tick phase
 // and max_requests jitter.
-func (s *Scenario) PoolConfig() fakebackend.Config {
+func (s *Scenario) PoolConfig() workerpool.Config {
 	cfg := s.Backend.PoolConfig()
 	cfg.Seed = s.Seed
 	return cfg
 }
 
-// Route is a path prefix with its service-time distribution.
-type Route struct {
-	Name    string
-	Path    string
-	Service fakebackend.Dist
-}
+// Route is a path prefix with its service-time distribution (see
+// workerpool.Route).
+type Route = workerpool.Route
 
 // Proxy is the limiting proxy in front of the backend.
 type Proxy struct {
 	ReadTimeout    time.Duration // nginx proxy_read_timeout; 0 = none
 	ConnectTimeout time.Duration // nginx proxy_connect_timeout; the file cannot say 0, the sim reads 0 as none
-	Limits         limiterproxy.Config
+	Limits         limit.Config
 	// SendTimeout, ClientBodyTimeout and ClientHeaderTimeout are nginx's
 	// proxy_send_timeout, client_body_timeout and client_header_timeout;
 	// a decoded scenario has each above 0 (default 60s).

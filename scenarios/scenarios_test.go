@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
+	"stampede/limit"
+	"stampede/workerpool"
 )
 
 func library(t testing.TB) []string {
@@ -56,7 +56,7 @@ func TestLibrary(t *testing.T) {
 				t.Errorf("no SLO: a library scenario should say what good looks like")
 			}
 			for _, a := range sc.Sweep {
-				for _, set := range a.Sets() {
+				for _, set := range axisSets(a) {
 					if _, err := sc.With(set); err != nil {
 						t.Errorf("sweep point %s: %v", set, err)
 					}
@@ -118,17 +118,17 @@ func TestStockBalance(t *testing.T) {
 		TimeScale:   0.01,
 		Seed:        1,
 		Backend: Backend{
-			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, OnClientAbort: fakebackend.Continue,
-			Threads: 1, Boot: fakebackend.DefaultBoot,
+			Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, OnClientAbort: workerpool.Continue,
+			Threads: 1, Boot: workerpool.DefaultBoot,
 			Routes: []Route{
-				{Name: "page", Path: "/app", Service: fakebackend.LogNormal{Median: 30 * time.Millisecond, P99: 200 * time.Millisecond}},
-				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: fakebackend.Uniform{Min: 2 * time.Minute, Max: 4 * time.Minute}},
+				{Name: "page", Path: "/app", Service: workerpool.LogNormal{Median: 30 * time.Millisecond, P99: 200 * time.Millisecond}},
+				{Name: "stock-balance", Path: "/api/method/stock_balance", Service: workerpool.Uniform{Min: 2 * time.Minute, Max: 4 * time.Minute}},
 			},
 		},
 		Proxy: Proxy{
 			ReadTimeout:    120 * time.Second,
 			ConnectTimeout: 60 * time.Second,
-			Limits:         limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
+			Limits:         limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4, Zone: "10m", Status: 503}}},
 			SendTimeout:    time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute,
 		},
 		Tenants: []TenantGroup{
@@ -246,10 +246,10 @@ tenants:
 	}
 	want := &Scenario{
 		Name: "plain", Duration: 2 * time.Minute, TimeScale: 1, TimeScaleAuto: true, Seed: 1,
-		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: fakebackend.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: fakebackend.Constant{D: 5 * time.Millisecond}}}},
-		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limiterproxy.Config{
-			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
-			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
+		Backend: Backend{Workers: 1, Backlog: 2048, Threads: 1, Boot: workerpool.DefaultBoot, Routes: []Route{{Name: "p", Path: "/", Service: workerpool.Constant{D: 5 * time.Millisecond}}}},
+		Proxy: Proxy{ReadTimeout: 60 * time.Second, ConnectTimeout: 60 * time.Second, Limits: limit.Config{
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 2, Zone: "10m", Status: 503}},
+			Req:  []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Zone: "10m", Status: 503}},
 		}, SendTimeout: time.Minute, ClientBodyTimeout: time.Minute, ClientHeaderTimeout: time.Minute},
 		Tenants: []TenantGroup{
 			{Group: "g", Count: 1, Host: "h.example.com", Addr: "127.0.0.1", Load: Load{Model: Open, Arrivals: Poisson, Rate: 1, Routes: []WeightedRoute{{0, 1}}}},
@@ -308,7 +308,7 @@ func TestFeatures(t *testing.T) {
 	if tabs.OnTimeout != GiveUp || tabs.Think != 5*time.Second || tabs.Iterations != 3 || tabs.Stop != 4*time.Minute {
 		t.Errorf("tabs = %+v", tabs)
 	}
-	if len(sc.Sweep) != 2 || sc.Sweep[1].Path != "backend.routes.report.service" || len(Grid(sc.Sweep)) != 6 {
+	if len(sc.Sweep) != 2 || sc.Sweep[1].Path != "backend.routes.report.service" || len(sc.Sweep[0].Values)*len(sc.Sweep[1].Values) != 6 {
 		t.Errorf("sweep = %+v, want 2 axes making 6 points", sc.Sweep)
 	}
 }

@@ -34,19 +34,6 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// formatDuration writes d the short way ParseDuration reads back: 2m rather
-// than 2m0s, 1h rather than 1h0m0s.
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
 // rateUnits are the units a rate may be written in, with their length.
 var rateUnits = []struct {
 	name string

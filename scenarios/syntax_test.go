@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workerpool"
 )
 
 func TestParseRate(t *testing.T) {
@@ -93,8 +94,8 @@ func TestParseDuration(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("step %d: parseDuration(%q) = %v, %v; want %v", i, c.in, got, err, c.want)
 		}
-		if back, err := parseDuration(formatDuration(got)); err != nil || back != got {
-			t.Errorf("step %d: formatDuration(%v) = %q does not read back", i, got, formatDuration(got))
+		if back, err := parseDuration(workerpool.FormatDuration(got)); err != nil || back != got {
+			t.Errorf("step %d: workerpool.FormatDuration(%v) = %q does not read back", i, got, workerpool.FormatDuration(got))
 		}
 	}
 }
@@ -219,24 +220,14 @@ func TestSuggest(t *testing.T) {
 // FuzzParse feeds the parser anything; it must never panic, and whatever
 // it accepts must format and load again.
 func FuzzParse(f *testing.F) {
-	for _, name := range append(library(f), "testdata/everything.yaml") {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, "")
-	}
+	addFileSeeds(f)
 	f.Add([]byte(base), "proxy.limit_conn.per_key=off")
 	f.Add([]byte(base), "tenants.sites.load={<<: *x}")
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"), "a.0.b=1")
 	f.Add([]byte("tenants: [{load: &l {routes: {<<: *l}}}]"), "tenants.0.load.routes.x=1")
 	f.Add([]byte("backend: &a {<<: {<<: *a}}\n"), "backend.workers.x=1")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
-		var sets []string
-		if set != "" {
-			sets = []string{set}
-		}
-		sc, err := ParseWith("fuzz.yaml", data, sets)
+		sc, err := parseFuzz(data, set)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"stampede/workerpool"
 )
 
 // Trace is the companion file of a scenario whose loads have model:
@@ -59,41 +61,6 @@ func (t *Trace) Count() int {
 		}
 	}
 	return n
-}
-
-// WriteTrace writes t in the companion-file format, routes naming the
-// indexes its arrivals hold. Groups go in name order, tenants in number
-// order.
-func WriteTrace(w io.Writer, t *Trace, routes []string) error {
-	tw := NewTraceWriter(w)
-	names := make([]string, 0, len(t.Groups))
-	for g := range t.Groups {
-		names = append(names, g)
-	}
-	slices.Sort(names)
-	for _, g := range names {
-		for i, arr := range t.Groups[g] {
-			if len(arr) == 0 {
-				continue
-			}
-			tw.Tenant(g, i+1)
-			byRoute := map[int32][]time.Duration{}
-			var order []int32
-			for _, a := range arr {
-				if a.Route < 0 || int(a.Route) >= len(routes) {
-					return fmt.Errorf("writing the trace: group %s tenant %d: route %d of %d", g, i+1, a.Route, len(routes))
-				}
-				if _, ok := byRoute[a.Route]; !ok {
-					order = append(order, a.Route)
-				}
-				byRoute[a.Route] = append(byRoute[a.Route], a.At)
-			}
-			for _, r := range order {
-				tw.Route(routes[r], byRoute[r])
-			}
-		}
-	}
-	return tw.Close()
 }
 
 // TraceWriter writes a trace file a tenant at a time, in bounded memory;
@@ -249,11 +216,11 @@ func parseTrace(r io.Reader, s *Scenario) (*Trace, error) {
 				}
 				us, err := strconv.ParseInt(string(tok), 10, 64)
 				if err != nil || us < 0 || us > int64(s.Duration/time.Microsecond) {
-					return nil, bad("%q is not a gap in microseconds from 0 to the run's %s", tok, formatDuration(s.Duration))
+					return nil, bad("%q is not a gap in microseconds from 0 to the run's %s", tok, workerpool.FormatDuration(s.Duration))
 				}
 				at += time.Duration(us) * time.Microsecond
 				if at >= s.Duration {
-					return nil, bad("an arrival at %s, not before the end of the run at %s", at, formatDuration(s.Duration))
+					return nil, bad("an arrival at %s, not before the end of the run at %s", at, workerpool.FormatDuration(s.Duration))
 				}
 				if total++; total > maxTraceArrivals {
 					return nil, bad("more than %d arrivals", maxTraceArrivals)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
-type outcomeCount [loadgen.NumOutcomes]int
+type outcomeCount [workload.NumOutcomes]int
 
-func (c *outcomeCount) Add(r *loadgen.Result) { c[r.Outcome]++ }
+func (c *outcomeCount) Add(r *workload.Result) { c[r.Outcome]++ }
 
 // TestAddressPool: eight users of one tenant behind limit_conn
 // $binary_remote_addr=1. From one address, one request at a time passes;
@@ -45,8 +45,8 @@ tenants:
 		if _, err := Run(context.Background(), sc, &got, Options{}); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got[loadgen.OK] != tc.ok || got[loadgen.Rejected] != tc.rejected {
-			t.Errorf("%s: %d ok, %d rejected; want %d and %d", tc.name, got[loadgen.OK], got[loadgen.Rejected], tc.ok, tc.rejected)
+		if got[workload.OK] != tc.ok || got[workload.Rejected] != tc.rejected {
+			t.Errorf("%s: %d ok, %d rejected; want %d and %d", tc.name, got[workload.OK], got[workload.Rejected], tc.ok, tc.rejected)
 		}
 	}
 }

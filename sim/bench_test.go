@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/loadgen"
 	"stampede/report"
+	"stampede/workload"
 )
 
 // BenchmarkSimStockBalanceHour plays the stock-balance scenario stretched to
@@ -19,10 +19,10 @@ import (
 func BenchmarkSimStockBalanceHour(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		sink func() loadgen.Sink
+		sink func() workload.Sink
 	}{
-		{"count", func() loadgen.Sink { return &counter{} }},
-		{"recorder", func() loadgen.Sink {
+		{"count", func() workload.Sink { return &counter{} }},
+		{"recorder", func() workload.Sink {
 			sc := stockBalance(4)
 			sc.Duration = time.Hour
 			return report.NewRecorder(sc)
@@ -86,7 +86,7 @@ func cpuTime() time.Duration {
 func BenchmarkHeap(b *testing.B) {
 	b.ReportAllocs()
 	var h eventHeap
-	rng := loadgen.TenantRand(1, 0)
+	rng := workload.TenantRand(1, 0)
 	now := time.Duration(0)
 	for i := range 1000 {
 		h.push(event{at: time.Duration(rng.Int64N(int64(time.Second))), seq: uint64(i)})

@@ -44,7 +44,7 @@ func FuzzParseAndSimulate(f *testing.F) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err = Run(context.Background(), sc, nil, Options{MaxEvents: fuzzEvents})
+		_, err = Simulate(context.Background(), sc, nil, Options{MaxEvents: fuzzEvents})
 		runtime.ReadMemStats(&after)
 		if err != nil && !errors.Is(err, ErrEventLimit) {
 			t.Fatalf("an accepted scenario fails to simulate: %v", err)

@@ -21,7 +21,7 @@ var ErrEventLimit = errors.New("event limit reached")
 // stallBase is the events one model instant may hold beyond stallPerActor
 // per tenant and user, before the guard calls it a livelock. Every tenant
 // and user can start at one instant and each of their requests end there
-// (rejected at once), then none resends before loadgen.MinCycle: a legal
+// (rejected at once), then none resends before workload.MinCycle: a legal
 // instant holds a few events per actor, nowhere near this.
 const (
 	stallBase     = 1 << 20

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // These tests play the patterns of fakebackend's conformance test against
@@ -29,7 +29,7 @@ func shotScenario(backend scenarios.Backend, proxy scenarios.Proxy, shots []simS
 	sc := &scenarios.Scenario{Name: "shots", Duration: time.Hour, Seed: 1, Backend: backend, Proxy: proxy}
 	sc.Backend.Routes = nil
 	for i, s := range shots {
-		sc.Backend.Routes = append(sc.Backend.Routes, scenarios.Route{Name: fmt.Sprint(i), Path: fmt.Sprintf("/%d", i), Service: fakebackend.Constant{D: s.service}})
+		sc.Backend.Routes = append(sc.Backend.Routes, scenarios.Route{Name: fmt.Sprint(i), Path: fmt.Sprintf("/%d", i), Service: workerpool.Constant{D: s.service}})
 		sc.Tenants = append(sc.Tenants, scenarios.TenantGroup{Group: fmt.Sprint(i), Count: 1, Host: fmt.Sprintf("s%d.example.com", i), Load: scenarios.Load{
 			Model: scenarios.Closed, Users: max(s.n, 1), Iterations: 1, Start: s.at, OnTimeout: scenarios.GiveUp,
 			Routes: []scenarios.WeightedRoute{{Route: i, Weight: 1}},
@@ -39,18 +39,18 @@ func shotScenario(backend scenarios.Backend, proxy scenarios.Proxy, shots []simS
 }
 
 // playShots runs sc and returns the results of each shot, by when they end.
-func playShots(t *testing.T, sc *scenarios.Scenario) ([][]loadgen.Result, Stats) {
+func playShots(t *testing.T, sc *scenarios.Scenario) ([][]workload.Result, Stats) {
 	t.Helper()
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
-	out := make([][]loadgen.Result, len(sc.Tenants))
+	out := make([][]workload.Result, len(sc.Tenants))
 	for _, r := range c.results {
 		out[r.Tenant] = append(out[r.Tenant], r)
 	}
 	return out, st
 }
 
-func statuses(rs []loadgen.Result) map[int]int {
+func statuses(rs []workload.Result) map[int]int {
 	m := map[int]int{}
 	for _, r := range rs {
 		m[int(r.Status)]++
@@ -58,7 +58,7 @@ func statuses(rs []loadgen.Result) map[int]int {
 	return m
 }
 
-func latencies(rs []loadgen.Result) []time.Duration {
+func latencies(rs []workload.Result) []time.Duration {
 	var l []time.Duration
 	for _, r := range rs {
 		l = append(l, r.Latency)
@@ -74,7 +74,7 @@ func gunicornProxy(read time.Duration) scenarios.Proxy {
 }
 
 func TestGunicornBacklogOverflow(t *testing.T) {
-	backend := scenarios.Backend{Workers: 2, Backlog: 8, Timeout: 30 * time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 2, Backlog: 8, Timeout: 30 * time.Second, Boot: workerpool.DefaultBoot}
 	for _, tc := range []struct {
 		read time.Duration
 		want map[int]int
@@ -114,9 +114,9 @@ func TestGunicornSYNSchedule(t *testing.T) {
 		want    want
 	}{
 		// Sent at 0, 1, 3, 7 s: the worker is free from 5 s.
-		{"served on the 4th SYN", 5 * time.Second, 60 * time.Second, want{loadgen.OK, 200, 7 * time.Second}},
-		{"connect timeout", time.Hour, 10 * time.Second, want{loadgen.GatewayTimeout, 504, 10 * time.Second}},
-		{"the kernel gives up", time.Hour, 0, want{loadgen.BackendError, 502, 127 * time.Second}},
+		{"served on the 4th SYN", 5 * time.Second, 60 * time.Second, want{workload.OK, 200, 7 * time.Second}},
+		{"connect timeout", time.Hour, 10 * time.Second, want{workload.GatewayTimeout, 504, 10 * time.Second}},
+		{"the kernel gives up", time.Hour, 0, want{workload.BackendError, 502, 127 * time.Second}},
 	} {
 		sc := shotScenario(backend, scenarios.Proxy{ConnectTimeout: tc.connect}, []simShot{{service: tc.first}, {at: time.Millisecond, service: 0}})
 		got, _ := playShots(t, sc)
@@ -125,18 +125,18 @@ func TestGunicornSYNSchedule(t *testing.T) {
 }
 
 func TestGunicornTimeoutKillAndBoot(t *testing.T) {
-	backend := scenarios.Backend{Workers: 1, Timeout: time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 1, Timeout: time.Second, Boot: workerpool.DefaultBoot}
 	sc := shotScenario(backend, gunicornProxy(60*time.Second), []simShot{{service: 4 * time.Second}, {at: 100 * time.Millisecond, service: 0}})
 	got, st := playShots(t, sc)
 	kill := killAt(t, sc, 0)
 	t.Logf("killed at %v; the queued request served at %v", kill, got[1][0].Latency+100*time.Millisecond)
 	// Killed between the timeout and a tick later (gunicorn: 1.13–1.85 s
 	// with --timeout 1); the queued request is served a boot later.
-	if kill <= time.Second || kill > time.Second+fakebackend.ArbiterTick {
+	if kill <= time.Second || kill > time.Second+workerpool.ArbiterTick {
 		t.Errorf("kill at %v, want within (1s, 2s]", kill)
 	}
-	check(t, "killed", got[0], []want{{loadgen.BackendError, 502, kill}})
-	check(t, "queued behind the kill", got[1], []want{{loadgen.OK, 200, kill + fakebackend.DefaultBoot - 100*time.Millisecond}})
+	check(t, "killed", got[0], []want{{workload.BackendError, 502, kill}})
+	check(t, "queued behind the kill", got[1], []want{{workload.OK, 200, kill + workerpool.DefaultBoot - 100*time.Millisecond}})
 	if st.Backend.Killed != 1 || st.Backend.Booting != 0 {
 		t.Errorf("backend %+v: want 1 killed, none booting at the end", st.Backend)
 	}
@@ -146,13 +146,13 @@ func TestGunicornTimeoutKillAndBoot(t *testing.T) {
 // worker, and a request longer than the timeout not killed, as gunicorn
 // 20.1 measured (a 6 s request with --threads 2 --timeout 2 served whole).
 func TestGunicornThreads(t *testing.T) {
-	backend := scenarios.Backend{Workers: 1, Threads: 2, Timeout: 2 * time.Second, Boot: fakebackend.DefaultBoot}
+	backend := scenarios.Backend{Workers: 1, Threads: 2, Timeout: 2 * time.Second, Boot: workerpool.DefaultBoot}
 	sc := shotScenario(backend, gunicornProxy(60*time.Second), []simShot{
 		{service: 6 * time.Second},
 		{at: 200 * time.Millisecond, service: 500 * time.Millisecond, n: 3},
 	})
 	got, _ := playShots(t, sc)
-	check(t, "long", got[0], []want{{loadgen.OK, 200, 6 * time.Second}})
+	check(t, "long", got[0], []want{{workload.OK, 200, 6 * time.Second}})
 	// One thread is held by the long request: the three short ones take
 	// turns on the other (gunicorn: 0.70, 1.21, 1.71 s after 0.2–0.4 s).
 	if l := latencies(got[1]); !slices.Equal(l, []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}) {
@@ -179,12 +179,12 @@ func TestGunicornMaxRequests(t *testing.T) {
 	// from 0 to 500): every worker's life is within it, and the draws
 	// depend on the seed alone.
 	life := func(seed uint64) []int {
-		p := fakebackend.NewPool(fakebackend.Config{Workers: 1, MaxRequests: 5000, MaxRequestsJitter: 500, Seed: seed})
+		p := workerpool.NewPool(workerpool.Config{Workers: 1, MaxRequests: 5000, MaxRequestsJitter: 500, Seed: seed})
 		var served []int
 		n := 0
-		p.OnStart = func(*fakebackend.Job) {}
+		p.OnStart = func(*workerpool.Job) {}
 		for i := range 30000 {
-			j := &fakebackend.Job{Service: time.Millisecond}
+			j := &workerpool.Job{Service: time.Millisecond}
 			at := time.Duration(i) * time.Millisecond
 			p.Arrive(at, j)
 			end, _ := p.End(j)

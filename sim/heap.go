@@ -72,10 +72,6 @@ func (h *eventHeap) pop() event {
 	return top
 }
 
-// replaceTop replaces the earliest event with e: one sift instead of a pop
-// and a push. The heap must not be empty.
-func (h *eventHeap) replaceTop(e event) { h.down(e) }
-
 // down puts e at the root and sifts it down.
 func (h *eventHeap) down(last event) {
 	ev := h.ev

@@ -1,10 +1,9 @@
 package sim
 
 import (
+	"stampede/workload"
 	"testing"
 	"time"
-
-	"stampede/loadgen"
 )
 
 // TestArrivalTreeOrder plays random arrivals through an arrivalTree and an
@@ -12,7 +11,7 @@ import (
 // order, ties in time included, as players run out one by one.
 func TestArrivalTreeOrder(t *testing.T) {
 	for _, players := range []int{1, 2, 3, 5, 8, 249} {
-		rng := loadgen.TenantRand(uint64(players), 0)
+		rng := workload.TenantRand(uint64(players), 0)
 		seq := uint64(1)
 		var first []event
 		var h eventHeap
@@ -44,7 +43,8 @@ func TestArrivalTreeOrder(t *testing.T) {
 			left[want.ref]--
 			next := event{at: want.at + time.Duration(rng.IntN(20)), seq: seq, ref: want.ref}
 			seq++
-			h.replaceTop(next)
+			h.pop()
+			h.push(next)
 			tree.replaceTop(next.at, next.seq, true)
 		}
 		if tree.len() != 0 {
@@ -57,7 +57,7 @@ func TestArrivalTreeOrder(t *testing.T) {
 // stock-balance scenario's tenants do.
 func BenchmarkArrivalTree(b *testing.B) {
 	b.ReportAllocs()
-	rng := loadgen.TenantRand(1, 0)
+	rng := workload.TenantRand(1, 0)
 	var first []event
 	for i := range 249 {
 		first = append(first, event{at: time.Duration(rng.Int64N(int64(5 * time.Second))), seq: uint64(i), ref: int32(i)})

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // TestInvariants plays random small scenarios mixing every outcome —
@@ -18,10 +18,10 @@ import (
 // once, no limit_conn slot leaks, the backend drains, every pooled request
 // comes back, the results' worker time is the backend's busy time.
 func TestInvariants(t *testing.T) {
-	var seen [loadgen.NumOutcomes]uint64
+	var seen [workload.NumOutcomes]uint64
 	var delayed uint64
 	for seed := uint64(1); seed <= 40; seed++ {
-		rng := loadgen.TenantRand(seed, 1000)
+		rng := workload.TenantRand(seed, 1000)
 		d := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo))) }
 		sc := &scenarios.Scenario{
 			Name:     "random",
@@ -31,8 +31,8 @@ func TestInvariants(t *testing.T) {
 				Workers: 1 + rng.IntN(6),
 				Backlog: rng.IntN(8) - 1,
 				Routes: []scenarios.Route{
-					{Name: "fast", Path: "/", Service: fakebackend.Exp{Avg: d(time.Millisecond, 300*time.Millisecond)}},
-					{Name: "slow", Path: "/slow", Service: fakebackend.Uniform{Min: time.Second, Max: d(2*time.Second, 20*time.Second)}},
+					{Name: "fast", Path: "/", Service: workerpool.Exp{Avg: d(time.Millisecond, 300*time.Millisecond)}},
+					{Name: "slow", Path: "/slow", Service: workerpool.Uniform{Min: time.Second, Max: d(2*time.Second, 20*time.Second)}},
 				},
 			},
 		}
@@ -40,19 +40,19 @@ func TestInvariants(t *testing.T) {
 			sc.Backend.Timeout = d(time.Second, 10*time.Second)
 		}
 		if rng.IntN(2) == 0 {
-			sc.Backend.OnClientAbort = fakebackend.Cancel
+			sc.Backend.OnClientAbort = workerpool.Cancel
 		}
 		if rng.IntN(2) == 0 {
 			sc.Proxy.ReadTimeout = d(time.Second, 10*time.Second)
 		}
 		if rng.IntN(3) > 0 {
-			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limiterproxy.ConnSpec{Key: "$host", PerKey: 1 + rng.IntN(4)})
+			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limit.ConnSpec{Key: "$host", PerKey: 1 + rng.IntN(4)})
 		}
 		if rng.IntN(3) > 0 {
-			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limiterproxy.ConnSpec{Key: "$binary_remote_addr", PerKey: 1 + rng.IntN(6)})
+			sc.Proxy.Limits.Conn = append(sc.Proxy.Limits.Conn, limit.ConnSpec{Key: "$binary_remote_addr", PerKey: 1 + rng.IntN(6)})
 		}
 		if rng.IntN(2) == 0 {
-			sc.Proxy.Limits.Req = append(sc.Proxy.Limits.Req, limiterproxy.ReqSpec{Key: "$host", Rate: "5r/s", Burst: rng.IntN(10), Delay: rng.IntN(3), NoDelay: rng.IntN(3) == 0})
+			sc.Proxy.Limits.Req = append(sc.Proxy.Limits.Req, limit.ReqSpec{Key: "$host", Rate: "5r/s", Burst: rng.IntN(10), Delay: rng.IntN(3), NoDelay: rng.IntN(3) == 0})
 		}
 		mix := []scenarios.WeightedRoute{{Route: 0, Weight: 3}, {Route: 1, Weight: 1}}
 		sc.Tenants = []scenarios.TenantGroup{
@@ -82,7 +82,7 @@ func TestInvariants(t *testing.T) {
 		for o, n := range c.n {
 			sum += n
 			if n != st.Outcomes[o] {
-				t.Errorf("seed %d: %v: sink saw %d, stats %d", seed, loadgen.Outcome(o), n, st.Outcomes[o])
+				t.Errorf("seed %d: %v: sink saw %d, stats %d", seed, workload.Outcome(o), n, st.Outcomes[o])
 			}
 		}
 		if sum != st.Requests || sum == 0 {
@@ -121,8 +121,8 @@ func TestInvariants(t *testing.T) {
 		// work is both in some result and in the pool's busy time.
 		// A queued job whose kill was guessed (engine.work) is off by at
 		// most half an arbiter tick.
-		if off := (c.work - b.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*fakebackend.ArbiterTick/2 {
-			t.Errorf("seed %d: the results' Work sums to %v, the backend was busy %v: off by %v, over %d guessed kills × %v", seed, c.work, b.BusyTime, off, st.KillGuessed, fakebackend.ArbiterTick/2)
+		if off := (c.work - b.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*workerpool.ArbiterTick/2 {
+			t.Errorf("seed %d: the results' Work sums to %v, the backend was busy %v: off by %v, over %d guessed kills × %v", seed, c.work, b.BusyTime, off, st.KillGuessed, workerpool.ArbiterTick/2)
 		}
 		if b.Arrived != b.Served+b.Killed+b.Refused+b.Cancelled+b.GaveUp {
 			t.Errorf("seed %d: backend arrived %d ≠ served %d + killed %d + refused %d + cancelled %d + gave up %d", seed, b.Arrived, b.Served, b.Killed, b.Refused, b.Cancelled, b.GaveUp)
@@ -130,8 +130,8 @@ func TestInvariants(t *testing.T) {
 	}
 	t.Logf("outcomes over all seeds: %v, delayed %d", seen, delayed)
 	for o, n := range seen {
-		if n == 0 && loadgen.Outcome(o) != loadgen.Error {
-			t.Errorf("no %v in any scenario: the test does not cover it", loadgen.Outcome(o))
+		if n == 0 && workload.Outcome(o) != workload.Error {
+			t.Errorf("no %v in any scenario: the test does not cover it", workload.Outcome(o))
 		}
 	}
 	if delayed == 0 {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // TestNoLivelock plays scenarios in which a closed-model user with think:
@@ -73,7 +73,7 @@ tenants:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		start := time.Now()
-		st, err := Run(ctx, sc, nil, Options{})
+		st, err := Simulate(ctx, sc, nil, Options{})
 		wall := time.Since(start)
 		cancel()
 		if err != nil {
@@ -86,7 +86,7 @@ tenants:
 		if st.End < sc.Duration-time.Second {
 			t.Errorf("%s: the run ended at model time %v, want about its duration %v", tt.name, st.End, sc.Duration)
 		}
-		if tt.group != "" && st.Outcomes[loadgen.OK] == st.Requests {
+		if tt.group != "" && st.Outcomes[workload.OK] == st.Requests {
 			t.Errorf("%s: every request ok (%v): the scenario no longer provokes resends", tt.name, st.Outcomes)
 		}
 		t.Logf("%s: %d events, %d requests %v, %v of wall time", tt.name, st.Events, st.Requests, st.Outcomes, wall)

@@ -3,8 +3,8 @@ package sim
 import (
 	"testing"
 
-	"stampede/loadgen"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // TestLocations: each route meets the limits of its path's location; a
@@ -39,7 +39,7 @@ tenants:
 	}
 	got := map[key]int{}
 	for _, r := range c.results {
-		if r.Outcome == loadgen.OK || r.Outcome == loadgen.Rejected {
+		if r.Outcome == workload.OK || r.Outcome == workload.Rejected {
 			got[key{r.Route, r.Status}]++
 		}
 	}

@@ -1,8 +1,3 @@
-// Package sim plays a scenario as a discrete-event simulation in virtual
-// time. It drives the same pure cores as the live engine — loadgen's
-// schedules, limiterproxy's Policy and fakebackend's Pool — with explicit
-// model time, so an hour of traffic takes a fraction of a second and the two
-// engines cannot drift apart. It opens no socket and starts no goroutine.
 package sim
 
 import (
@@ -11,15 +6,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
-	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
+	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // Epoch is the wall time model time 0 maps to when the simulator hands
@@ -36,26 +31,15 @@ const DefaultSampleEvery = time.Second
 // Options.BusiestKeys is zero.
 const DefaultBusiestKeys = 10
 
-// DefaultDrain bounds the drain when neither the proxy nor any tenant has a
-// timeout; see Options.Drain.
-const DefaultDrain = 10 * time.Minute
-
 // checkEvery is how many events pass between two looks at the context.
 const checkEvery = 4096
-
-// Sampler receives the state of the backend and of the busiest limiter keys
-// over model time. report.Recorder is one.
-type Sampler interface {
-	SampleBackend(at time.Duration, busy, queued int)
-	SampleKeys(at time.Duration, inflight map[string]int)
-}
 
 // Options tune Run. The zero value samples into the sink when it is a
 // Sampler, once a model second, and uses the live driver's in-flight caps.
 type Options struct {
 	// Sampler receives samples of the backend and the busiest keys. Nil
 	// means the sink when it implements Sampler, else no sampling.
-	Sampler Sampler
+	Sampler workload.Sampler
 	// SampleEvery is the model-time period of samples. Zero means
 	// DefaultSampleEvery.
 	SampleEvery time.Duration
@@ -63,78 +47,87 @@ type Options struct {
 	// holds. Zero means DefaultBusiestKeys; negative means none.
 	BusiestKeys int
 	// MaxInFlight caps open-model requests in flight over all tenants, as
-	// the live driver does; an arrival over it is Dropped. Zero means
-	// loadgen.DefaultMaxInFlight; negative means no cap.
+	// the live driver does; an arrival over it is Dropped. See
+	// workload.TotalCap: zero means workload.DefaultMaxInFlight; negative
+	// means no cap.
 	MaxInFlight int
 	// Drain is how much model time after the scenario's Duration requests
 	// still in flight may take to end. Those still in flight after it are
 	// cut off and recorded as ClientTimeout, as the live driver does when
-	// its drain runs out. Zero means the longest of the tenants' client
-	// timeouts and the proxy's read timeout, and DefaultDrain when some
-	// tenant has neither, which bounds every request that was not delayed
-	// by limit_req; negative means no drain.
+	// its drain runs out. Zero means workload.Drain, the rule both engines
+	// follow; negative means no drain.
 	Drain time.Duration
 	// MaxEvents stops the run with an error wrapping ErrEventLimit after
 	// this many events. Zero means no limit but the stall guard (ErrStalled).
 	MaxEvents uint64
+	// Version and CommandLine are recorded in the run's RunInfo.
+	Version     string
+	CommandLine string
 }
 
 // Stats are what a run counted. Times are model time.
 type Stats struct {
-	Events      uint64                      // events processed, stale ones included
-	Requests    uint64                      // results handed to the sink
-	Outcomes    [loadgen.NumOutcomes]uint64 // results by outcome
-	CutOff      uint64                      // requests cut off when the drain ran out (counted as ClientTimeout too)
-	Delayed     uint64                      // requests limit_req delayed
-	Waited      uint64                      // requests that waited in the backend's backlog
-	Started     uint64                      // jobs a worker took
-	WaitTime    time.Duration               // total backlog wait of the jobs a worker took
-	SYNDrops    uint64                      // connection attempts the full backlog dropped, retransmissions included
-	KillGuessed uint64                      // results whose Work guessed the kill of a job not yet started (see engine.work)
-	End         time.Duration               // model time of the last event
-	Backend     fakebackend.Stats           // the pool's counters at End
-	Interrupted bool                        // ctx ended the run early
-}
-
-// OutcomeShare returns the share of results that ended as o.
-func (s *Stats) OutcomeShare(o loadgen.Outcome) float64 {
-	if s.Requests == 0 {
-		return 0
-	}
-	return float64(s.Outcomes[o]) / float64(s.Requests)
+	Events      uint64                       // events processed, stale ones included
+	Requests    uint64                       // results handed to the sink
+	Outcomes    [workload.NumOutcomes]uint64 // results by outcome
+	CutOff      uint64                       // requests cut off when the drain ran out (counted as ClientTimeout too)
+	Delayed     uint64                       // requests limit_req delayed
+	Waited      uint64                       // requests that waited in the backend's backlog
+	Started     uint64                       // jobs a worker took
+	WaitTime    time.Duration                // total backlog wait of the jobs a worker took
+	SYNDrops    uint64                       // connection attempts the full backlog dropped, retransmissions included
+	KillGuessed uint64                       // results whose Work guessed the kill of a job not yet started (see engine.work)
+	End         time.Duration                // model time of the last event
+	Backend     workerpool.Stats             // the pool's counters at End
+	Interrupted bool                         // ctx ended the run early
 }
 
 // never is a time no event reaches.
 const never = time.Duration(math.MaxInt64)
 
-// tenant is one tenant's state during a run.
+// tenant is one tenant's state during a run. With many tenants their
+// arrivals come in no order the cache can follow, so what an arrival reads
+// and writes lies in as few cache lines as can hold it, first: the random
+// stream, the route mix and the in-flight count in the first, the
+// arrivals' next time in the second; nothing it needs lies behind a
+// pointer of the tenant's own. The size is a multiple of a cache line, so
+// that every tenant of the engine's slice starts one.
 type tenant struct {
+	stream   workload.Stream // the tenant's random stream (rng)
+	mix      workload.Mix    // shared by the tenants of a group
+	inFlight int32           // open model: requests without a result
+	cap      int32           // open model: in-flight cap (scenarios bounds it to an int32)
 	index    int32
-	load     *scenarios.Load
-	rng      *rand.Rand
-	mix      loadgen.Mix
-	arrivals loadgen.Arrivals
-	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
+	closed   bool
+	arrivals workload.Arrivals
+	arrived  int           // open model: arrivals so far, the next visitor's number
+	timeout  time.Duration // client timeout; 0 none
 	reqKeys  []string
-	connKeys limiterproxy.ConnKeys // prepared: each request hashes none
+	connKeys []string
 	// keys are the tenant's keys per visitor address and route, at
 	// keys[visitor*keyRoutes+route], when it has an address pool (addrs) or
 	// the proxy has locations (each route's path picks its location's
 	// limits); empty otherwise, when reqKeys and connKeys serve every request.
-	keys     []keySet
-	arrived  int           // open model: arrivals so far, the next visitor's number
-	timeout  time.Duration // client timeout; 0 none
-	cap      int           // open model: in-flight cap
-	inFlight int           // open model: requests without a result
-	stop     time.Duration
-	closed   bool
+	keys []keySet
+
+	load  *scenarios.Load
+	trace []scenarios.TraceArrival // model trace: the tenant's arrivals
+	stop  time.Duration
+	loop  workload.Closed // closed model: its users' loop
+	_     [tenantPad]byte
 }
+
+// tenantPad rounds tenant up to a multiple of a cache line.
+const tenantPad = 8
+
+// rng returns the tenant's random stream.
+func (t *tenant) rng() *rand.Rand { return t.stream.Rand() }
 
 // keySet is a tenant's limiter keys for one visitor address and one route's
 // location.
 type keySet struct {
 	req  []string
-	conn limiterproxy.ConnKeys
+	conn []string
 }
 
 // user is one closed-model user.
@@ -144,59 +137,39 @@ type user struct {
 	k    int // the user's number within its tenant: its visitor number
 }
 
-// request is one request on its way. Requests are pooled: one is reused
-// once its result is out and its job has left the pool.
-type request struct {
-	job      fakebackend.Job // job.Data is the request itself
-	slots    limiterproxy.Slots
-	t        *tenant
-	connKeys limiterproxy.ConnKeys // its visitor's limit_conn keys
-	user     int32                 // closed model: the user; -1 for open
-	route    int16
-	done     bool          // the result is out
-	inUse    bool          // allocated
-	intended time.Duration // when the client meant to send it
-	client   time.Duration // the client's deadline; never when none
-	read     time.Duration // the proxy's read deadline; never until connected upstream
-	connect  time.Duration // the proxy's connect deadline; never when none or connected
-	ev       uint64        // seq of the one pending event that is not stale; 0 none
-	next     *request      // free list
-	id       int32         // the request's place in the engine's chunks
-}
-
 // engine is one run.
 type engine struct {
 	sc        *scenarios.Scenario
-	sink      loadgen.Sink
-	sampler   Sampler
-	policy    *limiterproxy.Policy
-	routePol  []*limiterproxy.Policy // per route, its location's limits; nil without locations
-	keyRoutes int                    // routes a tenant's keys are kept for: the backend's with locations, else 1
-	pool      *fakebackend.Pool
-	dists     []fakebackend.Dist
+	sink      workload.Sink
+	sampler   workload.Sampler
+	policy    *limit.Policy
+	routePol  []*limit.Policy // per route, its location's limits; nil without locations
+	keyRoutes int             // routes a tenant's keys are kept for: the backend's with locations, else 1
+	pool      *workerpool.Pool
+	dists     []workerpool.Dist
 	tenants   []tenant
 	users     []user
 	hasConn   bool // there are keys to sample (Policy.KeysLimiter)
 	readTO    time.Duration
-	connTO    time.Duration      // the proxy's connect timeout; 0 none
-	workerTO  time.Duration      // the backend's worker timeout; 0 none
-	killable  bool               // the worker timeout kills (sync workers)
-	starts    []*fakebackend.Job // jobs the pool started during the current call
-	wakeAt    time.Duration      // the pending evWake; never when none
-	cancel    bool               // on_client_abort: cancel
-	maxOpen   int                // 0: no cap
-	open      int                // open-model requests without a result
+	connTO    time.Duration     // the proxy's connect timeout; 0 none
+	workerTO  time.Duration     // the backend's worker timeout; 0 none
+	killable  bool              // the worker timeout kills (sync workers)
+	starts    []*workerpool.Job // jobs the pool started during the current call
+	wakeAt    time.Duration     // the pending evWake; never when none
+	cancel    bool              // on_client_abort: cancel
+	maxOpen   int               // 0: no cap
+	open      int               // open-model requests without a result
 	horizon   time.Duration
 	every     time.Duration
 	busiest   int
 	keyMap    map[string]int
-	busy      []limiterproxy.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree             // the open-model tenants' next arrivals, one per tenant
-	heap      eventHeap               // every other event: requests', users', samples
+	busy      []limit.KeyCount // the busiest keys of the last sample
+	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
+	heap      eventHeap        // every other event: requests', users', samples
 	seq       uint64
 	free      *request
 	chunks    [][]request
-	res       loadgen.Result
+	res       workload.Result
 	stopping  bool
 	stats     Stats
 	guard     guard
@@ -205,7 +178,7 @@ type engine struct {
 // Run plays sc in virtual time and hands every request's result to sink
 // (nil discards them), in the order the results happen; ties in model time
 // go in the order their events were scheduled, so the same scenario and
-// seed always give the same sequence. The *loadgen.Result passed to Add is
+// seed always give the same sequence. The *workload.Result passed to Add is
 // reused after Add returns.
 //
 // Each request follows the live path: its tenant's schedule (open model) or
@@ -220,9 +193,39 @@ type engine struct {
 // ends. Load stops at sc.Duration; requests then in flight may end within
 // opts.Drain.
 //
-// Run returns the run's statistics. When ctx ends first it stops at once and
-// returns what it counted, with Interrupted set, and ctx's error.
-func Run(ctx context.Context, sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (Stats, error) {
+// Run returns what the recorder needs beside the results: RunInfo with
+// engine "sim". When ctx ends the run first it stops at once and returns
+// the results handed to sink so far as an interrupted run (RunInfo.Model
+// says how far it got, workload.Reached), with a nil error, as the live
+// engine does.
+func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, error) {
+	start := time.Now()
+	st, err := Simulate(ctx, sc, sink, opts)
+	if err != nil && !st.Interrupted {
+		return report.RunInfo{}, err
+	}
+	info := report.RunInfo{
+		Engine:      Engine,
+		Start:       start,
+		Wall:        time.Since(start),
+		Interrupted: st.Interrupted,
+		Backend:     st.Backend,
+		Version:     opts.Version,
+		CommandLine: opts.CommandLine,
+	}
+	if st.Interrupted {
+		info.Model = workload.Reached(st.End, sc.Duration)
+	}
+	return info, nil
+}
+
+// Engine is the engine name results.json records for simulated runs.
+const Engine = "sim"
+
+// Simulate is Run returning what the run counted. When ctx ends the run
+// first it stops at once and returns what it counted, with Interrupted
+// set, and ctx's error.
+func Simulate(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (Stats, error) {
 	e, err := newEngine(sc, sink, opts)
 	if err != nil {
 		return Stats{}, err
@@ -231,14 +234,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink loadgen.Sink, opts Op
 	return e.stats, err
 }
 
-func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine, error) {
+func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engine, error) {
 	if sc == nil {
 		return nil, errors.New("sim: no scenario")
 	}
 	if len(sc.Backend.Routes) == 0 {
 		return nil, fmt.Errorf("sim: scenario %s: the backend has no routes", sc.Name)
 	}
-	policy, err := limiterproxy.NewPolicy(sc.Proxy.Limits)
+	policy, err := limit.NewPolicy(sc.Proxy.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
@@ -246,7 +249,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		sc:      sc,
 		sink:    sink,
 		policy:  policy,
-		pool:    fakebackend.NewPool(sc.PoolConfig()),
+		pool:    workerpool.NewPool(sc.PoolConfig()),
 		hasConn: policy.KeysLimiter() != nil,
 		readTO:  sc.Proxy.ReadTimeout,
 		connTO:  sc.Proxy.ConnectTimeout,
@@ -257,15 +260,12 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	}
 	e.workerTO = e.pool.Config().Timeout
 	_, e.killable = e.pool.KillTick(0)
-	e.cancel = e.pool.Config().OnClientAbort == fakebackend.Cancel
-	e.pool.OnStart = func(j *fakebackend.Job) { e.starts = append(e.starts, j) }
+	e.cancel = e.pool.Config().OnClientAbort == workerpool.Cancel
+	e.pool.OnStart = func(j *workerpool.Job) { e.starts = append(e.starts, j) }
 	if e.sink == nil {
-		e.sink = loadgen.SinkFunc(func(*loadgen.Result) {})
+		e.sink = workload.SinkFunc(func(*workload.Result) {})
 	}
-	e.sampler = opts.Sampler
-	if e.sampler == nil {
-		e.sampler, _ = sink.(Sampler)
-	}
+	e.sampler = workload.SamplerOf(opts.Sampler, sink)
 	if e.every <= 0 {
 		e.every = DefaultSampleEvery
 	}
@@ -275,17 +275,12 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 	if !e.hasConn {
 		e.busiest = -1
 	}
-	switch {
-	case opts.MaxInFlight == 0:
-		e.maxOpen = loadgen.DefaultMaxInFlight
-	case opts.MaxInFlight > 0:
-		e.maxOpen = opts.MaxInFlight
-	}
+	e.maxOpen = workload.TotalCap(opts.MaxInFlight)
 	for i, r := range sc.Backend.Routes {
 		if r.Service == nil {
 			return nil, fmt.Errorf("sim: scenario %s: route %s (%d) has no service time", sc.Name, r.Name, i)
 		}
-		e.dists = append(e.dists, fakebackend.Prepare(r.Service))
+		e.dists = append(e.dists, workerpool.Prepare(r.Service))
 	}
 
 	tenants := sc.Expand()
@@ -293,8 +288,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		return nil, fmt.Errorf("sim: scenario %s: %d tenants is too many", sc.Name, len(tenants))
 	}
 	e.tenants = make([]tenant, len(tenants))
-	drain := time.Duration(0)
-	unbounded := false
+	mixes := make(map[*scenarios.Load]workload.Mix, len(sc.Tenants))
 	keyRoutes := 1
 	if len(policy.Locations) > 0 {
 		keyRoutes = len(sc.Backend.Routes)
@@ -316,22 +310,22 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
 		t.load = st.Load
-		t.rng = loadgen.TenantRand(sc.Seed, st.Index)
-		t.mix = loadgen.NewMix(st.Load.Routes)
+		t.stream.Reset(sc.Seed, st.Index)
+		mix, ok := mixes[st.Load]
+		if !ok {
+			mix = workload.NewMix(st.Load.Routes)
+			mixes[st.Load] = mix
+		}
+		t.mix = mix
 		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
-		t.cap = st.Load.MaxInFlight
-		if t.cap <= 0 {
-			t.cap = loadgen.DefaultTenantInFlight
+		t.cap = int32(workload.TenantCap(st.Load))
+		t.stop = workload.Stop(st.Load, sc.Duration)
+		if t.closed {
+			t.loop = workload.NewClosed(st.Load, sc.Duration)
 		}
-		t.stop = st.Load.Stop
-		if t.stop <= 0 || t.stop > sc.Duration {
-			t.stop = sc.Duration
-		}
-		var conn []string
-		t.reqKeys, conn = keysOf(policy, st, st.Addr, "/")
-		t.connKeys = policy.ConnKeys(conn)
+		t.reqKeys, t.connKeys = keysOf(policy, st, st.Addr, "/")
 		if visitors := max(st.PoolSize(), 1); visitors > 1 || keyRoutes > 1 { // scenarios.MaxPoolAddrs addresses at most
 			t.keys = make([]keySet, visitors*keyRoutes)
 			for v := range visitors {
@@ -345,15 +339,9 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 						lp, target = policy.For(sc.Backend.Routes[j].Path), sc.Backend.Routes[j].Path
 					}
 					req, conn := keysOf(lp, st, addr, target)
-					t.keys[v*keyRoutes+j] = keySet{req, lp.ConnKeys(conn)}
+					t.keys[v*keyRoutes+j] = keySet{req, conn}
 				}
 			}
-		}
-		switch {
-		case t.timeout > 0:
-			drain = max(drain, t.timeout)
-		case e.readTO <= 0:
-			unbounded = true
 		}
 	}
 	if len(policy.Locations) > 0 {
@@ -361,12 +349,7 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 			e.routePol = append(e.routePol, policy.For(r.Path))
 		}
 	}
-	if e.readTO > 0 {
-		drain = max(drain, e.readTO)
-	}
-	if unbounded {
-		drain = max(drain, DefaultDrain)
-	}
+	drain := workload.Drain(sc, tenants)
 	switch {
 	case opts.Drain > 0:
 		drain = opts.Drain
@@ -383,41 +366,18 @@ func newEngine(sc *scenarios.Scenario, sink loadgen.Sink, opts Options) (*engine
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
 // code, from the request its client would send for target (a path, with
-// its query if any): Host the tenant's host, the connection from addr, no
-// headers.
-func keysOf(p *limiterproxy.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
+// its query if any): Host the tenant's host, the client addr, no headers.
+func keysOf(p *limit.Policy, t *scenarios.Tenant, addr, target string) (req, conn []string) {
 	if addr == "" {
 		addr = "127.0.0.1"
 	}
-	r := &http.Request{
-		Method:     http.MethodGet,
-		URL:        targetURL(target),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{},
-		Host:       t.Host,
-		RemoteAddr: net.JoinHostPort(addr, "40000"),
-	}
-	var buf []byte
-	for _, rule := range p.Req {
-		buf = rule.Key.Append(buf[:0], r)
-		req = append(req, string(buf))
-	}
-	for _, rule := range p.Conn {
-		buf = rule.Key.Append(buf[:0], r)
-		conn = append(conn, string(buf))
-	}
-	return req, conn
-}
-
-// targetURL is the URL of a request for target, a path with an optional
-// query.
-func targetURL(target string) *url.URL {
+	in := limit.Request{Host: t.Host}
+	in.Addr, _ = netip.ParseAddr(addr)
+	// The query as the server reads the request line's target.
 	if u, err := url.ParseRequestURI(target); err == nil {
-		return u
+		in.Query = u.RawQuery
 	}
-	return &url.URL{Path: target}
+	return p.Keys(&in)
 }
 
 // at converts model time to the explicit time the cores take.
@@ -448,16 +408,17 @@ func (e *engine) run(ctx context.Context) error {
 	for i := range e.tenants {
 		t := &e.tenants[i]
 		if t.closed {
-			if t.load.Start >= t.stop || t.load.Iterations < 0 {
+			first, ok := t.loop.First()
+			if !ok {
 				continue
 			}
 			for k := range t.load.Users {
 				e.users = append(e.users, user{t: t, k: k})
-				e.push(max(t.load.Start, 0), evSend, int32(len(e.users)-1))
+				e.push(first, evSend, int32(len(e.users)-1))
 			}
 			continue
 		}
-		t.arrivals.Reset(t.load, t.stop, t.rng)
+		t.arrivals.Reset(t.load, t.stop, t.rng())
 		if t.load.Model == scenarios.Traced {
 			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
 		}
@@ -537,13 +498,13 @@ func (e *engine) run(ctx context.Context) error {
 			case evEnd:
 				e.end(r, ev.at)
 			case evReadTimeout, evConnectTimeout:
-				e.timeout(r, ev.at, loadgen.GatewayTimeout, http.StatusGatewayTimeout)
+				e.timeout(r, ev.at, workload.GatewayTimeout, statusGatewayTimeout)
 			case evClientTimeout:
-				e.timeout(r, ev.at, loadgen.ClientTimeout, 0)
+				e.timeout(r, ev.at, workload.ClientTimeout, 0)
 			case evSYN:
 				e.connect(r, ev.at)
 			case evConnectFail:
-				e.timeout(r, ev.at, loadgen.BackendError, http.StatusBadGateway)
+				e.timeout(r, ev.at, workload.BackendError, statusBadGateway)
 			}
 		}
 	}
@@ -552,373 +513,4 @@ func (e *engine) run(ctx context.Context) error {
 	}
 	e.stats.Backend = e.pool.Stats(e.stats.End)
 	return nil
-}
-
-// alloc returns a clean request from the pool.
-func (e *engine) alloc() *request {
-	if e.free == nil {
-		if len(e.chunks) >= math.MaxInt32/chunkSize {
-			panic("sim: too many requests in flight")
-		}
-		chunk := make([]request, chunkSize)
-		for i := len(chunk) - 1; i >= 0; i-- {
-			chunk[i].id = int32(len(e.chunks)*chunkSize + i)
-			chunk[i].next = e.free
-			e.free = &chunk[i]
-		}
-		e.chunks = append(e.chunks, chunk)
-	}
-	r := e.free
-	e.free = r.next
-	r.next = nil
-	r.inUse = true
-	return r
-}
-
-// release returns r to the pool once its result is out and its job has
-// left the backend.
-func (e *engine) release(r *request) {
-	if !r.done {
-		return
-	}
-	if s := r.job.State(); s == fakebackend.Queued || s == fakebackend.Running {
-		return
-	}
-	*r = request{id: r.id, next: e.free}
-	e.free = r
-}
-
-// chunkSize is how many requests the pool allocates at once.
-const chunkSize = 256
-
-// request returns the request of id id.
-func (e *engine) request(id int32) *request {
-	return &e.chunks[id/chunkSize][id%chunkSize]
-}
-
-// arrive handles an open-model arrival at now.
-func (e *engine) arrive(t *tenant, now time.Duration) {
-	route := t.route()
-	service := e.dists[route].Sample(t.rng)
-	if t.inFlight >= t.cap || e.maxOpen > 0 && e.open >= e.maxOpen {
-		e.res = loadgen.Result{Tenant: t.index, Route: int16(route), Outcome: loadgen.Dropped, Intended: now}
-		e.emit()
-		return
-	}
-	t.inFlight++
-	e.open++
-	t.arrived++
-	e.start(t, -1, t.arrived-1, route, service, now)
-}
-
-// send handles a closed-model user's request at now.
-func (e *engine) send(t *tenant, u int32, now time.Duration) {
-	route := t.mix.Pick(t.rng)
-	service := e.dists[route].Sample(t.rng)
-	e.start(t, u, e.users[u].k, route, service, now)
-}
-
-// start runs a new request through limit_req.
-func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.Duration, now time.Duration) {
-	r := e.alloc()
-	r.t, r.user, r.route, r.intended = t, u, int16(route), now
-	reqKeys := t.reqKeys
-	r.connKeys = t.connKeys
-	if len(t.keys) > 0 { // the visitor's address, as scenarios.Tenant.VisitorAddr maps it, and the route's location
-		i := 0
-		if visitors := len(t.keys) / e.keyRoutes; visitors > 1 {
-			i = visitor % visitors * e.keyRoutes
-		}
-		if e.keyRoutes > 1 {
-			i += route
-		}
-		ks := &t.keys[i]
-		reqKeys, r.connKeys = ks.req, ks.conn
-	}
-	r.job = fakebackend.Job{Service: service, Data: r}
-	r.client, r.read, r.connect = never, never, never
-	if t.timeout > 0 {
-		r.client = now + t.timeout
-	}
-	pol := e.policy
-	if e.routePol != nil {
-		pol = e.routePol[route]
-	}
-	if len(pol.Req) > 0 {
-		d := pol.ReqStage(at(now), reqKeys)
-		switch {
-		case d.Verdict == limiterproxy.Rejected:
-			e.finish(r, now, loadgen.Rejected, d.Status)
-			e.release(r)
-			return
-		case d.Delay > 0:
-			e.stats.Delayed++
-			e.schedule(r, now+d.Delay, evDelayEnd)
-			return
-		}
-	}
-	e.connStage(r, now)
-}
-
-// connStage runs r through limit_conn and hands it to the backend.
-func (e *engine) connStage(r *request, now time.Duration) {
-	pol := e.policy
-	if e.routePol != nil {
-		pol = e.routePol[r.route]
-	}
-	if len(pol.Conn) > 0 {
-		slots, d := pol.ConnStageKeys(r.connKeys)
-		if d.Verdict == limiterproxy.Rejected {
-			e.finish(r, now, loadgen.Rejected, d.Status)
-			e.release(r)
-			return
-		}
-		r.slots = slots
-	}
-	if e.connTO > 0 {
-		r.connect = now + e.connTO
-	}
-	e.connect(r, now)
-}
-
-// connect sends r's connection attempt to the backend at now: its first SYN
-// or, after the full backlog dropped one, the next on the kernel's
-// schedule. The proxy's connect timeout runs from the first; once the
-// backend's backlog holds the connection, its read timeout runs instead.
-func (e *engine) connect(r *request, now time.Duration) {
-	if e.readTO > 0 {
-		r.read = now + e.readTO
-	}
-	switch e.pool.Arrive(now, &r.job) {
-	case fakebackend.Refused:
-		r.read = never
-		e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
-		e.release(r)
-	case fakebackend.Dropped:
-		r.read = never
-		e.stats.SYNDrops++
-		if at, again := r.job.NextSYN(); again {
-			e.schedule(r, at, evSYN)
-		} else {
-			e.schedule(r, at, evConnectFail)
-		}
-	case fakebackend.Running:
-		r.connect = never
-	case fakebackend.Queued:
-		r.connect = never
-		e.stats.Waited++
-		e.schedule(r, never, evEnd)
-	}
-	e.flushStarts()
-}
-
-// flushStarts handles the jobs the pool started during the last call, in
-// the order it started them.
-func (e *engine) flushStarts() {
-	for i, j := range e.starts {
-		e.starts[i] = nil
-		e.started(j)
-	}
-	e.starts = e.starts[:0]
-}
-
-// armWake schedules an evWake for the pool's next booting worker, unless
-// one is scheduled by then.
-func (e *engine) armWake() {
-	if at, ok := e.pool.NextWake(); ok && at < e.wakeAt {
-		e.wakeAt = at
-		e.push(at, evWake, 0)
-	}
-}
-
-// started handles a job a worker has just taken.
-func (e *engine) started(j *fakebackend.Job) {
-	r := j.Data.(*request)
-	e.stats.Started++
-	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
-	end, _ := e.pool.End(j)
-	e.schedule(r, end, evEnd)
-}
-
-// schedule plans r's next event: the natural one (k at t) or, while r's
-// result is not out, a timeout that comes first. On a tie the response
-// wins over the proxy's read timeout, which wins over the client's.
-func (e *engine) schedule(r *request, t time.Duration, k kind) {
-	if !r.done {
-		if r.read < t {
-			t, k = r.read, evReadTimeout
-		}
-		if r.client < t {
-			t, k = r.client, evClientTimeout
-		}
-		if r.connect < t {
-			t, k = r.connect, evConnectTimeout
-		}
-	}
-	if t == never {
-		r.ev = 0
-		return
-	}
-	r.ev = e.push(t, k, r.id)
-}
-
-// end handles r's job leaving its worker at now.
-func (e *engine) end(r *request, now time.Duration) {
-	e.pool.Finish(now, &r.job)
-	if !r.done {
-		if r.job.State() == fakebackend.Killed {
-			e.finish(r, now, loadgen.BackendError, http.StatusBadGateway)
-		} else {
-			e.finish(r, now, loadgen.OK, http.StatusOK)
-		}
-	}
-	e.release(r)
-	e.flushStarts()
-	e.armWake()
-}
-
-// timeout ends r at now with outcome o: the proxy or the client gave up.
-// The job, if the backend has it, is abandoned; under Continue it goes on.
-func (e *engine) timeout(r *request, now time.Duration, o loadgen.Outcome, status int) {
-	e.finish(r, now, o, status)
-	switch r.job.State() {
-	case fakebackend.Queued, fakebackend.Running:
-		e.pool.Abandon(now, &r.job)
-		e.flushStarts()
-		if r.job.State() == fakebackend.Running {
-			end, _ := e.pool.End(&r.job)
-			e.schedule(r, end, evEnd)
-		}
-	case fakebackend.Dropped:
-		e.pool.Abandon(now, &r.job) // its connection attempt ends
-	}
-	e.release(r)
-	e.armWake()
-}
-
-// finish ends r's request at now: its slots are released, its result goes to
-// the sink and its user, if any, plans the next request.
-func (e *engine) finish(r *request, now time.Duration, o loadgen.Outcome, status int) {
-	r.done = true
-	r.slots.Release()
-	t := r.t
-	if !t.closed {
-		t.inFlight--
-		e.open--
-	}
-	e.res = loadgen.Result{
-		Tenant:   t.index,
-		Route:    r.route,
-		Outcome:  o,
-		Status:   int16(status),
-		Intended: r.intended,
-		Latency:  now - r.intended,
-		Work:     e.work(&r.job, now),
-	}
-	e.emit()
-	if r.user >= 0 && !e.stopping {
-		e.next(r.user, r.intended, now, o)
-	}
-}
-
-// work returns the worker time of j, whose request's result is out at now
-// (Result.Work): the time a worker held it when it has left its worker, or
-// will hold it when it has not. A job whose client left before it ended
-// holds its worker, under Continue, until its work ends; so does one still
-// queued, whose turn comes. Both are counted whole, as the pool will count
-// them in its busy time, although the result is recorded now. Under Cancel
-// the pool frees the worker right after this, so a running job counts the
-// time it ran and a queued one none.
-//
-// A queued job that the worker timeout may kill is the exception: the
-// arbiter's tick that kills it depends on when it starts, which is not
-// known yet, so its Work is the mean of the kill's window, Timeout +
-// ArbiterTick/2 (or its service time if shorter), counted in
-// Stats.KillGuessed.
-func (e *engine) work(j *fakebackend.Job, now time.Duration) time.Duration {
-	switch j.State() {
-	case fakebackend.Done, fakebackend.Killed:
-		return now - j.StartedAt()
-	case fakebackend.Running:
-		if e.cancel {
-			return now - j.StartedAt()
-		}
-		end, _ := e.pool.End(j)
-		return end - j.StartedAt()
-	case fakebackend.Queued:
-		if e.cancel {
-			return 0
-		}
-	default:
-		return 0 // pending (rejected or delayed), refused, dropped or cancelled
-	}
-	if e.killable && j.Service > e.workerTO {
-		e.stats.KillGuessed++
-		return min(j.Service, e.workerTO+fakebackend.ArbiterTick/2)
-	}
-	return j.Service
-}
-
-// emit hands e.res to the sink.
-func (e *engine) emit() {
-	e.stats.Requests++
-	e.stats.Outcomes[e.res.Outcome]++
-	e.sink.Add(&e.res)
-}
-
-// next plans a closed-model user's next request after one intended at
-// intended ended at now with outcome o: a client timeout is retried (the
-// same iteration) or ends the user; anything else completes an iteration.
-// When is loadgen.NextSend's rule, the live driver's.
-func (e *engine) next(ui int32, intended, now time.Duration, o loadgen.Outcome) {
-	u := &e.users[ui]
-	t := u.t
-	if o == loadgen.ClientTimeout {
-		if t.load.OnTimeout == scenarios.GiveUp {
-			return
-		}
-	} else {
-		u.done++
-	}
-	if t.load.Iterations > 0 && u.done >= t.load.Iterations {
-		return
-	}
-	if at := loadgen.NextSend(intended, now, t.load.Think, o); at < t.stop {
-		e.push(at, evSend, ui)
-	}
-}
-
-// sample hands the backend's state and the busiest keys to the sampler.
-func (e *engine) sample(now time.Duration) {
-	busy, queued := e.pool.Busy()
-	e.sampler.SampleBackend(now, busy, queued)
-	if e.busiest <= 0 {
-		return
-	}
-	clear(e.keyMap)
-	// Policy.Busiest, the keys of Policy.KeysLimiter, into a buffer kept
-	// from one sample to the next.
-	e.busy = e.policy.KeysLimiter().AppendBusiest(e.busy[:0], e.busiest)
-	for _, kc := range e.busy {
-		e.keyMap[kc.Key] = kc.InFlight
-	}
-	e.sampler.SampleKeys(now, e.keyMap)
-}
-
-// cutOff ends every request still without a result at the horizon: the
-// client gives up, as the live driver does when its drain runs out.
-func (e *engine) cutOff(now time.Duration) {
-	e.stopping = true
-	e.stats.End = now
-	for _, chunk := range e.chunks {
-		for i := range chunk {
-			r := &chunk[i]
-			if !r.inUse || r.done {
-				continue
-			}
-			r.ev = 0
-			e.stats.CutOff++
-			e.timeout(r, now, loadgen.ClientTimeout, 0)
-		}
-	}
 }

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"stampede/fakebackend"
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/scenarios"
+	"stampede/workerpool"
+	"stampede/workload"
 )
 
 // collector keeps every result and every sample.
 type collector struct {
-	results []loadgen.Result
+	results []workload.Result
 	busy    []sample
 	keys    []map[string]int
 }
@@ -25,7 +25,7 @@ type sample struct {
 	busy, queued int
 }
 
-func (c *collector) Add(r *loadgen.Result) { c.results = append(c.results, *r) }
+func (c *collector) Add(r *workload.Result) { c.results = append(c.results, *r) }
 func (c *collector) SampleBackend(at time.Duration, busy, queued int) {
 	c.busy = append(c.busy, sample{at, busy, queued})
 }
@@ -59,12 +59,12 @@ func (c *collector) busyAt(t *testing.T, at time.Duration) sample {
 
 // counter counts results by outcome and hashes them: the recorder-less sink.
 type counter struct {
-	n    [loadgen.NumOutcomes]uint64
+	n    [workload.NumOutcomes]uint64
 	work time.Duration // the sum of Result.Work
 	hash uint64
 }
 
-func (c *counter) Add(r *loadgen.Result) {
+func (c *counter) Add(r *workload.Result) {
 	c.n[r.Outcome]++
 	c.work += r.Work
 	// An order-dependent mix of every field: cheap enough not to weigh on
@@ -77,9 +77,9 @@ func (c *counter) Add(r *loadgen.Result) {
 	c.hash = h
 }
 
-func mustRun(t testing.TB, sc *scenarios.Scenario, sink loadgen.Sink, opts Options) Stats {
+func mustRun(t testing.TB, sc *scenarios.Scenario, sink workload.Sink, opts Options) Stats {
 	t.Helper()
-	st, err := Run(context.Background(), sc, sink, opts)
+	st, err := Simulate(context.Background(), sc, sink, opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -87,7 +87,7 @@ func mustRun(t testing.TB, sc *scenarios.Scenario, sink loadgen.Sink, opts Optio
 }
 
 // one is a scenario with one tenant of one route.
-func one(service fakebackend.Dist, load scenarios.Load, backend scenarios.Backend, limits limiterproxy.Config) *scenarios.Scenario {
+func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend, limits limit.Config) *scenarios.Scenario {
 	backend.Routes = []scenarios.Route{{Name: "r", Path: "/", Service: service}}
 	load.Routes = []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
 	return &scenarios.Scenario{
@@ -100,17 +100,17 @@ func one(service fakebackend.Dist, load scenarios.Load, backend scenarios.Backen
 	}
 }
 
-func connLimit(key string, n int) limiterproxy.Config {
-	return limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: key, PerKey: n}}}
+func connLimit(key string, n int) limit.Config {
+	return limit.Config{Conn: []limit.ConnSpec{{Key: key, PerKey: n}}}
 }
 
 type want struct {
-	outcome loadgen.Outcome
+	outcome workload.Outcome
 	status  int
 	latency time.Duration
 }
 
-func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
+func check(t *testing.T, name string, got []workload.Result, wants []want) {
 	t.Helper()
 	if len(got) != len(wants) {
 		t.Fatalf("%s: got %d results, want %d: %+v", name, len(got), len(wants), got)
@@ -127,7 +127,7 @@ func check(t *testing.T, name string, got []loadgen.Result, wants []want) {
 // on a sync worker: on the arbiter's first tick past the timeout.
 func killAt(t *testing.T, sc *scenarios.Scenario, start time.Duration) time.Duration {
 	t.Helper()
-	k, ok := fakebackend.NewPool(sc.PoolConfig()).KillTick(start)
+	k, ok := workerpool.NewPool(sc.PoolConfig()).KillTick(start)
 	if !ok {
 		t.Fatalf("%s: the worker timeout kills nothing", sc.Name)
 	}
@@ -139,7 +139,7 @@ func TestOutcomes(t *testing.T) {
 	closed := func(users int, timeout time.Duration) scenarios.Load {
 		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
 	}
-	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
 	for _, tc := range []struct {
 		name    string
 		sc      *scenarios.Scenario
@@ -148,35 +148,35 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{
 			name: "ok",
-			sc:   one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}),
-			want: []want{{loadgen.OK, 200, 2 * sec}},
+			sc:   one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}),
+			want: []want{{workload.OK, 200, 2 * sec}},
 		},
 		{
 			name:    "client timeout, worker goes on",
-			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limiterproxy.Config{}),
-			want:    []want{{loadgen.ClientTimeout, 0, 3 * sec}},
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}),
+			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{5 * sec, 1, 0}, {9 * sec, 1, 0}, {10 * sec, 0, 0}},
 		},
 		{
 			name:    "client timeout, worker cancelled",
-			sc:      one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}, limiterproxy.Config{}),
-			want:    []want{{loadgen.ClientTimeout, 0, 3 * sec}},
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}, limit.Config{}),
+			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{3 * sec, 0, 0}, {5 * sec, 0, 0}},
 		},
 		{
 			name: "worker killed",
 			sc:   killed,
-			want: []want{{loadgen.BackendError, 502, killAt(t, killed, 0)}},
+			want: []want{{workload.BackendError, 502, killAt(t, killed, 0)}},
 		},
 		{
 			// listen(2) backlog 1 holds 2; the fourth is refused at once.
 			name: "backlog full, reset",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limiterproxy.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}),
 			want: []want{
-				{loadgen.BackendError, 502, 0},
-				{loadgen.OK, 200, 1 * sec},
-				{loadgen.OK, 200, 2 * sec},
-				{loadgen.OK, 200, 3 * sec},
+				{workload.BackendError, 502, 0},
+				{workload.OK, 200, 1 * sec},
+				{workload.OK, 200, 2 * sec},
+				{workload.OK, 200, 3 * sec},
 			},
 		},
 		{
@@ -184,21 +184,21 @@ func TestOutcomes(t *testing.T) {
 			// the first has left and the backlog has room: it is served
 			// last, late.
 			name: "backlog full, drop",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limiterproxy.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limit.Config{}),
 			want: []want{
-				{loadgen.OK, 200, 1 * sec},
-				{loadgen.OK, 200, 2 * sec},
-				{loadgen.OK, 200, 3 * sec},
-				{loadgen.OK, 200, 4 * sec},
+				{workload.OK, 200, 1 * sec},
+				{workload.OK, 200, 2 * sec},
+				{workload.OK, 200, 3 * sec},
+				{workload.OK, 200, 4 * sec},
 			},
 		},
 		{
 			name: "limit_conn",
-			sc:   one(fakebackend.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
 			want: []want{
-				{loadgen.Rejected, 503, 0},
-				{loadgen.OK, 200, 1 * sec},
-				{loadgen.OK, 200, 1 * sec},
+				{workload.Rejected, 503, 0},
+				{workload.OK, 200, 1 * sec},
+				{workload.OK, 200, 1 * sec},
 			},
 		},
 	} {
@@ -217,15 +217,15 @@ func TestReadTimeoutCountsBacklog(t *testing.T) {
 	// One worker, two 4 s requests at once, read timeout 6 s: the second
 	// waits 4 s in the backlog, so the proxy gives up at 6 s, while the
 	// worker (continue) goes on until 8 s.
-	sc := one(fakebackend.Constant{D: 4 * time.Second},
+	sc := one(workerpool.Constant{D: 4 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+		scenarios.Backend{Workers: 1}, limit.Config{})
 	sc.Proxy.ReadTimeout = 6 * time.Second
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	check(t, "read timeout", c.results, []want{
-		{loadgen.OK, 200, 4 * time.Second},
-		{loadgen.GatewayTimeout, 504, 6 * time.Second},
+		{workload.OK, 200, 4 * time.Second},
+		{workload.GatewayTimeout, 504, 6 * time.Second},
 	})
 	if g := c.busyAt(t, 7*time.Second); g.busy != 1 {
 		t.Errorf("at 7s: busy %d, want 1 (the abandoned job runs on)", g.busy)
@@ -239,16 +239,16 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 	// limit_conn 1; a user whose 10 s request times out at 3 s retries at
 	// once: the slot was released, so the retry passes limit_conn although
 	// the first job still holds the only worker (continue).
-	sc := one(fakebackend.Constant{D: 10 * time.Second},
+	sc := one(workerpool.Constant{D: 10 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1, ClientTimeout: 3 * time.Second, OnTimeout: scenarios.Retry},
 		scenarios.Backend{Workers: 1}, connLimit("$host", 1))
 	sc.Duration = 8 * time.Second
 	c := &collector{}
 	mustRun(t, sc, c, Options{})
 	check(t, "retry", c.results, []want{
-		{loadgen.ClientTimeout, 0, 3 * time.Second},
-		{loadgen.ClientTimeout, 0, 3 * time.Second}, // queued behind the first
-		{loadgen.ClientTimeout, 0, 3 * time.Second}, // sent at 6 s, before the stop at 8 s
+		{workload.ClientTimeout, 0, 3 * time.Second},
+		{workload.ClientTimeout, 0, 3 * time.Second}, // queued behind the first
+		{workload.ClientTimeout, 0, 3 * time.Second}, // sent at 6 s, before the stop at 8 s
 	})
 	if g := c.busyAt(t, 7*time.Second); g.busy != 1 || g.queued != 2 {
 		t.Errorf("at 7s: busy %d queued %d, want 1 and 2", g.busy, g.queued)
@@ -258,27 +258,27 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 	sc.Tenants[0].Load.OnTimeout = scenarios.GiveUp
 	c = &collector{}
 	mustRun(t, sc, c, Options{})
-	check(t, "give up", c.results, []want{{loadgen.ClientTimeout, 0, 3 * time.Second}})
+	check(t, "give up", c.results, []want{{workload.ClientTimeout, 0, 3 * time.Second}})
 }
 
 func TestLimitReqDelay(t *testing.T) {
 	// rate=5r/s burst=12 delay=8, 14 at once: 1–9 at once, 10–13 delayed
 	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
-	sc := one(fakebackend.Constant{D: 0},
+	sc := one(workerpool.Constant{D: 0},
 		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
 		scenarios.Backend{Workers: 100},
-		limiterproxy.Config{Req: []limiterproxy.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
+		limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	var wants []want
-	wants = append(wants, want{loadgen.Rejected, 503, 0})
+	wants = append(wants, want{workload.Rejected, 503, 0})
 	for range 9 {
-		wants = append(wants, want{loadgen.OK, 200, 0})
+		wants = append(wants, want{workload.OK, 200, 0})
 	}
 	for i := 1; i <= 4; i++ {
-		wants = append(wants, want{loadgen.OK, 200, time.Duration(i) * 200 * time.Millisecond})
+		wants = append(wants, want{workload.OK, 200, time.Duration(i) * 200 * time.Millisecond})
 	}
-	slices.SortStableFunc(c.results, func(a, b loadgen.Result) int {
+	slices.SortStableFunc(c.results, func(a, b workload.Result) int {
 		if a.Outcome != b.Outcome {
 			return int(b.Outcome) - int(a.Outcome)
 		}
@@ -293,82 +293,100 @@ func TestLimitReqDelay(t *testing.T) {
 func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
 	// limit_req 1r/s burst 5 delays the second to sixth request 1..5 s;
 	// the client gives up after 2.5 s, during the delay of the last three.
-	sc := one(fakebackend.Constant{D: 100 * time.Millisecond},
+	sc := one(workerpool.Constant{D: 100 * time.Millisecond},
 		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
 		scenarios.Backend{Workers: 10},
-		limiterproxy.Config{
-			Req:  []limiterproxy.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
-			Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 1}},
+		limit.Config{
+			Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
+			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
 		})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
-	var n [loadgen.NumOutcomes]int
+	var n [workload.NumOutcomes]int
 	for _, r := range c.results {
 		n[r.Outcome]++
 	}
 	// Delayed requests hold no limit_conn slot, so each, released 1 s
 	// apart, finds the slot free.
-	if n[loadgen.OK] != 3 || n[loadgen.ClientTimeout] != 3 || st.Backend.Arrived != 3 {
-		t.Errorf("ok %d, client timeouts %d, backend arrivals %d; want 3, 3, 3", n[loadgen.OK], n[loadgen.ClientTimeout], st.Backend.Arrived)
+	if n[workload.OK] != 3 || n[workload.ClientTimeout] != 3 || st.Backend.Arrived != 3 {
+		t.Errorf("ok %d, client timeouts %d, backend arrivals %d; want 3, 3, 3", n[workload.OK], n[workload.ClientTimeout], st.Backend.Arrived)
 	}
 }
 
 func TestDropped(t *testing.T) {
-	sc := one(fakebackend.Constant{D: time.Hour},
+	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 1, MaxInFlight: 3, ClientTimeout: 20 * time.Second},
-		scenarios.Backend{Workers: 100}, limiterproxy.Config{})
+		scenarios.Backend{Workers: 100}, limit.Config{})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	// 60 arrivals a second apart; each admitted one times out after 20 s
 	// (the timeout, scheduled first, goes before an arrival at the same
 	// instant), so each 20 s admits 3 and drops 17.
-	if got := st.Outcomes[loadgen.Dropped] + st.Outcomes[loadgen.ClientTimeout]; got != 60 {
+	if got := st.Outcomes[workload.Dropped] + st.Outcomes[workload.ClientTimeout]; got != 60 {
 		t.Errorf("dropped + client timeouts = %d, want 60", got)
 	}
-	if got := st.Outcomes[loadgen.ClientTimeout]; got != 9 {
+	if got := st.Outcomes[workload.ClientTimeout]; got != 9 {
 		t.Errorf("client timeouts = %d, want 9 (3 per 20 s)", got)
 	}
 	for _, r := range c.results {
-		if r.Outcome == loadgen.Dropped && r.Latency != 0 {
+		if r.Outcome == workload.Dropped && r.Latency != 0 {
 			t.Fatalf("dropped with latency %v", r.Latency)
 		}
 	}
 }
 
 func TestCutOffAtDrain(t *testing.T) {
-	sc := one(fakebackend.Constant{D: time.Hour},
+	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+		scenarios.Backend{Workers: 1}, limit.Config{})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{Drain: time.Minute})
-	check(t, "cut off", c.results, []want{{loadgen.ClientTimeout, 0, 2 * time.Minute}})
+	check(t, "cut off", c.results, []want{{workload.ClientTimeout, 0, 2 * time.Minute}})
 	if st.CutOff != 1 {
 		t.Errorf("CutOff = %d, want 1", st.CutOff)
 	}
 }
 
-func TestCancel(t *testing.T) {
+// cancelled returns a scenario of an hour and a sink that cancels the
+// returned context at its 1000th result.
+func cancelled() (context.Context, *scenarios.Scenario, workload.Sink) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	sink := loadgen.SinkFunc(func(*loadgen.Result) {
+	sink := workload.SinkFunc(func(*workload.Result) {
 		if n++; n == 1000 {
 			cancel()
 		}
 	})
-	sc := one(fakebackend.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limiterproxy.Config{})
+	sc := one(workerpool.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limit.Config{})
 	sc.Duration = time.Hour
-	st, err := Run(ctx, sc, sink, Options{})
+	return ctx, sc, sink
+}
+
+func TestCancel(t *testing.T) {
+	ctx, sc, sink := cancelled()
+	st, err := Simulate(ctx, sc, sink, Options{})
 	if err != context.Canceled || !st.Interrupted {
-		t.Fatalf("Run: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
+		t.Fatalf("Simulate: err %v, interrupted %v; want context.Canceled, true", err, st.Interrupted)
 	}
 	if st.Requests > 1000+checkEvery {
 		t.Errorf("%d results after the cancel at 1000", st.Requests)
+	}
+
+	// Run, as the live engine: an interrupted run is no error, and says
+	// how far it got.
+	ctx, sc, sink = cancelled()
+	info, err := Run(ctx, sc, sink, Options{})
+	if err != nil || !info.Interrupted || info.Engine != Engine {
+		t.Fatalf("Run: err %v, interrupted %v, engine %q; want nil, true, %q", err, info.Interrupted, info.Engine, Engine)
+	}
+	if info.Model <= 0 || info.Model >= sc.Duration {
+		t.Errorf("Run: Model %v, want how far the run got, above 0 and short of %v", info.Model, sc.Duration)
 	}
 }
 
 // erlangScenario is one Poisson tenant at lambda/s on a route of service
 // dist, for model time d.
-func erlangScenario(lambda float64, dist fakebackend.Dist, workers int, limits limiterproxy.Config, d time.Duration) *scenarios.Scenario {
+func erlangScenario(lambda float64, dist workerpool.Dist, workers int, limits limit.Config, d time.Duration) *scenarios.Scenario {
 	sc := one(dist, scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: lambda, MaxInFlight: 1 << 30},
 		scenarios.Backend{Workers: workers}, limits)
 	sc.Duration = d
@@ -383,16 +401,16 @@ func TestErlangB(t *testing.T) {
 	)
 	mean := 100 * time.Millisecond // about 8 erlangs
 	// The formula holds whatever the distribution of the service time.
-	for _, dist := range []fakebackend.Dist{
-		fakebackend.Exp{Avg: mean},
-		fakebackend.Constant{D: mean},
-		fakebackend.Uniform{Min: 0, Max: 2 * mean},
-		fakebackend.LogNormal{Median: 70 * time.Millisecond, P99: 500 * time.Millisecond},
+	for _, dist := range []workerpool.Dist{
+		workerpool.Exp{Avg: mean},
+		workerpool.Constant{D: mean},
+		workerpool.Uniform{Min: 0, Max: 2 * mean},
+		workerpool.LogNormal{Median: 70 * time.Millisecond, P99: 500 * time.Millisecond},
 	} {
 		a := lambda * dist.Mean().Seconds()
 		w := ErlangB(a, limit)
 		st := mustRun(t, erlangScenario(lambda, dist, 1000, connLimit("$host", limit), time.Hour), nil, Options{})
-		got := st.OutcomeShare(loadgen.Rejected)
+		got := float64(st.Outcomes[workload.Rejected]) / float64(max(st.Requests, 1))
 		t.Logf("Erlang B, %v service, %.2f erlangs, %d slots: rejected %.4f, formula %.4f (%d requests)", dist, a, limit, got, w, st.Requests)
 		if math.Abs(got-w) > 0.01 {
 			t.Errorf("%v service: rejected share %.4f, Erlang B %.4f: off by more than 0.01", dist, got, w)
@@ -409,7 +427,7 @@ func TestErlangC(t *testing.T) {
 	a := lambda * mean.Seconds()
 	wantP := ErlangC(a, workers)
 	wantW := ErlangCWait(lambda, mean, workers)
-	st := mustRun(t, erlangScenario(lambda, fakebackend.Exp{Avg: mean}, workers, limiterproxy.Config{}, 10*time.Hour), nil, Options{})
+	st := mustRun(t, erlangScenario(lambda, workerpool.Exp{Avg: mean}, workers, limit.Config{}, 10*time.Hour), nil, Options{})
 	gotP := float64(st.Waited) / float64(st.Backend.Arrived)
 	gotW := st.WaitTime / time.Duration(st.Started)
 	t.Logf("Erlang C, %d workers, %.1f erlangs: P(wait) %.4f, formula %.4f; mean wait %v, formula %v (%d requests)", workers, a, gotP, wantP, gotW, wantW, st.Requests)
@@ -427,8 +445,8 @@ func TestErlangC(t *testing.T) {
 // stockBalance is scenarios/stock-balance.yaml as a struct, so the test does
 // not depend on the file format.
 func stockBalance(limit int) *scenarios.Scenario {
-	page, _ := fakebackend.ParseDist("lognormal:median=30ms,p99=200ms")
-	report, _ := fakebackend.ParseDist("uniform:2m..4m")
+	page, _ := workerpool.ParseDist("lognormal:median=30ms,p99=200ms")
+	report, _ := workerpool.ParseDist("uniform:2m..4m")
 	sc := &scenarios.Scenario{
 		Name:      "stock-balance",
 		Duration:  10 * time.Minute,
@@ -461,11 +479,11 @@ func stockBalance(limit int) *scenarios.Scenario {
 
 // groupStats splits results by group: counts by outcome and ok latencies.
 type groupStats struct {
-	n   [loadgen.NumOutcomes]int
+	n   [workload.NumOutcomes]int
 	lat []time.Duration
 }
 
-func byGroup(sc *scenarios.Scenario, results []loadgen.Result) map[string]*groupStats {
+func byGroup(sc *scenarios.Scenario, results []workload.Result) map[string]*groupStats {
 	tenants := sc.Expand()
 	out := map[string]*groupStats{}
 	for _, r := range results {
@@ -474,7 +492,7 @@ func byGroup(sc *scenarios.Scenario, results []loadgen.Result) map[string]*group
 			out[g] = &groupStats{}
 		}
 		out[g].n[r.Outcome]++
-		if r.Outcome == loadgen.OK {
+		if r.Outcome == workload.OK {
 			out[g].lat = append(out[g].lat, r.Latency)
 		}
 	}
@@ -514,14 +532,14 @@ func TestStockBalance(t *testing.T) {
 		x, other := g["user-x"], g["other-sites"]
 		t.Logf("limit 4, timeouts %v: user-x %v, latencies %v; other-sites %v, p50 %v p99 %v; %d events",
 			sc.Backend.Timeout, x.n, x.lat, other.n, other.p(0.5), other.p(0.99), st.Events)
-		if x.n[loadgen.OK] != tc.xOK || x.n[loadgen.GatewayTimeout] != tc.xErr || x.n[loadgen.Rejected] != 4 {
+		if x.n[workload.OK] != tc.xOK || x.n[workload.GatewayTimeout] != tc.xErr || x.n[workload.Rejected] != 4 {
 			t.Errorf("timeouts %v: user-x %v; want %d ok, %d gateway timeouts, 4 rejected", sc.Backend.Timeout, x.n, tc.xOK, tc.xErr)
 		}
 		total := 0
 		for _, n := range other.n {
 			total += n
 		}
-		if other.n[loadgen.OK] != total || total < 28000 {
+		if other.n[workload.OK] != total || total < 28000 {
 			t.Errorf("timeouts %v: other-sites %v; want every one of about 29880 ok", sc.Backend.Timeout, other.n)
 		}
 		if p99 := other.p(0.99); p99 >= time.Second {
@@ -548,7 +566,7 @@ func TestStockBalance(t *testing.T) {
 	g := byGroup(sc, c.results)
 	x, other := g["user-x"], g["other-sites"]
 	t.Logf("no limit: user-x %v; other-sites %v, p50 %v p99 %v", x.n, other.n, other.p(0.5), other.p(0.99))
-	if x.n[loadgen.Rejected] != 0 {
+	if x.n[workload.Rejected] != 0 {
 		t.Errorf("no limit: user-x %v; want none rejected", x.n)
 	}
 	// The backlog (2048) fills within a minute: later pages' SYNs are
@@ -558,7 +576,7 @@ func TestStockBalance(t *testing.T) {
 	if failed := len(c.results) - len(x.lat) - len(other.lat); failed < 500 || other.p(0.99) < 10*time.Second {
 		t.Errorf("no limit: other-sites %v, p99 %v; want over 500 failed and p99 over 10s", other.n, other.p(0.99))
 	}
-	if other.n[loadgen.BackendError] != 0 {
+	if other.n[workload.BackendError] != 0 {
 		t.Errorf("no limit: other-sites %v; want no 502", other.n)
 	}
 }
@@ -613,28 +631,28 @@ func TestWork(t *testing.T) {
 		sc.Proxy.ReadTimeout = d
 		return sc
 	}
-	cancel := scenarios.Backend{Workers: 1, OnClientAbort: fakebackend.Cancel}
-	goesOnKilled := one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limiterproxy.Config{})
-	killed := one(fakebackend.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limiterproxy.Config{})
+	cancel := scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}
+	goesOnKilled := one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limit.Config{})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
 	for _, tc := range []struct {
 		name string
 		sc   *scenarios.Scenario
 		work []time.Duration // per result, in the order they come
 	}{
-		{"ok", one(fakebackend.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{2 * sec}},
+		{"ok", one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{2 * sec}},
 		// The result is out at 3 s, but the worker goes on to 10 s.
-		{"client timeout, worker goes on", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), []time.Duration{10 * sec}},
+		{"client timeout, worker goes on", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{10 * sec}},
 		{"client timeout, worker goes on to be killed", goesOnKilled, []time.Duration{killAt(t, goesOnKilled, 0)}},
-		{"client timeout, worker cancelled", one(fakebackend.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limiterproxy.Config{}), []time.Duration{3 * sec}},
+		{"client timeout, worker cancelled", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limit.Config{}), []time.Duration{3 * sec}},
 		{"worker killed", killed, []time.Duration{killAt(t, killed, 0)}},
-		{"backlog full", one(fakebackend.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: fakebackend.Reset}, limiterproxy.Config{}), []time.Duration{0, sec, sec, sec}},
-		{"limit_conn", one(fakebackend.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
+		{"backlog full", one(workerpool.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}), []time.Duration{0, sec, sec, sec}},
+		{"limit_conn", one(workerpool.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
 		// The second waits 4 s, the proxy gives up at 6 s; under continue
 		// it still runs 4 s once the first is done.
-		{"abandoned in the backlog, continue", readTimeout(one(fakebackend.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limiterproxy.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
+		{"abandoned in the backlog, continue", readTimeout(one(workerpool.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limit.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
 		// Under cancel it leaves the backlog having used no worker, and
 		// the first, abandoned while running, used the 6 s it ran.
-		{"abandoned in the backlog, cancel", readTimeout(one(fakebackend.Constant{D: 8 * sec}, closed(2, 0), cancel, limiterproxy.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
+		{"abandoned in the backlog, cancel", readTimeout(one(workerpool.Constant{D: 8 * sec}, closed(2, 0), cancel, limit.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
 	} {
 		c := &collector{}
 		st := mustRun(t, tc.sc, c, Options{})
@@ -664,18 +682,18 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 		var c counter
 		var killed, abandoned time.Duration
 		var nKilled uint64
-		sink := loadgen.SinkFunc(func(r *loadgen.Result) {
+		sink := workload.SinkFunc(func(r *workload.Result) {
 			c.Add(r)
 			switch {
-			case r.Outcome == loadgen.BackendError && r.Work > 0:
+			case r.Outcome == workload.BackendError && r.Work > 0:
 				// A 502 with work is a killed worker: it ran until
 				// the arbiter's tick past the timeout.
-				if r.Work <= sc.Backend.Timeout || r.Work > sc.Backend.Timeout+fakebackend.ArbiterTick {
+				if r.Work <= sc.Backend.Timeout || r.Work > sc.Backend.Timeout+workerpool.ArbiterTick {
 					t.Errorf("limit %d: a 502 after %v used %v of a worker, want within a tick past the timeout %v", limit, r.Latency, r.Work, sc.Backend.Timeout)
 				}
 				nKilled++
 				killed += r.Work
-			case r.Outcome == loadgen.GatewayTimeout || r.Outcome == loadgen.ClientTimeout:
+			case r.Outcome == workload.GatewayTimeout || r.Outcome == workload.ClientTimeout:
 				abandoned += r.Work
 			}
 		})
@@ -685,7 +703,7 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 		if st.CutOff != 0 || st.Backend.Busy != 0 || st.Backend.Queued != 0 {
 			t.Fatalf("limit %d: %d cut off, %d busy, %d queued at the end; want none", limit, st.CutOff, st.Backend.Busy, st.Backend.Queued)
 		}
-		if off := (c.work - st.Backend.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*fakebackend.ArbiterTick/2 {
+		if off := (c.work - st.Backend.BusyTime).Abs(); off > time.Duration(st.KillGuessed)*workerpool.ArbiterTick/2 {
 			t.Errorf("limit %d: the results' Work sums to %v, the backend was busy %v, off by %v over %d guessed kills", limit, c.work, st.Backend.BusyTime, off, st.KillGuessed)
 		}
 		// Jobs abandoned before their kill are killed too, so the pool
@@ -702,8 +720,8 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 	// A request cut off when the drain runs out is the one deliberate
 	// difference: its result counts the whole hour its worker will go on
 	// for, the backend's busy time stops at the end of the run.
-	sc := one(fakebackend.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limiterproxy.Config{})
+	sc := one(workerpool.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
+		scenarios.Backend{Workers: 1}, limit.Config{})
 	var c counter
 	st := mustRun(t, sc, &c, Options{Drain: time.Minute})
 	if c.work != time.Hour || st.Backend.BusyTime != 2*time.Minute {

@@ -3,17 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"stampede/clock"
 	"stampede/fakebackend"
 	"stampede/scenarios"
+	"stampede/workerpool"
 )
 
 func init() { commands = append(commands, newBackendCmd) }
@@ -80,14 +82,14 @@ length and the counters as JSON.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9000", "address to listen on, HOST:PORT")
 	fl.StringVar(&f.scenario, "scenario", "", "take the backend settings from this scenario file")
 	fl.IntVar(&f.workers, "workers", 8, "worker processes, each serving one request at a time")
-	fl.IntVar(&f.backlog, "backlog", fakebackend.DefaultBacklog, "requests that may wait for a worker; 0 means none")
+	fl.IntVar(&f.backlog, "backlog", workerpool.DefaultBacklog, "requests that may wait for a worker; 0 means none")
 	fl.DurationVar(&f.timeout, "timeout", 120*time.Second, "kill a request still running this long after a worker took it; 0 means never")
 	fl.StringVar(&f.onClientAbort, "on-client-abort", "continue", "when a client goes away: continue (the worker finishes the work) or cancel")
 	fl.StringArrayVar(&f.routes, "route", nil, "PATH=DIST: the service time of paths starting with PATH, e.g. '/slow=uniform:2m..4m' (repeatable)")
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "multiply every duration by this (0.01 = 100× faster)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the service-time draws, the arbiter's tick phase and the max-requests jitter")
 	fl.IntVar(&f.threads, "threads", 1, "requests each worker serves at once; above 1 is gunicorn's gthread worker")
-	fl.DurationVar(&f.boot, "boot", fakebackend.DefaultBoot, "how long a replacement worker takes to be ready")
+	fl.DurationVar(&f.boot, "boot", workerpool.DefaultBoot, "how long a replacement worker takes to be ready")
 	fl.IntVar(&f.maxRequests, "max-requests", 0, "recycle a worker after this many requests; 0 means never")
 	fl.IntVar(&f.maxRequestsJitter, "max-requests-jitter", 0, "add a draw from 0 to this to each worker's --max-requests")
 	fl.StringVar(&f.backlogOverflow, "backlog-overflow", "drop", "a connection over the backlog: drop (Linux's default; the client retries) or reset (refused: 502)")
@@ -95,29 +97,38 @@ length and the counters as JSON.`,
 	return cmd
 }
 
+// backendSettings are the flags that set a field of a scenario's backend,
+// named as the field with "-" for "_": each given flag becomes the --set
+// override of its field, held to the scenario file's rules.
+var backendSettings = []string{"workers", "backlog", "timeout", "on-client-abort", "threads", "boot",
+	"max-requests", "max-requests-jitter", "backlog-overflow"}
+
 // backendOptions builds the backend's options from the scenario file, if
 // any, and the flags; changed reports whether a flag was given explicitly.
 func backendOptions(f *backendFlags, changed func(name string) bool) (fakebackend.Options, error) {
 	opts := fakebackend.Options{
-		Pool: fakebackend.Config{
-			Workers:           f.workers,
-			Backlog:           f.backlog,
-			Timeout:           f.timeout,
-			Threads:           f.threads,
-			Boot:              f.boot,
-			MaxRequests:       f.maxRequests,
-			MaxRequestsJitter: f.maxRequestsJitter,
-		},
 		TimeScale: f.timeScale,
 		Seed:      f.seed,
 		// A time-scaled backend needs sub-millisecond timing.
 		PreciseTimers: true,
 	}
 	given := func(name string) bool { return f.scenario == "" || changed(name) }
+	values := map[string]string{
+		"workers": strconv.Itoa(f.workers), "backlog": strconv.Itoa(f.backlog), "timeout": f.timeout.String(),
+		"on-client-abort": strconv.Quote(f.onClientAbort), "threads": strconv.Itoa(f.threads), "boot": f.boot.String(),
+		"max-requests": strconv.Itoa(f.maxRequests), "max-requests-jitter": strconv.Itoa(f.maxRequestsJitter),
+		"backlog-overflow": strconv.Quote(f.backlogOverflow),
+	}
+	var sets []string
+	for _, name := range backendSettings {
+		if given(name) {
+			sets = append(sets, "backend."+strings.ReplaceAll(name, "-", "_")+"="+values[name])
+		}
+	}
 	if f.scenario != "" {
-		sc, err := scenarios.LoadFile(f.scenario)
+		sc, err := scenarios.LoadWith(f.scenario, sets)
 		if err != nil {
-			return opts, asUsage(err)
+			return opts, flagErrors(err)
 		}
 		opts.Pool = sc.Backend.PoolConfig()
 		for _, r := range sc.Backend.Routes {
@@ -125,48 +136,21 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 		}
 		opts.TimeScale = sc.TimeScale
 		opts.Seed = sc.Seed
-	}
-
-	if given("workers") {
-		if f.workers < 1 || f.workers > fakebackend.MaxWorkers {
-			return opts, usagef("--workers %d: want 1 to %d", f.workers, fakebackend.MaxWorkers)
+	} else {
+		b, err := scenarios.ParseBackend("flags", sets)
+		if err != nil {
+			return opts, flagErrors(err)
 		}
-		opts.Pool.Workers = f.workers
-	}
-	if given("backlog") {
-		switch {
-		case f.backlog < 0 || f.backlog > fakebackend.MaxBacklog:
-			return opts, usagef("--backlog %d: want 0 to %d (0: no request waits)", f.backlog, fakebackend.MaxBacklog)
-		case f.backlog == 0:
-			opts.Pool.Backlog = -1 // the pool reads 0 as the default
-		default:
-			opts.Pool.Backlog = f.backlog
-		}
-	}
-	if given("timeout") {
-		if f.timeout < 0 {
-			return opts, usagef("--timeout %v: want a duration ≥ 0, e.g. 120s (0: never)", f.timeout)
-		}
-		opts.Pool.Timeout = f.timeout
-	}
-	if given("on-client-abort") {
-		p, err := fakebackend.ParseAbortPolicy(f.onClientAbort)
-		if err != nil || f.onClientAbort == "" {
-			return opts, usagef("--on-client-abort %q: want continue or cancel", f.onClientAbort)
-		}
-		opts.Pool.OnClientAbort = p
+		opts.Pool = b.PoolConfig()
 	}
 	if given("time-scale") {
-		if !(f.timeScale > 0) || math.IsInf(f.timeScale, 0) {
+		if err := clock.Scale(f.timeScale).Validate(); err != nil || f.timeScale == 0 {
 			return opts, usagef("--time-scale %v: want a number above 0, e.g. 0.01 to play 100× faster", f.timeScale)
 		}
 		opts.TimeScale = f.timeScale
 	}
 	if given("seed") {
 		opts.Seed = f.seed
-	}
-	if err := gunicornFlags(f, given, &opts.Pool); err != nil {
-		return opts, err
 	}
 	opts.Pool.Seed = opts.Seed
 	if changed("route") {
@@ -190,41 +174,25 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 	return opts, nil
 }
 
-// gunicornFlags applies the flags of gunicorn's settings beyond its workers
-// to cfg.
-func gunicornFlags(f *backendFlags, given func(string) bool, cfg *fakebackend.Config) error {
-	if given("threads") {
-		if f.threads < 1 || f.threads > fakebackend.WorkerConnections {
-			return usagef("--threads %d: want 1 to %d", f.threads, fakebackend.WorkerConnections)
-		}
-		cfg.Threads = f.threads
+// flagErrors says a scenario's mistakes that came from a flag's override
+// in the flag's name, "--workers 70000: 70000 is over 65536 (want e.g.
+// 8)", and the file's as they are; the error is bad usage.
+func flagErrors(err error) error {
+	var se *scenarios.Error
+	if !errors.As(err, &se) {
+		return asUsage(err)
 	}
-	if given("boot") {
-		if f.boot < 0 {
-			return usagef("--boot %v: want a duration ≥ 0, e.g. %v", f.boot, fakebackend.DefaultBoot)
+	var lines []string
+	for _, e := range se.All() {
+		path, value, _ := strings.Cut(e.Set, "=")
+		name, ok := strings.CutPrefix(path, "backend.")
+		if e.Set == "" || !ok {
+			lines = append(lines, (&scenarios.Error{File: e.File, Line: e.Line, Col: e.Col, Set: e.Set, Path: e.Path, Msg: e.Msg}).Error())
+			continue
 		}
-		cfg.Boot = f.boot
+		lines = append(lines, fmt.Sprintf("--%s %s: %s", strings.ReplaceAll(name, "_", "-"), value, e.Msg))
 	}
-	if given("max-requests") {
-		if f.maxRequests < 0 {
-			return usagef("--max-requests %d: want 0 (never) or more, e.g. 5000", f.maxRequests)
-		}
-		cfg.MaxRequests = f.maxRequests
-	}
-	if given("max-requests-jitter") {
-		if f.maxRequestsJitter < 0 {
-			return usagef("--max-requests-jitter %d: want 0 or more, e.g. 500", f.maxRequestsJitter)
-		}
-		cfg.MaxRequestsJitter = f.maxRequestsJitter
-	}
-	if given("backlog-overflow") {
-		o, err := fakebackend.ParseOverflowPolicy(f.backlogOverflow)
-		if err != nil || f.backlogOverflow == "" {
-			return usagef("--backlog-overflow %q: want drop or reset", f.backlogOverflow)
-		}
-		cfg.Overflow = o
-	}
-	return nil
+	return usageError{fmt.Errorf("%s", strings.Join(lines, "\n"))}
 }
 
 // parseRoute reads PATH=DIST. The path ends at the first "=", since a
@@ -235,10 +203,10 @@ func parseRoute(s string) (fakebackend.Route, error) {
 	if !ok {
 		return fakebackend.Route{}, fmt.Errorf("want PATH=DIST, e.g. '/slow=uniform:2m..4m'")
 	}
-	if !strings.HasPrefix(path, "/") {
-		return fakebackend.Route{}, fmt.Errorf("path %q must start with /", path)
+	if err := workerpool.CheckPath(path); err != nil {
+		return fakebackend.Route{}, fmt.Errorf("path %w", err)
 	}
-	d, err := fakebackend.ParseDist(dist)
+	d, err := workerpool.ParseDist(dist)
 	if err != nil {
 		return fakebackend.Route{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 func TestBackendBadFlags(t *testing.T) {
@@ -21,17 +22,24 @@ func TestBackendBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--workers", "0"}, "--workers 0: want 1 to"},
+		{[]string{"--workers", "0"}, "--workers 0: 0 is below 1 (want e.g. 8)"},
+		{[]string{"--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+		{[]string{"--backlog", "2000000"}, "--backlog 2000000: 2000000 is over 1048576 (want e.g. 2048)"},
+		{[]string{"--threads", "1001"}, "--threads 1001: 1001 is over 1000 (want e.g. 4)"},
+		{[]string{"--boot", "2h"}, "--boot 2h0m0s: 2h is longer than 1h (want e.g. 300ms)"},
+		{[]string{"--max-requests", "-1"}, "--max-requests -1: -1 is below 0 (want e.g. 5000)"},
+		{[]string{"--backlog-overflow", "later"}, `--backlog-overflow "later": "later" is not drop or reset`},
 		{[]string{"--workers", "x"}, `invalid argument "x" for "--workers"`},
-		{[]string{"--backlog", "-1"}, "--backlog -1: want 0 to"},
-		{[]string{"--timeout", "-5s"}, "--timeout -5s: want a duration ≥ 0"},
+		{[]string{"--backlog", "-1"}, "--backlog -1: -1 is below 0 (want e.g. 2048)"},
+		{[]string{"--timeout", "-5s"}, `--timeout -5s: "-5s" is negative (want e.g. 120s)`},
 		{[]string{"--timeout", "2 minutes"}, `invalid argument "2 minutes" for "--timeout"`},
-		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": want continue or cancel`},
+		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": "stop" is not continue or cancel`},
 		{[]string{"--time-scale", "0"}, "--time-scale 0: want a number above 0"},
 		{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
 		{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
 		{[]string{"--route", "/x"}, `--route "/x": want PATH=DIST`},
-		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" must start with /`},
+		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" is not a URL path`},
 		{[]string{"--route", "/a=1s", "--route", "/a=2s"}, `--route "/a=2s": path /a is given twice`},
 		{[]string{"--route", "/a=uniform:4m..2m"}, "MAX is below MIN"},
 		{[]string{"--listen", "9000"}, `--listen "9000": want HOST:PORT`},
@@ -91,25 +99,25 @@ func TestBackendOptions(t *testing.T) {
 
 	cases := []struct {
 		args   []string
-		pool   fakebackend.Config
+		pool   workerpool.Config
 		scale  float64
 		seed   uint64
 		routes string
 	}{
-		{nil, fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, ""},
+		{nil, workerpool.Config{Workers: 8, Backlog: 2048, Timeout: 120 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, ""},
 		{[]string{"--workers", "16", "--backlog", "0", "--timeout", "0", "--on-client-abort", "cancel", "--time-scale", "0.01", "--seed", "9",
 			"--route", "/slow=uniform:2m..4m", "--route", "/=lognormal:median=30ms,p99=200ms",
 			"--threads", "4", "--boot", "1s", "--max-requests", "5000", "--max-requests-jitter", "500", "--backlog-overflow", "reset"},
-			fakebackend.Config{Workers: 16, Backlog: -1, OnClientAbort: fakebackend.Cancel, Threads: 4, Boot: time.Second,
-				MaxRequests: 5000, MaxRequestsJitter: 500, Overflow: fakebackend.Reset, Seed: 9}, 0.01, 9,
+			workerpool.Config{Workers: 16, Backlog: -1, OnClientAbort: workerpool.Cancel, Threads: 4, Boot: time.Second,
+				MaxRequests: 5000, MaxRequestsJitter: 500, Overflow: workerpool.Reset, Seed: 9}, 0.01, 9,
 			"/slow /slow=uniform:2m..4m; / /=lognormal:median=30ms,p99=200ms"},
 		// The scenario's backend, time scale and seed.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml"},
-			fakebackend.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, // time_scale: auto is real time without a calibration
+			workerpool.Config{Workers: 8, Backlog: 2048, Timeout: 300 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, // time_scale: auto is real time without a calibration
 			"page /app=lognormal:median=30ms,p99=200ms; stock-balance /api/method/stock_balance=uniform:2m..4m"},
 		// Flags given explicitly override it; --route replaces its routes.
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "4", "--timeout", "30s", "--time-scale", "1", "--route", "/=1s"},
-			fakebackend.Config{Workers: 4, Backlog: 2048, Timeout: 30 * time.Second, Threads: 1, Boot: fakebackend.DefaultBoot, Seed: 1}, 1, 1, "/ /=1s"},
+			workerpool.Config{Workers: 4, Backlog: 2048, Timeout: 30 * time.Second, Threads: 1, Boot: workerpool.DefaultBoot, Seed: 1}, 1, 1, "/ /=1s"},
 	}
 	for i, c := range cases {
 		o := parse(t, c.args...)
@@ -185,7 +193,7 @@ func TestBackendServes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("step 3: GET stats: %v", err)
 	}
-	var s fakebackend.Stats
+	var s workerpool.Stats
 	err = json.NewDecoder(resp.Body).Decode(&s)
 	resp.Body.Close()
 	if err != nil || s.Workers != 3 || s.Backlog != 5 || s.Served != 1 || s.Killed != 1 {

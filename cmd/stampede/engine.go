@@ -35,64 +35,44 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 	if title == "" {
 		title = sc.Name
 	}
-	if o.engine == "sim" {
-		return playSim(ctx, sc, o, title)
-	}
-	counters := new(loadgen.Counters)
-	t := &tally{rejectLabel: rejectLabel(live.RejectStatuses(sc.Proxy.Limits))}
-	view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, func() time.Duration {
-		p := counters.Snapshot()
-		for i, n := range p.Outcomes {
-			t.outcome[i].Store(n)
-		}
-		t.total.Store(p.Done())
-		return p.Elapsed
-	})
-	res, err := live.Run(ctx, sc, live.Options{
-		Target:          o.target,
-		BackendStatsURL: o.statsURL,
-		AllowRemote:     o.allowRemote,
-		Counters:        counters,
-		Transport:       o.transport,
-		Calibrated: func(c live.Calibration) {
-			if o.progressOut != nil {
-				fmt.Fprintln(o.progressOut, c)
-			}
-		},
-		Version:     version(),
-		CommandLine: o.commandLine,
-	})
-	view.Stop()
-	var te *live.TargetError
-	if errors.As(err, &te) {
-		err = asUsage(err)
-	}
-	return res, err
-}
-
-func playSim(ctx context.Context, sc *scenarios.Scenario, o playOptions, title string) (*report.Results, error) {
 	rec := report.NewRecorder(sc)
 	t := &tally{next: rec, rejectLabel: rejectLabel(live.RejectStatuses(sc.Proxy.Limits))}
-	view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, nil)
-	start := time.Now()
-	st, err := sim.Run(ctx, sc, t, sim.Options{Sampler: rec})
-	view.Stop()
-	interrupted := st.Interrupted || errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
+	var (
+		info report.RunInfo
+		err  error
+	)
+	if o.engine == "sim" {
+		view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, nil)
+		info, err = sim.Run(ctx, sc, t, sim.Options{Sampler: rec, Version: version(), CommandLine: o.commandLine})
+		view.Stop()
+	} else {
+		counters := new(loadgen.Counters)
+		view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, func() time.Duration { return counters.Snapshot().Elapsed })
+		info, err = live.Run(ctx, sc, t, live.Options{
+			Target:          o.target,
+			BackendStatsURL: o.statsURL,
+			AllowRemote:     o.allowRemote,
+			Counters:        counters,
+			Transport:       o.transport,
+			Sampler:         rec,
+			Calibrated: func(c live.Calibration) {
+				if o.progressOut != nil {
+					fmt.Fprintln(o.progressOut, c)
+				}
+			},
+			Version:     version(),
+			CommandLine: o.commandLine,
+		})
+		view.Stop()
+	}
+	if err != nil {
+		var te *live.TargetError
+		if errors.As(err, &te) {
+			err = asUsage(err)
+		}
 		return nil, err
 	}
-	info := report.RunInfo{
-		Engine:      "sim",
-		Start:       start,
-		Wall:        time.Since(start),
-		Interrupted: interrupted,
-		Backend:     st.Backend,
-		Version:     version(),
-		CommandLine: o.commandLine,
-	}
-	if interrupted {
-		// How far the model got; zero would mean the whole duration.
-		info.Model = max(min(st.End, sc.Duration), time.Nanosecond)
-	}
-	return rec.Results(info), nil
+	res := rec.Results(info)
+	live.Explain(res, sc)
+	return res, nil
 }

@@ -18,10 +18,10 @@ import (
 	"stampede/internal/nginxtest"
 	"stampede/limiterproxy"
 	"stampede/live"
-	"stampede/loadgen"
 	"stampede/report"
 	"stampede/scenarios"
 	"stampede/sim"
+	"stampede/workload"
 )
 
 // roundTripScenario has three groups: a heavy tenant whose constant-time
@@ -123,10 +123,12 @@ func TestImportRoundTrip(t *testing.T) {
 		return err
 	})
 
-	res, err := live.Run(ctx, sc, live.Options{Target: url, BackendStatsURL: "http://" + ln.Addr().String() + fakebackend.StatsPath})
+	liveRec := report.NewRecorder(sc)
+	info, err := live.Run(ctx, sc, liveRec, live.Options{Target: url, BackendStatsURL: "http://" + ln.Addr().String() + fakebackend.StatsPath})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := liveRec.Results(info)
 	if err := alog.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestImportRoundTrip(t *testing.T) {
 
 	// Replay it in the simulator.
 	var got simCollector
-	if _, err := sim.Run(context.Background(), imp, &got, sim.Options{}); err != nil {
+	if _, err := sim.Simulate(context.Background(), imp, &got, sim.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	hostOf := map[int32]string{}
@@ -184,9 +186,9 @@ func TestImportRoundTrip(t *testing.T) {
 		}
 		g.requests++
 		switch r.Outcome {
-		case loadgen.Rejected:
+		case workload.Rejected:
 			g.rejected++
-		case loadgen.OK:
+		case workload.OK:
 			g.lat = append(g.lat, float64(r.Latency)/float64(time.Millisecond))
 		}
 	}
@@ -303,9 +305,9 @@ func reportStretch(t *testing.T, path string, service time.Duration, scale float
 }
 
 // simCollector keeps every result.
-type simCollector struct{ results []loadgen.Result }
+type simCollector struct{ results []workload.Result }
 
-func (c *simCollector) Add(r *loadgen.Result) { c.results = append(c.results, *r) }
+func (c *simCollector) Add(r *workload.Result) { c.results = append(c.results, *r) }
 
 // quantileOf returns the q-quantile of sorted values: the least value with
 // at least q of them at or below it.

@@ -1,6 +1,3 @@
-// Command stampede replays overload incidents of multi-tenant web servers:
-// a gunicorn-like fake backend, an nginx-like limiting proxy, and scenarios of
-// many tenants played live or in virtual time.
 package main
 
 import (

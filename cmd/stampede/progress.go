@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"stampede/workload"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,17 +14,15 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-
-	"stampede/loadgen"
 )
 
 // tally counts results by outcome as they pass to the next sink, so that a
 // progress display can read them from another goroutine.
 type tally struct {
-	next    loadgen.Sink
+	next    workload.Sink
 	model   atomic.Int64 // latest intended send time seen, model ns
 	total   atomic.Uint64
-	outcome [loadgen.NumOutcomes]atomic.Uint64
+	outcome [workload.NumOutcomes]atomic.Uint64
 
 	// rejectLabel names rejections in the line, set before the display
 	// starts: the limits' statuses ("429"); "" says "rejected".
@@ -31,12 +30,12 @@ type tally struct {
 }
 
 // Add counts r and passes it on.
-func (t *tally) Add(r *loadgen.Result) {
+func (t *tally) Add(r *workload.Result) {
 	if int64(r.Intended) > t.model.Load() {
 		t.model.Store(int64(r.Intended))
 	}
 	t.total.Add(1)
-	if r.Outcome < loadgen.NumOutcomes {
+	if r.Outcome < workload.NumOutcomes {
 		t.outcome[r.Outcome].Add(1)
 	}
 	if t.next != nil {
@@ -50,7 +49,7 @@ type progressState struct {
 	model       time.Duration // model time played
 	total       time.Duration // the scenario's model duration
 	done        uint64        // results so far
-	outcomes    [loadgen.NumOutcomes]uint64
+	outcomes    [workload.NumOutcomes]uint64
 	rejectLabel string // what the limits answer: "503", "429", "503/429"
 }
 
@@ -77,13 +76,13 @@ func progressFields(s progressState) []string {
 		wall += ", " + roundDur(left).String() + " left"
 	}
 	f = append(f, wall)
-	labels := [loadgen.NumOutcomes]string{
-		loadgen.OK: "ok", loadgen.Rejected: s.rejectLabel, loadgen.BackendError: "502", loadgen.GatewayTimeout: "504",
-		loadgen.ClientTimeout: "timeout", loadgen.Dropped: "dropped", loadgen.Error: "error",
+	labels := [workload.NumOutcomes]string{
+		workload.OK: "ok", workload.Rejected: s.rejectLabel, workload.BackendError: "502", workload.GatewayTimeout: "504",
+		workload.ClientTimeout: "timeout", workload.Dropped: "dropped", workload.Error: "error",
 	}
 	var outs []string
 	for o, n := range s.outcomes {
-		if n > 0 || o == int(loadgen.OK) {
+		if n > 0 || o == int(workload.OK) {
 			outs = append(outs, fmt.Sprintf("%s %d", labels[o], n))
 		}
 	}

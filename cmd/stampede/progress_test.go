@@ -1,20 +1,19 @@
 package main
 
 import (
+	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"stampede/loadgen"
 )
 
 func TestProgressLine(t *testing.T) {
 	s := progressState{
 		wall: 2 * time.Second, model: 2 * time.Minute, total: 10 * time.Minute, done: 3000, rejectLabel: "429",
 	}
-	s.outcomes[loadgen.OK] = 2900
-	s.outcomes[loadgen.Rejected] = 100
+	s.outcomes[workload.OK] = 2900
+	s.outcomes[workload.Rejected] = 100
 	full := progressLine(s, 0)
 	// 8 model minutes left at 60 model seconds a wall second: 8 s of wall time.
 	want := "model 2m0s/10m0s · wall 2s, 8s left · ok 2900 429 100 · 25 req/s model, 1.5k/s wall"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"stampede/limit"
 	"stampede/limiterproxy"
 )
 
@@ -70,7 +71,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.StringVar(&f.upstream, "upstream", "", "URL of the app to proxy to, e.g. http://127.0.0.1:9000 (required)")
 	fl.StringArrayVar(&f.conns, "limit-conn", nil, "a limit_conn, e.g. '$host=4' (repeatable)")
 	fl.StringArrayVar(&f.reqs, "limit-req", nil, "a limit_req, e.g. '$binary_remote_addr=10r/s,burst=20,nodelay' (repeatable)")
-	fl.IntVar(&f.status, "status", limiterproxy.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
+	fl.IntVar(&f.status, "status", limit.DefaultStatus, "status for rejected requests, 400-599, for limits without status=")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count what every limit would reject but let it through")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "nginx's proxy_read_timeout: no response headers within it answers 504; 0 means none")
 	fl.DurationVar(&f.connTimeout, "connect-timeout", limiterproxy.DefaultConnectTimeout, "nginx's proxy_connect_timeout: no connection to the upstream within it answers 504")
@@ -84,10 +85,10 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 }
 
 // proxyConfig turns the flags into the limits and the upstream URL.
-func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
-	var cfg limiterproxy.Config
-	if f.status < 400 || f.status > 599 {
-		return cfg, nil, usagef("--status %d: want a status between 400 and 599 (e.g. 503 or 429)", f.status)
+func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
+	var cfg limit.Config
+	if f.status < limit.MinStatus || f.status > limit.MaxStatus {
+		return cfg, nil, usagef("--status %d: want a status between %d and %d (e.g. 503 or 429)", f.status, limit.MinStatus, limit.MaxStatus)
 	}
 	for _, s := range f.conns {
 		paths, s, err := limiterproxy.SplitLocationFlag(s)
@@ -103,7 +104,7 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, []limiterproxy.ConnSpec{spec}, nil)
+			limiterproxy.AddLocationLimits(&cfg, paths, []limit.ConnSpec{spec}, nil)
 			continue
 		}
 		cfg.Conn = append(cfg.Conn, spec)
@@ -122,10 +123,13 @@ func proxyConfig(f proxyFlags) (limiterproxy.Config, *url.URL, error) {
 		}
 		spec.DryRun = spec.DryRun || f.dryRun
 		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limiterproxy.ReqSpec{spec})
+			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limit.ReqSpec{spec})
 			continue
 		}
 		cfg.Req = append(cfg.Req, spec)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, usagef("--limit-conn, --limit-req: %v", err)
 	}
 	if f.connTimeout <= 0 {
 		return cfg, nil, usagef("--connect-timeout %v: want a duration > 0, e.g. 60s (nginx cannot turn it off)", f.connTimeout)
@@ -171,7 +175,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	if err != nil {
 		return err
 	}
-	policy, err := limiterproxy.NewPolicy(cfg)
+	policy, err := limit.NewPolicy(cfg)
 	if err != nil {
 		return asUsage(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/workerpool"
 )
 
 // proxyOutput collects a command's output while a test reads it.
@@ -175,8 +176,8 @@ func concurrentGets(t *testing.T, base string, hosts []string) map[int]int {
 // `stampede proxy --limit-conn '$host=4'`.
 func TestProxyDoneWhen(t *testing.T) {
 	be, err := fakebackend.New(fakebackend.Options{
-		Pool:      fakebackend.Config{Workers: 16},
-		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: fakebackend.Constant{D: time.Second}}},
+		Pool:      workerpool.Config{Workers: 16},
+		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: workerpool.Constant{D: time.Second}}},
 		TimeScale: 0.5,
 	})
 	if err != nil {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"stampede/limiterproxy"
-	"stampede/loadgen"
+	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // shardScenario is two groups behind a per-host limit; its SLO asks
@@ -21,7 +21,7 @@ func shardScenario(name string) *scenarios.Scenario {
 	return &scenarios.Scenario{
 		Name: name, Duration: 10 * time.Second, TimeScale: 0.01, Seed: 1,
 		Backend: scenarios.Backend{Workers: 8, Routes: []scenarios.Route{{Name: "page", Path: "/app"}, {Name: "stock-balance", Path: "/api"}}},
-		Proxy:   scenarios.Proxy{Limits: limiterproxy.Config{Conn: []limiterproxy.ConnSpec{{Key: "$host", PerKey: 4}}}},
+		Proxy:   scenarios.Proxy{Limits: limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}}},
 		Tenants: []scenarios.TenantGroup{
 			{Group: "other-sites", Count: 2, Host: "site{i}.example.com"},
 			{Group: "user-x", Count: 1, Host: "x.example.com"},
@@ -38,14 +38,14 @@ func writeShard(t *testing.T, sc *scenarios.Scenario, n, xOK, xRej int) string {
 	rec := report.NewRecorder(sc)
 	for i := 0; i < n; i++ {
 		for ten := int32(0); ten < 2; ten++ {
-			rec.Add(&loadgen.Result{Tenant: ten, Outcome: loadgen.OK, Status: 200, Intended: time.Duration(i) * 100 * time.Millisecond, Latency: 10 * time.Millisecond})
+			rec.Add(&workload.Result{Tenant: ten, Outcome: workload.OK, Status: 200, Intended: time.Duration(i) * 100 * time.Millisecond, Latency: 10 * time.Millisecond})
 		}
 	}
 	for i := 0; i < xOK; i++ {
-		rec.Add(&loadgen.Result{Tenant: 2, Route: 1, Outcome: loadgen.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second})
+		rec.Add(&workload.Result{Tenant: 2, Route: 1, Outcome: workload.OK, Status: 200, Intended: time.Second, Latency: 3 * time.Second})
 	}
 	for i := 0; i < xRej; i++ {
-		rec.Add(&loadgen.Result{Tenant: 2, Route: 1, Outcome: loadgen.Rejected, Status: 503, Intended: time.Second})
+		rec.Add(&workload.Result{Tenant: 2, Route: 1, Outcome: workload.Rejected, Status: 503, Intended: time.Second})
 	}
 	var buf bytes.Buffer
 	if err := report.WriteJSON(&buf, rec.Results(report.RunInfo{Engine: "sim", Wall: time.Second})); err != nil {

@@ -50,7 +50,7 @@ const DefaultBacklog = 4096
 // SYNSchedule is the Linux client's SYN retransmission schedule, the
 // default Options.RetryAfter: the wait after the n-th SYN (from 1) is 1 s
 // doubled n-1 times, and after the sixth retransmission connect gives up
-// (tcp_syn_retries = 6; fakebackend.SYNRetry is the same rule).
+// (tcp_syn_retries = 6; workerpool.SYNRetry is the same rule).
 func SYNSchedule(n int) (time.Duration, bool) {
 	n = max(n, 1)
 	return time.Second << min(n-1, 6), n <= 6

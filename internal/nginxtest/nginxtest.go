@@ -1,9 +1,3 @@
-// Package nginxtest finds real nginx and runs it for tests that hold the
-// configurations stampede writes to what nginx itself does.
-//
-// nginx runs in the foreground as the test's child, with its prefix,
-// configuration, pid file and temporary files in the test's temporary
-// directory and its log on stderr, and is stopped when the test ends.
 package nginxtest
 
 import (

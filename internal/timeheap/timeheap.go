@@ -1,6 +1,3 @@
-// Package timeheap is a min-heap of items ordered by a time each carries:
-// the waiters of a timer by deadline, the running jobs of a worker pool by
-// the time their work ends.
 package timeheap
 
 import "time"

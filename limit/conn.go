@@ -1,0 +1,240 @@
+package limit
+
+import (
+	"cmp"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// connShards is how many independently locked parts a ConnLimiter's keys
+// are spread over, so that requests for different keys rarely wait on one
+// another.
+const connShards = 64
+
+// ConnLimiter counts requests in flight per key in a bounded zone, as
+// nginx's limit_conn does: a key exists only while it has requests in
+// flight, at most PerKey requests per key are admitted, and a key that is
+// not in the zone is rejected when its node would not fit.
+//
+// Zone capacity is counted in bytes with nginx's slab model (see the
+// comment on MinZone): a key of up to 28 bytes costs 64 bytes, so 10m holds
+// about 162,000 of them. The budget is global to the limiter, so "full" is
+// exact; keys are spread over 64 mutex-guarded shards by hash.
+//
+// Use NewConnLimiter; the zero ConnLimiter is not usable. A ConnLimiter is
+// safe for concurrent use. It has no clock and starts no goroutines.
+type ConnLimiter struct {
+	perKey int32
+	budget int64
+	used   atomic.Int64 // bytes of nodes in the zone
+	seed   maphash.Seed
+	mask   uint64 // all ones; tests clear it to make every key's hash collide
+	shards [connShards]connShard
+}
+
+type connShard struct {
+	mu sync.Mutex
+	// table indexes the entries by key hash. The hash is computed once
+	// per Acquire for the shard and the slot alike, and never on Release.
+	table table[connEntry, *connEntry]
+	free  *connEntry   // recycled entries, so a busy zone costs no allocation
+	l     *ConnLimiter // the shard's limiter
+	_     [64 - 8 - (24 + 8) - 8 - 8]byte
+}
+
+type connEntry struct {
+	tableEntry
+	n    int32
+	cost int64      // the entry's bytes in the zone
+	sh   *connShard // the shard the entry belongs to, for Release
+	next *connEntry // on the free list
+}
+
+// NewConnLimiter returns a limiter admitting at most perKey requests per key
+// (perKey below 1 is taken as 1) in a zone of zoneBytes bytes (nginx's
+// "10m"; zero or less means DefaultZone, 10 MiB).
+func NewConnLimiter(perKey int, zoneBytes int64) *ConnLimiter {
+	if perKey < 1 {
+		perKey = 1
+	}
+	if perKey > 1<<30 {
+		perKey = 1 << 30
+	}
+	if zoneBytes <= 0 {
+		zoneBytes = 10 << 20
+	}
+	l := &ConnLimiter{perKey: int32(perKey), budget: connZoneBudget(zoneBytes), seed: maphash.MakeSeed(), mask: ^uint64(0)}
+	for i := range l.shards {
+		l.shards[i].table = newTable[connEntry]()
+		l.shards[i].l = l
+	}
+	return l
+}
+
+// PerKey returns the limit per key.
+func (l *ConnLimiter) PerKey() int { return int(l.perKey) }
+
+// Slot is one request's hold on a ConnLimiter key. The zero Slot holds
+// nothing. Release it exactly once; a second Release on the same Slot does
+// nothing. Releasing two copies of one Slot releases twice: keep one.
+type Slot struct {
+	e *connEntry
+}
+
+// Held reports whether s holds a slot.
+func (s *Slot) Held() bool { return s.e != nil }
+
+// Release frees the slot. The key leaves the zone with its last request.
+// Release is not safe to call on the same Slot from two goroutines at once.
+func (s *Slot) Release() {
+	e := s.e
+	if e == nil {
+		return
+	}
+	*s = Slot{}
+	sh := e.sh
+	sh.mu.Lock()
+	e.n--
+	if e.n > 0 {
+		sh.mu.Unlock()
+		return
+	}
+	sh.table.delete(e)
+	cost := e.cost
+	e.key = ""
+	e.next = sh.free
+	sh.free = e
+	sh.mu.Unlock()
+	sh.l.used.Add(-cost)
+}
+
+func (l *ConnLimiter) hash(key string) uint64 { return maphash.String(l.seed, key) & l.mask }
+
+// Acquire takes a slot for key. It returns Passed and the slot, Rejected
+// when the key already has PerKey requests in flight or is new and the zone
+// is full, or Skipped when key is empty or longer than MaxConnKey bytes
+// (nginx does not count those). Only Passed returns a slot to release.
+func (l *ConnLimiter) Acquire(key string) (Slot, Verdict) {
+	if key == "" || len(key) > MaxConnKey {
+		return Slot{}, Skipped
+	}
+	return l.acquire(key, l.hash(key))
+}
+
+func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
+	sh := &l.shards[h%connShards]
+	sh.mu.Lock()
+	if e := sh.table.find(h, key); e != nil {
+		if e.n >= l.perKey {
+			sh.mu.Unlock()
+			return Slot{}, Rejected
+		}
+		e.n++
+		sh.mu.Unlock()
+		return Slot{e: e}, Passed
+	}
+	cost := nodeCost(connNodeHead + len(key))
+	if l.used.Add(cost) > l.budget {
+		l.used.Add(-cost)
+		sh.mu.Unlock()
+		return Slot{}, Rejected
+	}
+	e := sh.free
+	if e != nil {
+		sh.free = e.next
+	} else {
+		e = &connEntry{sh: sh}
+	}
+	e.key, e.h, e.n, e.cost, e.next = key, h, 1, cost, nil
+	sh.table.insert(e)
+	sh.mu.Unlock()
+	return Slot{e: e}, Passed
+}
+
+// InFlight returns the requests in flight for key.
+func (l *ConnLimiter) InFlight(key string) int {
+	h := l.hash(key)
+	sh := &l.shards[h%connShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.table.find(h, key); e != nil {
+		return int(e.n)
+	}
+	return 0
+}
+
+// Len returns the number of keys in the zone: those with requests in flight.
+func (l *ConnLimiter) Len() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += sh.table.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// ZoneBytes returns the bytes of the zone its keys take, by nginx's slab
+// model.
+func (l *ConnLimiter) ZoneBytes() int64 { return l.used.Load() }
+
+// Busiest returns up to n keys with the most requests in flight, busiest
+// first (ties by key); nil only when n < 1. Each shard is read under its
+// own lock, so under load the list is a near-snapshot.
+func (l *ConnLimiter) Busiest(n int) []KeyCount {
+	if n <= 0 {
+		return nil
+	}
+	top := l.AppendBusiest([]KeyCount{}, n) // empty, not nil: it is served as JSON
+	return top[:len(top):len(top)]
+}
+
+// AppendBusiest appends what Busiest(n) returns to dst and returns the
+// extended slice, so that a caller sampling often (the simulator) can reuse
+// one buffer.
+func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
+	if n <= 0 {
+		return dst
+	}
+	base := len(dst)
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		if sh.table.n > 0 {
+			for _, e := range sh.table.slots {
+				if e != nil {
+					dst = append(dst, KeyCount{Key: e.key, InFlight: int(e.n)})
+				}
+			}
+		}
+		sh.mu.Unlock()
+		if len(dst)-base > 4*n+1024 {
+			dst = dst[:base+len(trimBusiest(dst[base:], n))]
+		}
+	}
+	return dst[:base+len(trimBusiest(dst[base:], n))]
+}
+
+// trimBusiest sorts kc busiest first, ties by key, and returns its first n.
+func trimBusiest(kc []KeyCount, n int) []KeyCount {
+	slices.SortFunc(kc, func(a, b KeyCount) int {
+		if a.InFlight != b.InFlight {
+			return cmp.Compare(b.InFlight, a.InFlight)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if len(kc) > n {
+		kc = kc[:n:n]
+	}
+	return kc
+}
+
+// KeyCount is one key's requests in flight.
+type KeyCount struct {
+	Key      string `json:"key"`
+	InFlight int    `json:"in_flight"`
+}

@@ -1,0 +1,399 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"stampede/limit"
+	"stampede/workerpool"
+	"stampede/workload"
+)
+
+// A request's way through the simulated proxy and backend, event by event:
+// the client sends it (arrive, send), limit_req and limit_conn admit it
+// (start, connStage), the backend's listen queue and workers take it
+// (connect, started), and it ends (end, timeout, finish) with its result.
+
+// The statuses the simulated proxy answers with, as net/http numbers them.
+const (
+	statusOK             = 200
+	statusBadGateway     = 502
+	statusGatewayTimeout = 504
+)
+
+// request is one request on its way. Requests are pooled: one is reused
+// once its result is out and its job has left the pool.
+type request struct {
+	job      workerpool.Job // job.Data is the request itself
+	slots    limit.Slots
+	t        *tenant
+	connKeys []string // its visitor's limit_conn keys
+	user     int32    // closed model: the user; -1 for open
+	route    int16
+	done     bool          // the result is out
+	inUse    bool          // allocated
+	intended time.Duration // when the client meant to send it
+	client   time.Duration // the client's deadline; never when none
+	read     time.Duration // the proxy's read deadline; never until connected upstream
+	connect  time.Duration // the proxy's connect deadline; never when none or connected
+	ev       uint64        // seq of the one pending event that is not stale; 0 none
+	next     *request      // free list
+	id       int32         // the request's place in the engine's chunks
+}
+
+// alloc returns a clean request from the pool.
+func (e *engine) alloc() *request {
+	if e.free == nil {
+		if len(e.chunks) >= math.MaxInt32/chunkSize {
+			panic("sim: too many requests in flight")
+		}
+		chunk := make([]request, chunkSize)
+		for i := len(chunk) - 1; i >= 0; i-- {
+			chunk[i].id = int32(len(e.chunks)*chunkSize + i)
+			chunk[i].next = e.free
+			e.free = &chunk[i]
+		}
+		e.chunks = append(e.chunks, chunk)
+	}
+	r := e.free
+	e.free = r.next
+	r.next = nil
+	r.inUse = true
+	return r
+}
+
+// release returns r to the pool once its result is out and its job has
+// left the backend.
+func (e *engine) release(r *request) {
+	if !r.done {
+		return
+	}
+	if s := r.job.State(); s == workerpool.Queued || s == workerpool.Running {
+		return
+	}
+	*r = request{id: r.id, next: e.free}
+	e.free = r
+}
+
+// chunkSize is how many requests the pool allocates at once.
+const chunkSize = 256
+
+// request returns the request of id id.
+func (e *engine) request(id int32) *request {
+	return &e.chunks[id/chunkSize][id%chunkSize]
+}
+
+// arrive handles an open-model arrival at now.
+func (e *engine) arrive(t *tenant, now time.Duration) {
+	route := t.arrivals.RouteOf(t.mix, t.rng())
+	service := e.dists[route].Sample(t.rng())
+	if !workload.Admit(int64(t.inFlight), int64(t.cap), int64(e.open), int64(e.maxOpen)) {
+		e.res = workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: now}
+		e.emit()
+		return
+	}
+	t.inFlight++
+	e.open++
+	t.arrived++
+	e.start(t, -1, t.arrived-1, route, service, now)
+}
+
+// send handles a closed-model user's request at now.
+func (e *engine) send(t *tenant, u int32, now time.Duration) {
+	route := t.mix.Pick(t.rng())
+	service := e.dists[route].Sample(t.rng())
+	e.start(t, u, e.users[u].k, route, service, now)
+}
+
+// start runs a new request through limit_req.
+func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.Duration, now time.Duration) {
+	r := e.alloc()
+	r.t, r.user, r.route, r.intended = t, u, int16(route), now
+	reqKeys := t.reqKeys
+	r.connKeys = t.connKeys
+	if len(t.keys) > 0 { // the visitor's address, as scenarios.Tenant.VisitorAddr maps it, and the route's location
+		i := 0
+		if visitors := len(t.keys) / e.keyRoutes; visitors > 1 {
+			i = visitor % visitors * e.keyRoutes
+		}
+		if e.keyRoutes > 1 {
+			i += route
+		}
+		ks := &t.keys[i]
+		reqKeys, r.connKeys = ks.req, ks.conn
+	}
+	r.job = workerpool.Job{Service: service, Data: r}
+	r.client, r.read, r.connect = never, never, never
+	if t.timeout > 0 {
+		r.client = now + t.timeout
+	}
+	pol := e.policy
+	if e.routePol != nil {
+		pol = e.routePol[route]
+	}
+	if len(pol.Req) > 0 {
+		d := pol.ReqStage(at(now), reqKeys)
+		switch {
+		case d.Verdict == limit.Rejected:
+			e.finish(r, now, workload.Rejected, d.Status)
+			e.release(r)
+			return
+		case d.Delay > 0:
+			e.stats.Delayed++
+			e.schedule(r, now+d.Delay, evDelayEnd)
+			return
+		}
+	}
+	e.connStage(r, now)
+}
+
+// connStage runs r through limit_conn and hands it to the backend.
+func (e *engine) connStage(r *request, now time.Duration) {
+	pol := e.policy
+	if e.routePol != nil {
+		pol = e.routePol[r.route]
+	}
+	if len(pol.Conn) > 0 {
+		slots, d := pol.ConnStage(r.connKeys)
+		if d.Verdict == limit.Rejected {
+			e.finish(r, now, workload.Rejected, d.Status)
+			e.release(r)
+			return
+		}
+		r.slots = slots
+	}
+	if e.connTO > 0 {
+		r.connect = now + e.connTO
+	}
+	e.connect(r, now)
+}
+
+// connect sends r's connection attempt to the backend at now: its first SYN
+// or, after the full backlog dropped one, the next on the kernel's
+// schedule. The proxy's connect timeout runs from the first; once the
+// backend's backlog holds the connection, its read timeout runs instead.
+func (e *engine) connect(r *request, now time.Duration) {
+	if e.readTO > 0 {
+		r.read = now + e.readTO
+	}
+	switch e.pool.Arrive(now, &r.job) {
+	case workerpool.Refused:
+		r.read = never
+		e.finish(r, now, workload.BackendError, statusBadGateway)
+		e.release(r)
+	case workerpool.Dropped:
+		r.read = never
+		e.stats.SYNDrops++
+		if at, again := r.job.NextSYN(); again {
+			e.schedule(r, at, evSYN)
+		} else {
+			e.schedule(r, at, evConnectFail)
+		}
+	case workerpool.Running:
+		r.connect = never
+	case workerpool.Queued:
+		r.connect = never
+		e.stats.Waited++
+		e.schedule(r, never, evEnd)
+	}
+	e.flushStarts()
+}
+
+// flushStarts handles the jobs the pool started during the last call, in
+// the order it started them.
+func (e *engine) flushStarts() {
+	for i, j := range e.starts {
+		e.starts[i] = nil
+		e.started(j)
+	}
+	e.starts = e.starts[:0]
+}
+
+// armWake schedules an evWake for the pool's next booting worker, unless
+// one is scheduled by then.
+func (e *engine) armWake() {
+	if at, ok := e.pool.NextWake(); ok && at < e.wakeAt {
+		e.wakeAt = at
+		e.push(at, evWake, 0)
+	}
+}
+
+// started handles a job a worker has just taken.
+func (e *engine) started(j *workerpool.Job) {
+	r := j.Data.(*request)
+	e.stats.Started++
+	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
+	end, _ := e.pool.End(j)
+	e.schedule(r, end, evEnd)
+}
+
+// schedule plans r's next event: the natural one (k at t) or, while r's
+// result is not out, a timeout that comes first. On a tie the response
+// wins over the proxy's read timeout, which wins over the client's.
+func (e *engine) schedule(r *request, t time.Duration, k kind) {
+	if !r.done {
+		if r.read < t {
+			t, k = r.read, evReadTimeout
+		}
+		if r.client < t {
+			t, k = r.client, evClientTimeout
+		}
+		if r.connect < t {
+			t, k = r.connect, evConnectTimeout
+		}
+	}
+	if t == never {
+		r.ev = 0
+		return
+	}
+	r.ev = e.push(t, k, r.id)
+}
+
+// end handles r's job leaving its worker at now.
+func (e *engine) end(r *request, now time.Duration) {
+	e.pool.Finish(now, &r.job)
+	if !r.done {
+		if r.job.State() == workerpool.Killed {
+			e.finish(r, now, workload.BackendError, statusBadGateway)
+		} else {
+			e.finish(r, now, workload.OK, statusOK)
+		}
+	}
+	e.release(r)
+	e.flushStarts()
+	e.armWake()
+}
+
+// timeout ends r at now with outcome o: the proxy or the client gave up.
+// The job, if the backend has it, is abandoned; under Continue it goes on.
+func (e *engine) timeout(r *request, now time.Duration, o workload.Outcome, status int) {
+	e.finish(r, now, o, status)
+	switch r.job.State() {
+	case workerpool.Queued, workerpool.Running:
+		e.pool.Abandon(now, &r.job)
+		e.flushStarts()
+		if r.job.State() == workerpool.Running {
+			end, _ := e.pool.End(&r.job)
+			e.schedule(r, end, evEnd)
+		}
+	case workerpool.Dropped:
+		e.pool.Abandon(now, &r.job) // its connection attempt ends
+	}
+	e.release(r)
+	e.armWake()
+}
+
+// finish ends r's request at now: its slots are released, its result goes to
+// the sink and its user, if any, plans the next request.
+func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, status int) {
+	r.done = true
+	r.slots.Release()
+	t := r.t
+	if !t.closed {
+		t.inFlight--
+		e.open--
+	}
+	e.res = workload.Result{
+		Tenant:   t.index,
+		Route:    r.route,
+		Outcome:  o,
+		Status:   int16(status),
+		Intended: r.intended,
+		Latency:  now - r.intended,
+		Work:     e.work(&r.job, now),
+	}
+	e.emit()
+	if r.user >= 0 && !e.stopping {
+		e.next(r.user, r.intended, now, o)
+	}
+}
+
+// work returns the worker time of j, whose request's result is out at now
+// (Result.Work): the time a worker held it when it has left its worker, or
+// will hold it when it has not. A job whose client left before it ended
+// holds its worker, under Continue, until its work ends; so does one still
+// queued, whose turn comes. Both are counted whole, as the pool will count
+// them in its busy time, although the result is recorded now. Under Cancel
+// the pool frees the worker right after this, so a running job counts the
+// time it ran and a queued one none.
+//
+// A queued job that the worker timeout may kill is the exception: the
+// arbiter's tick that kills it depends on when it starts, which is not
+// known yet, so its Work is the mean of the kill's window, Timeout +
+// ArbiterTick/2 (or its service time if shorter), counted in
+// Stats.KillGuessed.
+func (e *engine) work(j *workerpool.Job, now time.Duration) time.Duration {
+	switch j.State() {
+	case workerpool.Done, workerpool.Killed:
+		return now - j.StartedAt()
+	case workerpool.Running:
+		if e.cancel {
+			return now - j.StartedAt()
+		}
+		end, _ := e.pool.End(j)
+		return end - j.StartedAt()
+	case workerpool.Queued:
+		if e.cancel {
+			return 0
+		}
+	default:
+		return 0 // pending (rejected or delayed), refused, dropped or cancelled
+	}
+	if e.killable && j.Service > e.workerTO {
+		e.stats.KillGuessed++
+		return min(j.Service, e.workerTO+workerpool.ArbiterTick/2)
+	}
+	return j.Service
+}
+
+// emit hands e.res to the sink.
+func (e *engine) emit() {
+	e.stats.Requests++
+	e.stats.Outcomes[e.res.Outcome]++
+	e.sink.Add(&e.res)
+}
+
+// next plans a closed-model user's next request after one intended at
+// intended ended at now with outcome o, by the loop the live driver's
+// users follow too (workload.Closed).
+func (e *engine) next(ui int32, intended, now time.Duration, o workload.Outcome) {
+	u := &e.users[ui]
+	if at, ok := u.t.loop.Next(&u.done, intended, now, o); ok {
+		e.push(at, evSend, ui)
+	}
+}
+
+// sample hands the backend's state and the busiest keys to the sampler.
+func (e *engine) sample(now time.Duration) {
+	busy, queued := e.pool.Busy()
+	e.sampler.SampleBackend(now, busy, queued)
+	if e.busiest <= 0 {
+		return
+	}
+	clear(e.keyMap)
+	// Policy.Busiest, the keys of Policy.KeysLimiter, into a buffer kept
+	// from one sample to the next.
+	e.busy = e.policy.KeysLimiter().AppendBusiest(e.busy[:0], e.busiest)
+	for _, kc := range e.busy {
+		e.keyMap[kc.Key] = kc.InFlight
+	}
+	e.sampler.SampleKeys(now, e.keyMap)
+}
+
+// cutOff ends every request still without a result at the horizon: the
+// client gives up, as the live driver does when its drain runs out.
+func (e *engine) cutOff(now time.Duration) {
+	e.stopping = true
+	e.stats.End = now
+	for _, chunk := range e.chunks {
+		for i := range chunk {
+			r := &chunk[i]
+			if !r.inUse || r.done {
+				continue
+			}
+			r.ev = 0
+			e.stats.CutOff++
+			e.timeout(r, now, workload.ClientTimeout, 0)
+		}
+	}
+}
