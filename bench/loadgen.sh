@@ -107,10 +107,12 @@ ulimit -n 40000 2>/dev/null || true
 echo "building stampede" >&2
 go build -o "$work/stampede" ./cmd/stampede
 
-closed_yaml() {
+# bench_yaml NAME DURATION LOAD: a scenario of one tenant with load LOAD
+# (the inside of a `load: {...}` mapping) on a route that does no work.
+bench_yaml() {
   cat <<EOF
-name: loadgen-closed
-duration: $DURATION
+name: $1
+duration: $2
 time_scale: 1
 seed: 1
 backend:
@@ -121,26 +123,11 @@ tenants:
   - group: bench
     count: 1
     host: bench.example.com
-    load: {model: closed, users: $USERS, think: 0s, routes: {hello: 1}}
+    load: {$3, routes: {hello: 1}}
 EOF
 }
-open_yaml() { # rate
-  cat <<EOF
-name: loadgen-open
-duration: $STEP
-time_scale: 1
-seed: 1
-backend:
-  workers: 8
-  routes:
-    - {name: hello, path: /, service: "0s"}
-tenants:
-  - group: bench
-    count: 1
-    host: bench.example.com
-    load: {model: open, arrivals: constant, rate: $1/s, routes: {hello: 1}, client_timeout: 2s}
-EOF
-}
+closed_yaml() { bench_yaml loadgen-closed "$DURATION" "model: closed, users: $USERS, think: 0s"; }
+open_yaml() { bench_yaml loadgen-open "$STEP" "model: open, arrivals: constant, rate: $1/s, client_timeout: 2s"; }
 closed_yaml >"$work/closed.yaml"
 
 # stampede_run FILE: runs it against the target (exit 3 or 4 are verdicts,

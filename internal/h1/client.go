@@ -124,26 +124,41 @@ func (l *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, ErrBody
 	}
 	ctx := req.Context()
-	for attempt := 0; ; attempt++ {
+	var resp *http.Response
+	err := l.attempt(ctx, func(c *conn) (bool, error) {
+		r, started, err := l.exchange(ctx, c, req)
+		resp = r
+		return started, err
+	})
+	return resp, err
+}
+
+// attempt runs ex on an idle connection or a new one. When ex fails, the
+// connection is closed, and the exchange is tried once more on a new
+// connection if the failed one was reused and no byte of the answer came
+// (started false) and NoRetry is not set. ex puts the connection back, or
+// closes it, when it succeeds.
+func (l *Client) attempt(ctx context.Context, ex func(c *conn) (started bool, err error)) error {
+	for n := 0; ; n++ {
 		c := l.get()
 		reused := c != nil
 		if c == nil {
 			nc, err := l.Dial(ctx)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c = &conn{c: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 1024)}
 		}
-		resp, started, err := l.exchange(ctx, c, req)
+		started, err := ex(c)
 		if err == nil {
-			return resp, nil
+			return nil
 		}
 		c.c.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		if l.NoRetry || !reused || started || attempt > 0 {
-			return nil, err
+		if l.NoRetry || !reused || started || n > 0 {
+			return err
 		}
 	}
 }

@@ -24,28 +24,13 @@ var errMalformed = errors.New("h1: malformed answer")
 // answer is skipped. ctx's end aborts the exchange at once and closes its
 // connection.
 func (l *Client) Get(ctx context.Context, uri, host string, header func(name, value []byte)) (int, error) {
-	for attempt := 0; ; attempt++ {
-		c := l.get()
-		reused := c != nil
-		if c == nil {
-			nc, err := l.Dial(ctx)
-			if err != nil {
-				return 0, err
-			}
-			c = &conn{c: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 1024)}
-		}
-		status, started, err := l.getOn(ctx, c, uri, host, header)
-		if err == nil {
-			return status, nil
-		}
-		c.c.Close()
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		if l.NoRetry || !reused || started || attempt > 0 {
-			return 0, err
-		}
-	}
+	var status int
+	err := l.attempt(ctx, func(c *conn) (bool, error) {
+		st, started, err := l.getOn(ctx, c, uri, host, header)
+		status = st
+		return started, err
+	})
+	return status, err
 }
 
 func (l *Client) getOn(ctx context.Context, c *conn, uri, host string, header func(name, value []byte)) (int, bool, error) {
