@@ -2,20 +2,16 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"stampede/clock"
 	"stampede/fakebackend"
-	"stampede/internal/h1"
 	"stampede/internal/memnet"
 	"stampede/limit"
 	"stampede/limiterproxy"
@@ -347,121 +343,6 @@ func RejectStatuses(cfg limit.Config) []int {
 	return st
 }
 
-// checkTarget parses raw, an http URL, and refuses hosts outside loopback
-// unless allowRemote.
-// TargetError says Options.Target or BackendStatsURL is unusable: not an
-// http URL, or outside loopback without AllowRemote. It is the caller's
-// mistake, not the run's.
-type TargetError struct{ Err error }
-
-func (e *TargetError) Error() string { return e.Err.Error() }
-func (e *TargetError) Unwrap() error { return e.Err }
-
-func checkTarget(ctx context.Context, what, raw string, allowRemote bool) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("live: %s %q: want an http:// URL with a host (e.g. http://127.0.0.1:8080)", what, raw)
-	}
-	if allowRemote {
-		return u, nil
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); ip != nil {
-		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("live: %s %q is outside loopback (allow it with --allow-remote)", what, raw)
-		}
-		return u, nil
-	}
-	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
-	if err != nil {
-		return nil, fmt.Errorf("live: %s %q: %w", what, raw, err)
-	}
-	for _, ip := range ips {
-		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("live: %s %q resolves to %v, outside loopback (allow it with --allow-remote)", what, raw, ip)
-		}
-	}
-	return u, nil
-}
-
-// reachTimeout bounds reachable's connection attempt.
-const reachTimeout = 2 * time.Second
-
-// reachable reports, before a run against target starts, that nothing
-// accepts connections there, rather than letting every request of the run
-// fail the same way.
-func reachable(ctx context.Context, target *url.URL) error {
-	addr := target.Host
-	if target.Port() == "" {
-		addr = net.JoinHostPort(target.Hostname(), "80")
-	}
-	d := net.Dialer{Timeout: reachTimeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		return c.Close()
-	}
-	if ctx.Err() != nil {
-		// Interrupted before the run began: the driver returns at once and
-		// the results say so, whatever the target.
-		return nil
-	}
-	return fmt.Errorf("live: target %q: nothing accepts connections at %s (%w); start the proxy first", target.String(), addr, err)
-}
-
-// statsPoller keeps the latest backend stats fetched from a URL.
-type statsPoller struct {
-	url    *url.URL
-	every  time.Duration
-	client *http.Client
-	last   atomic.Pointer[workerpool.Stats]
-}
-
-func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
-	return &statsPoller{url: u, every: every, client: &http.Client{Timeout: 2 * time.Second}}
-}
-
-// latest returns the last stats fetched, false before the first.
-func (p *statsPoller) latest() (workerpool.Stats, bool) {
-	if s := p.last.Load(); s != nil {
-		return *s, true
-	}
-	return workerpool.Stats{}, false
-}
-
-// run fetches the stats every p.every until ctx is done. A failed fetch
-// keeps the previous stats: a sample is better late than invented.
-func (p *statsPoller) run(ctx context.Context) {
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
-		p.fetch(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (p *statsPoller) fetch(ctx context.Context) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url.String(), nil)
-	if err != nil {
-		return
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return
-	}
-	var s workerpool.Stats
-	if json.NewDecoder(resp.Body).Decode(&s) == nil {
-		p.last.Store(&s)
-	}
-}
-
 // Transports of Options.Transport.
 const (
 	// Memory serves the built-in pair on in-memory listeners
@@ -606,13 +487,13 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		ConnectTimeout: wall(sc.Proxy.ConnectTimeout),
 		SendTimeout:    wall(sc.Proxy.SendTimeout),
 		// A connection per request would spend a third of the run's CPU
-		// in connect and close; the pool works per request either way.
-		KeepAlive: true,
+		// in connect and close; the pool works per request either way,
+		// and a killed worker's request is answered 502 once, as through
+		// gunicorn, which closes every connection.
+		UpstreamKeepAlive: 1024,
+		NextUpstreamOff:   true,
+		Dial:              dialUp,
 	})
-	if err := leanUpstream(rp, dialUp, upstream, wall(sc.Proxy.ConnectTimeout), wall(sc.Proxy.ReadTimeout)); err != nil {
-		p.close()
-		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
-	}
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
@@ -622,43 +503,6 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		_ = p.proxy.Serve(pln) // ErrServerClosed once close runs
 	}()
 	return p, nil
-}
-
-// leanUpstream makes rp, the built-in proxy, reach the backend through an
-// h1.Client: the same bytes as its keep-alive http.Transport sends, written
-// and read by the proxy's handler goroutine, without the transport's two
-// goroutines per connection and the hand-offs between them, which cost the
-// trio more CPU than the proxy's own work. A request the client cannot send
-// (a body, an upgrade) still goes through the http.Transport. The
-// semantics are the proxy's: dialUp (nil: loopback TCP to upstream) fails
-// after connect (a timeout: 504), the answer's headers must come within
-// read (zero: forever; over it, 504), and a request is never sent twice
-// (the keep-alive proxy's noReplay).
-func leanUpstream(rp *httputil.ReverseProxy, dialUp dialFunc, upstream *url.URL, connect, read time.Duration) error {
-	tr, ok := rp.Transport.(*http.Transport)
-	if !ok {
-		return fmt.Errorf("its keep-alive transport is a %T, not an *http.Transport", rp.Transport)
-	}
-	if dialUp != nil {
-		tr.DialContext = dialUp
-	} else {
-		if connect <= 0 {
-			connect = limiterproxy.DefaultConnectTimeout
-		}
-		d := &net.Dialer{Timeout: connect, KeepAlive: -1}
-		dialUp = d.DialContext
-	}
-	addr := upstream.Host
-	rp.Transport = h1.Fallback{
-		Client: &h1.Client{
-			Dial:          func(ctx context.Context) (net.Conn, error) { return dialUp(ctx, "tcp", addr) },
-			MaxIdle:       tr.MaxIdleConnsPerHost,
-			HeaderTimeout: read,
-			NoRetry:       true,
-		},
-		Other: tr,
-	}
-	return nil
 }
 
 // close closes the proxy and every connection to it, then the backend,

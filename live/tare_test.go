@@ -95,7 +95,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 					t.Fatal(err)
 				}
 				up, _ := url.Parse(bsrv.URL)
-				rp := limiterproxy.NewProxy(up, limiterproxy.ProxyOptions{KeepAlive: true})
+				rp := limiterproxy.NewProxy(up, limiterproxy.ProxyOptions{UpstreamKeepAlive: 1024, NextUpstreamOff: true})
 				psrv := httptest.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: sc.TimeScale})
 				defer psrv.Close()
 				target = psrv.URL
@@ -207,7 +207,7 @@ func TestTareTracker(t *testing.T) {
 }
 
 func TestProbeWait(t *testing.T) {
-	story, err := scenarios.LoadFile("../scenarios/stock-balance.yaml")
+	story, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

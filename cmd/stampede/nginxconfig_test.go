@@ -51,12 +51,18 @@ func TestNginxConfigPassesNginxT(t *testing.T) {
 	// A scenario with locations, so that their blocks are checked too.
 	files = append(files, "testdata/locations.yaml")
 	for _, f := range files {
-		sc, err := scenarios.LoadFile(f)
+		sc, err := scenarios.LoadWith(f, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, headers := range []bool{true, false} {
-			opts := limiterproxy.NginxOptions{ReadTimeout: sc.Proxy.ReadTimeout, NoHeaders: !headers}
+			// With headers, upstream keep-alive too: its upstream block
+			// goes in the http {} part.
+			keepAlive := 0
+			if headers {
+				keepAlive = 32
+			}
+			opts := limiterproxy.NginxOptions{ReadTimeout: sc.Proxy.ReadTimeout, NoHeaders: !headers, UpstreamKeepAlive: keepAlive}
 			var whole, snip bytes.Buffer
 			if err := limiterproxy.WriteNginx(&whole, sc.Proxy.Limits, opts); err != nil {
 				t.Fatalf("%s: WriteNginx: %v", f, err)
