@@ -65,7 +65,7 @@ var _ http.RoundTripper = (*Client)(nil)
 
 // ErrBody is the error of a request RoundTrip cannot send: one with a body
 // or a protocol upgrade. Callers that may make such requests send them
-// another way (see Fallback).
+// another way.
 var ErrBody = errors.New("h1: request has a body or asks for an upgrade")
 
 // errAborted is the error of an exchange whose request context ended.
@@ -276,29 +276,5 @@ func readBody(resp *http.Response, c *conn, timeout time.Duration, limit int64) 
 		if err != nil {
 			return nil, err
 		}
-	}
-}
-
-// Fallback is an http.RoundTripper that sends what Client can through it
-// and everything else (bodies, upgrades) through Other.
-type Fallback struct {
-	Client *Client
-	Other  http.RoundTripper
-}
-
-// RoundTrip sends req through f.Client when it is Sendable, else through
-// f.Other.
-func (f Fallback) RoundTrip(req *http.Request) (*http.Response, error) {
-	if Sendable(req) {
-		return f.Client.RoundTrip(req)
-	}
-	return f.Other.RoundTrip(req)
-}
-
-// CloseIdleConnections closes both transports' idle connections.
-func (f Fallback) CloseIdleConnections() {
-	f.Client.CloseIdleConnections()
-	if c, ok := f.Other.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
 	}
 }
