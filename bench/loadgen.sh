@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# Load generator benchmark: drives one fast nginx `return 200` endpoint on
-# loopback with stampede (closed model, 64 users, no think time), vegeta,
-# hey and wrk, 10 s each, and prints each one's requests/s and stampede's
-# ratio to the others (the target is stampede >= vegeta). Then plays
-# 1,000,000 requests with stampede and prints its peak RSS (target < 150 MB).
+# Load generator benchmark, in alternating rounds against one nginx
+# `return 200` endpoint on loopback:
+#
+#  1. closed model, USERS users without think time, DURATION each:
+#     stampede, wrk, bombardier, hey and vegeta (those found or installable)
+#     in turn, ROUNDS times; prints every round's requests/s and stampede's
+#     ratio to each peer, median (min-max). Goals: >= 0.5x wrk, >= 1x
+#     bombardier.
+#  2. open model, constant arrivals at each rate of LADDER for STEP:
+#     stampede and vegeta in turn, ROUNDS times; prints the share of the
+#     arrivals each sent, stampede's dropped arrivals, its send lateness
+#     p99 and the connections it opened. Goals: 20k/s held with lateness
+#     p99 < 5 ms and 0 dropped, 40k/s with < 20 ms.
+#
+# bombardier and vegeta come from the Go module proxy into a private GOBIN
+# when missing (bench-only peers, not dependencies); hey from Debian's
+# package when apt-get can install it; a peer that cannot be had is left
+# out and said so.
 #
 # Usage: bench/loadgen.sh            (from anywhere in the repository)
-# Env:   DURATION=10s USERS=64 TOTAL=1000000 to change the sizes.
+# Env:   ROUNDS=5 DURATION=5s USERS=64 LADDER="5000 10000 20000 40000" STEP=4s
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-5s}
 USERS=${USERS:-64}
-TOTAL=${TOTAL:-1000000}
+LADDER=${LADDER:-5000 10000 20000 40000}
+STEP=${STEP:-4s}
 NGINX=${NGINX:-/usr/sbin/nginx}
 
 work=$(mktemp -d)
@@ -29,26 +44,42 @@ trap cleanup EXIT INT TERM
 need() { command -v "$1" >/dev/null 2>&1 || { echo "loadgen.sh: $1 not found ($2)" >&2; exit 1; }; }
 [ -x "$NGINX" ] || { echo "loadgen.sh: nginx not found at $NGINX (apt-get install nginx)" >&2; exit 1; }
 need go "install Go 1.26"
-need hey "apt-get install hey"
 need wrk "apt-get install wrk"
 need python3 "apt-get install python3"
-if [ ! -x /usr/bin/time ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends time >/dev/null
-fi
+need curl "apt-get install curl"
 
-# A free loopback port for nginx.
+# Peers.
+gopeer() { # name module@version
+  local p
+  p=$(command -v "$1" || true)
+  if [ -z "$p" ]; then
+    echo "installing $2" >&2
+    GOBIN="$work/bin" go install "$2" >&2 && p="$work/bin/$1"
+  fi
+  echo "$p"
+}
+bombardier=$(gopeer bombardier github.com/codesenberg/bombardier@v1.2.6 || true)
+vegeta=$(gopeer vegeta github.com/tsenart/vegeta/v12@v12.13.0 || true)
+hey=$(command -v hey || true)
+if [ -z "$hey" ] && command -v apt-get >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hey >/dev/null 2>&1 || true
+  hey=$(command -v hey || true)
+fi
+for p in bombardier vegeta hey; do
+  [ -n "${!p}" ] || echo "loadgen.sh: $p not available; left out" >&2
+done
+
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 target="http://127.0.0.1:$port"
-
-mkdir -p "$work/nginx/logs"
+mkdir -p "$work/nginx/logs" "$work/nginx/tmp"
 cat >"$work/nginx/nginx.conf" <<EOF
 daemon off;
 master_process on;
 worker_processes auto;
 pid $work/nginx/nginx.pid;
 error_log $work/nginx/logs/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections 16384; }
+worker_rlimit_nofile 40000;
 http {
   access_log off;
   keepalive_requests 10000000;
@@ -59,7 +90,7 @@ http {
   uwsgi_temp_path $work/nginx/tmp;
   scgi_temp_path $work/nginx/tmp;
   server {
-    listen 127.0.0.1:$port;
+    listen 127.0.0.1:$port backlog=4096;
     location / { return 200 "ok\n"; }
   }
 }
@@ -68,28 +99,20 @@ EOF
 nginx_pid=$!
 for _ in $(seq 50); do
   curl -fsS -o /dev/null "$target/" 2>/dev/null && break
-  python3 -c 'import time; time.sleep(0.1)'
+  sleep 0.1
 done
 curl -fsS -o /dev/null "$target/" || { echo "loadgen.sh: nginx did not come up" >&2; cat "$work/nginx/logs/error.log" >&2; exit 1; }
+ulimit -n 40000 2>/dev/null || true
 
 echo "building stampede" >&2
 go build -o "$work/stampede" ./cmd/stampede
 
-# vegeta from the Go module proxy into a private GOBIN when it is missing.
-vegeta=$(command -v vegeta || true)
-if [ -z "$vegeta" ]; then
-  echo "installing vegeta v12.13.0" >&2
-  GOBIN="$work/bin" go install github.com/tsenart/vegeta/v12@v12.13.0
-  vegeta="$work/bin/vegeta"
-fi
-
-# scenario writes a closed-model scenario: USERS users with no think time,
-# each doing $2 iterations (0: until the duration $1 ends).
-scenario() {
+# bench_yaml NAME DURATION LOAD: a scenario of one tenant with load LOAD
+# (the inside of a `load: {...}` mapping) on a route that does no work.
+bench_yaml() {
   cat <<EOF
-# Benchmark: ${USERS} closed-model users with no think time against --target.
-name: loadgen-bench
-duration: $1
+name: $1
+duration: $2
 time_scale: 1
 seed: 1
 backend:
@@ -100,54 +123,118 @@ tenants:
   - group: bench
     count: 1
     host: bench.example.com
-    load: {model: closed, users: ${USERS}, think: 0s, iterations: $2, routes: {hello: 1}}
+    load: {$3, routes: {hello: 1}}
 EOF
 }
+closed_yaml() { bench_yaml loadgen-closed "$DURATION" "model: closed, users: $USERS, think: 0s"; }
+open_yaml() { bench_yaml loadgen-open "$STEP" "model: open, arrivals: constant, rate: $1/s, client_timeout: 2s"; }
+closed_yaml >"$work/closed.yaml"
 
-# rps reads results.json: requests per second of wall time.
-rps() {
-  python3 - "$1" <<'EOF'
+# stampede_run FILE: runs it against the target (exit 3 or 4 are verdicts,
+# not failures) and prints results.json's path.
+stampede_run() {
+  local out="$work/out-$RANDOM"
+  "$work/stampede" run "$1" --target "$target/" --no-progress -o "$out" >"$work/stampede.log" 2>&1 || {
+    rc=$?
+    if [ "$rc" != 3 ] && [ "$rc" != 4 ]; then cat "$work/stampede.log" >&2; exit 1; fi
+  }
+  echo "$out/results.json"
+}
+
+field() { # results.json python-expression
+  python3 - "$1" "$2" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("%.0f" % (r["totals"]["requests"] / r["wall_duration_s"]))
+t = r["totals"]
+l = r.get("send_lateness_wall_ms") or {}
+print(eval(sys.argv[2]))
 EOF
 }
 
 secs=${DURATION%s}
+declare -A closed
+tools="stampede wrk"
+[ -n "$bombardier" ] && tools="$tools bombardier"
+[ -n "$hey" ] && tools="$tools hey"
+[ -n "$vegeta" ] && tools="$tools vegeta"
 
-echo "== stampede: $USERS closed users, no think time, $DURATION" >&2
-scenario "$DURATION" 0 >"$work/bench.yaml"
-"$work/stampede" run "$work/bench.yaml" --target "$target/" --no-progress -o "$work/out-rate" >"$work/stampede.log" 2>&1 || {
-  cat "$work/stampede.log" >&2; exit 1; }
-stampede_rps=$(rps "$work/out-rate/results.json")
+echo "== closed model: $USERS users, no think time, $DURATION, $ROUNDS rounds" >&2
+for r in $(seq "$ROUNDS"); do
+  for tool in $tools; do
+    case $tool in
+    stampede)
+      res=$(stampede_run "$work/closed.yaml")
+      v=$(field "$res" '"%.0f" % (t["requests"] / r["wall_duration_s"])') ;;
+    wrk)
+      v=$(wrk -t2 -c"$USERS" -d"$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}') ;;
+    bombardier)
+      v=$("$bombardier" -c "$USERS" -d "$DURATION" -p r -o json "$target/" 2>/dev/null |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print("%.0f" % (sum(r[k] for k in ("req1xx","req2xx","req3xx","req4xx","req5xx","others")) / (r["timeTakenSeconds"])))') ;;
+    hey)
+      v=$("$hey" -c "$USERS" -z "$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}') ;;
+    vegeta)
+      v=$(echo "GET $target/" | "$vegeta" attack -rate=0 -max-workers="$USERS" -duration="$DURATION" |
+        "$vegeta" report -type=json | python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["rate"])') ;;
+    esac
+    closed[$tool]="${closed[$tool]:-} $v"
+    printf 'round %s  %-10s %8s req/s\n' "$r" "$tool" "$v"
+  done
+done
 
-echo "== vegeta: -rate=0 -max-workers=$USERS -duration=$DURATION" >&2
-echo "GET $target/" | "$vegeta" attack -rate=0 -max-workers="$USERS" -duration="$DURATION" >"$work/vegeta.bin"
-vegeta_rps=$("$vegeta" report -type=json <"$work/vegeta.bin" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.0f" % r["rate"])')
+# stats "a1 a2 ..." "b1 b2 ...": median (min-max) of the ratios a_i/b_i.
+stats() {
+  python3 - "$1" "$2" <<'EOF'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+r = [x / y for x, y in zip(a, b) if y > 0]
+print("%.2f (%.2f-%.2f)" % (statistics.median(r), min(r), max(r)) if r else "n/a")
+EOF
+}
+med() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))' "$1"; }
 
-echo "== hey: -c $USERS -z $DURATION" >&2
-hey_rps=$(hey -c "$USERS" -z "$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}')
-
-echo "== wrk: -t2 -c$USERS -d$DURATION" >&2
-wrk_rps=$(wrk -t2 -c"$USERS" -d"$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}')
-
-ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 echo
-printf '%-10s %10s\n' tool 'requests/s'
-printf '%-10s %10s\n' stampede "$stampede_rps" vegeta "$vegeta_rps" hey "$hey_rps" wrk "$wrk_rps"
-echo
-echo "stampede/vegeta $(ratio "$stampede_rps" "$vegeta_rps")   (target >= 1)"
-echo "stampede/hey    $(ratio "$stampede_rps" "$hey_rps")"
-echo "stampede/wrk    $(ratio "$stampede_rps" "$wrk_rps")"
+echo "closed model, $USERS users: requests/s median (min-max) over $ROUNDS rounds"
+for tool in $tools; do printf '  %-10s %s\n' "$tool" "$(med "${closed[$tool]}")"; done
+for tool in $tools; do
+  [ "$tool" = stampede ] && continue
+  goal=""
+  [ "$tool" = wrk ] && goal="   (goal >= 0.5)"
+  [ "$tool" = bombardier ] && goal="   (goal >= 1)"
+  printf '  stampede/%-10s %s%s\n' "$tool" "$(stats "${closed[stampede]}" "${closed[$tool]}")" "$goal"
+done
 
-echo >&2
-echo "== stampede: $TOTAL requests, peak RSS" >&2
-per_user=$(( (TOTAL + USERS - 1) / USERS ))
-scenario 1h "$per_user" >"$work/million.yaml"
-/usr/bin/time -v "$work/stampede" run "$work/million.yaml" --target "$target/" --no-progress -o "$work/out-million" \
-  >"$work/million.log" 2>"$work/million.time" || { cat "$work/million.log" "$work/million.time" >&2; exit 1; }
-rss_kb=$(awk -F': *' '/Maximum resident set size/ {print $2}' "$work/million.time")
-million_requests=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["requests"])' "$work/out-million/results.json")
-million_rps=$(rps "$work/out-million/results.json")
+step=${STEP%s}
 echo
-echo "stampede $million_requests requests at $million_rps requests/s: peak RSS $(( rss_kb / 1024 )) MB (target < 150 MB)"
+echo "== open model, constant arrivals, $STEP per rate, $ROUNDS rounds" >&2
+declare -A sent late drop vsent
+for rate in $LADDER; do
+  open_yaml "$rate" >"$work/open-$rate.yaml"
+  for r in $(seq "$ROUNDS"); do
+    res=$(stampede_run "$work/open-$rate.yaml")
+    want=$(python3 -c "print($rate * $step)")
+    s=$(field "$res" '"%.1f" % (100.0 * (t["requests"] - t["dropped"]) / '"$want"')')
+    p=$(field "$res" '"%.2f" % l.get("p99", float("nan"))')
+    d=$(field "$res" 't["dropped"]')
+    sent[$rate]="${sent[$rate]:-} $s"; late[$rate]="${late[$rate]:-} $p"; drop[$rate]="${drop[$rate]:-} $d"
+    line="round $r  $rate/s  stampede sent $s%, dropped $d, send lateness p99 $p ms"
+    if [ -n "$vegeta" ]; then
+      v=$(echo "GET $target/" | "$vegeta" attack -rate="$rate/s" -duration="$STEP" -timeout=2s |
+        "$vegeta" report -type=json | python3 -c "import json,sys; r=json.load(sys.stdin); print('%.1f' % (100.0 * r['requests'] / ($rate * $step)))")
+      vsent[$rate]="${vsent[$rate]:-} $v"
+      line="$line; vegeta sent $v%"
+    fi
+    echo "$line"
+  done
+done
+echo
+echo "open model: median (min-max) over $ROUNDS rounds"
+for rate in $LADDER; do
+  printf '  %6s/s  stampede sent %s%%, dropped %s, lateness p99 %s ms' "$rate" \
+    "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.1f (%.1f-%.1f)" % (statistics.median(v), min(v), max(v)))' "${sent[$rate]}")" \
+    "$(med "${drop[$rate]}")" \
+    "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v)))' "${late[$rate]}")"
+  [ -n "$vegeta" ] && printf '; vegeta sent %s%%' "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.1f (%.1f-%.1f)" % (statistics.median(v), min(v), max(v)))' "${vsent[$rate]}")"
+  echo
+done
+echo "  goals: 20000/s with lateness p99 < 5 ms and 0 dropped; 40000/s with < 20 ms"

@@ -362,8 +362,8 @@ type pair struct {
 	// dial, in memory, connects to the proxy from a client's address;
 	// nil over TCP.
 	dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
-	// listen makes a listener in front of rp for the prober: in memory,
-	// or on loopback TCP.
+	// listen makes a listener in front of rp for the prober, and how to
+	// dial it: in memory, or on loopback TCP.
 	listen func() (net.Listener, dialFunc, error)
 
 	stopBackend context.CancelFunc
@@ -479,7 +479,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		}
 		p.listen = func() (net.Listener, dialFunc, error) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
-			return l, nil, err
+			return l, (&net.Dialer{}).DialContext, err
 		}
 	}
 	rp := limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{

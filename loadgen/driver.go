@@ -1,8 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +19,7 @@ import (
 
 	"stampede/clock"
 	"stampede/fakebackend"
+	"stampede/internal/h1"
 	"stampede/limiterproxy"
 	"stampede/scenarios"
 	"stampede/workload"
@@ -29,6 +30,12 @@ const (
 	// resultBuffer is how many results may wait for the sink goroutine before
 	// producers block on it.
 	resultBuffer = 8192
+)
+
+// The answer's headers the driver reads, as h1.Client.Get passes them.
+var (
+	serviceHeader = []byte(fakebackend.HeaderService)
+	limitHeader   = []byte(limiterproxy.LimitHeader)
 )
 
 // errDrainExpired is the cause of the run context's cancellation when the
@@ -178,6 +185,7 @@ type Driver struct {
 	reject     []int
 	maxFlight  int64
 	urls       []*url.URL
+	uris       []string // urls' request targets
 	tenants    []*tenant
 	transports []idleCloser
 	counters   *Counters
@@ -222,6 +230,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u.Path = base + r.Path
 		u.RawPath = ""
 		d.urls = append(d.urls, &u)
+		d.uris = append(d.uris, u.RequestURI())
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
 	byAddr := map[string]http.RoundTripper{}
@@ -296,11 +305,10 @@ func isLoopbackV4(host string) bool {
 // idleCloser is what Run needs of a transport when it ends.
 type idleCloser interface{ CloseIdleConnections() }
 
-// transport returns a keep-alive HTTP/1.1 transport whose connections come
-// from the source address addr ("" for the system's choice): with
-// DriverOptions.Dial a leanClient over it, else an http.Transport over TCP.
+// transport returns a keep-alive HTTP/1.1 client (h1.Client) whose
+// connections come from the source address addr ("" for the system's
+// choice): over DriverOptions.Dial, or TCP to the target.
 func (d *Driver) transport(addr string) (http.RoundTripper, error) {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	var from netip.Addr
 	if addr != "" {
 		host := addr
@@ -312,23 +320,26 @@ func (d *Driver) transport(addr string) (http.RoundTripper, error) {
 			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
 		}
 		from = ip
-		dialer.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
 	}
-	if d.opts.Dial != nil {
-		return newLeanClient(from, d.opts.Dial, int(d.maxFlight)), nil
+	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight)}, nil
+}
+
+// dialer returns how the driver's connections from the address from
+// (zero: the system's choice) are made: DriverOptions.Dial, or TCP to the
+// target.
+func (d *Driver) dialer(from netip.Addr) func(ctx context.Context) (net.Conn, error) {
+	if dial := d.opts.Dial; dial != nil {
+		return func(ctx context.Context) (net.Conn, error) { return dial(ctx, from) }
 	}
-	return &http.Transport{
-		DialContext:         dialer.DialContext,
-		MaxIdleConns:        0, // no overall bound; per host below
-		MaxIdleConnsPerHost: int(d.maxFlight),
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-		// A non-nil empty map turns HTTP/2 off: the proxy counts requests,
-		// and one connection per request in flight is what a browser fleet
-		// behind nginx looks like.
-		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-	}, nil
+	nd := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if from.IsValid() {
+		nd.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
+	}
+	addr := d.opts.Target.Host
+	if d.opts.Target.Port() == "" {
+		addr = net.JoinHostPort(d.opts.Target.Hostname(), "80")
+	}
+	return func(ctx context.Context) (net.Conn, error) { return nd.DialContext(ctx, "tcp", addr) }
 }
 
 // wall converts model time to wall time.
@@ -419,7 +430,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 		open = append(open, t)
 	}
 	if len(open) > 0 {
-		producers.Go(func() { d.schedule(runCtx, start, open, results, &producers) })
+		producers.Go(func() { d.schedule(runCtx, start, open, results) })
 	}
 
 	finished := make(chan struct{})
@@ -449,7 +460,14 @@ func stream(tenant int32, n int) uint64 {
 	return 1<<63 | uint64(uint32(tenant))<<24 | uint64(n)&(1<<24-1)
 }
 
-// consume hands results to sink, and calls Sample between them.
+// consumeBatch is how long the sink goroutine lets results gather before
+// taking them, while they come faster than one per batch: waking it for
+// each result would cost a hand-off between goroutines per request.
+const consumeBatch = 2 * time.Millisecond
+
+// consume hands results to sink, and calls Sample between them. While
+// results come in bunches it takes them a batch at a time (consumeBatch);
+// otherwise it wakes for each.
 func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink workload.Sink, done chan<- struct{}) {
 	defer close(done)
 	var tick <-chan time.Time
@@ -462,22 +480,53 @@ func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink w
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	batch := time.NewTimer(consumeBatch)
+	batch.Stop()
+	defer batch.Stop()
 	// One Result reused: sinks must not keep the pointer past Add.
 	var r workload.Result
+	add := func(res workload.Result) {
+		r = res
+		d.counters.outcomes[r.Outcome].Add(1)
+		if r.Outcome != workload.Dropped {
+			d.late.record(time.Duration(r.Late) * time.Microsecond)
+		}
+		sink.Add(&r)
+	}
+	n := 0 // results taken at the last wake
 	for {
-		select {
-		case res, ok := <-results:
-			if !ok {
-				return
+		if n >= 2 {
+			batch.Reset(consumeBatch)
+			select {
+			case <-batch.C:
+			case now := <-tick:
+				d.opts.Sample(d.model(now.Sub(start)))
 			}
-			r = res
-			d.counters.outcomes[r.Outcome].Add(1)
-			if r.Outcome != workload.Dropped {
-				d.late.record(time.Duration(r.Late) * time.Microsecond)
+			n = 0
+		} else {
+			select {
+			case res, ok := <-results:
+				if !ok {
+					return
+				}
+				add(res)
+				n = 1
+			case now := <-tick:
+				d.opts.Sample(d.model(now.Sub(start)))
+				n = 0
 			}
-			sink.Add(&r)
-		case now := <-tick:
-			d.opts.Sample(d.model(now.Sub(start)))
+		}
+		for more := true; more; {
+			select {
+			case res, ok := <-results:
+				if !ok {
+					return
+				}
+				add(res)
+				n++
+			default:
+				more = false
+			}
 		}
 	}
 }
@@ -516,8 +565,17 @@ func (h arrivalHeap) down(i int) {
 }
 
 // schedule fires every open-model tenant's arrivals at their intended times
-// from one timer, each request in a goroutine of its own that wg owns.
-func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result, wg *sync.WaitGroup) {
+// from one timer, each request on a sender of the pool (senders), which it
+// waits for before returning.
+func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result) {
+	pool := newSenders(int(d.maxFlight), func(s send) {
+		defer d.openFlight.Add(-1)
+		defer s.t.inFlight.Add(-1)
+		if r, ok := d.do(ctx, start, s.t, s.rt, s.route, s.at, s.paced); ok {
+			out <- r
+		}
+	})
+	defer pool.close()
 	h := make(arrivalHeap, 0, len(open))
 	for _, t := range open {
 		if at, ok := t.arrivals.Next(); ok {
@@ -561,13 +619,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		d.openFlight.Add(1)
 		rt := t.visitor(t.arrived) // each arrival a new visitor
 		t.arrived++
-		wg.Go(func() {
-			defer d.openFlight.Add(-1)
-			defer t.inFlight.Add(-1)
-			if r, ok := d.do(ctx, start, t, rt, route, a.at, paced); ok {
-				out <- r
-			}
-		})
+		pool.start(send{t: t, rt: rt, route: route, at: a.at, paced: paced})
 	}
 }
 
@@ -622,15 +674,6 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 		reqCtx, cancel = context.WithTimeout(ctx, t.timeout)
 		defer cancel()
 	}
-	req := (&http.Request{
-		Method:     http.MethodGet,
-		URL:        d.urls[route],
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{},
-		Host:       t.host,
-	}).WithContext(reqCtx)
 
 	c := d.counters
 	c.sent.Add(1)
@@ -652,13 +695,34 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	if sent.Before(from) {
 		from = sent
 	}
-	resp, err := rt.RoundTrip(req)
-	if err == nil {
-		status = resp.StatusCode
-		service = resp.Header[fakebackend.HeaderService]
-		limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	var err error
+	if c, ok := rt.(*h1.Client); ok {
+		status, err = c.Get(reqCtx, d.uris[route], t.host, func(name, value []byte) {
+			switch {
+			case bytes.EqualFold(name, serviceHeader):
+				service = []string{string(value)}
+			case bytes.EqualFold(name, limitHeader):
+				limited = len(value) > 0
+			}
+		})
+	} else {
+		req := (&http.Request{
+			Method:     http.MethodGet,
+			URL:        d.urls[route],
+			Proto:      "HTTP/1.1",
+			ProtoMajor: 1,
+			ProtoMinor: 1,
+			Header:     http.Header{},
+			Host:       t.host,
+		}).WithContext(reqCtx)
+		var resp *http.Response
+		if resp, err = rt.RoundTrip(req); err == nil {
+			status = resp.StatusCode
+			service = resp.Header[fakebackend.HeaderService]
+			limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
 	}
 	end := time.Now()
 	took := end.Sub(from)

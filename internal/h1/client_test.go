@@ -1,4 +1,4 @@
-package loadgen
+package h1
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"stampede/internal/memnet"
 )
 
-// TestLeanClient sends GETs through leanClient to a net/http server over
+// TestClient sends GETs through Client to a net/http server over
 // memnet and checks what the server saw and what came back: keep-alive
 // reuse, Connection: close, a connection the server closed while idle
 // (sent again on a new one), and a request whose context ends.
-func TestLeanClient(t *testing.T) {
+func TestClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := memnet.Listen(memnet.Options{})
 		var conns atomic.Int32
@@ -44,7 +44,8 @@ func TestLeanClient(t *testing.T) {
 		}
 		go srv.Serve(ln)
 		defer srv.Close()
-		lc := newLeanClient(netip.MustParseAddr("10.0.0.9"), ln.Dial, 4)
+		from := netip.MustParseAddr("10.0.0.9")
+		lc := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return ln.Dial(ctx, from) }, MaxIdle: 4}
 		defer lc.CloseIdleConnections()
 		get := func(step, path string, ctx context.Context) (string, error) {
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://x"+path, nil)

@@ -1,0 +1,280 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Client sends HTTP/1.1 requests without a body over keep-alive
+// connections that Dial makes. The caller's goroutine writes the request
+// and reads the answer itself: there is no goroutine per connection and no
+// hand-off between goroutines, which is where http.Transport spends most
+// of a small request's CPU. The bytes on the wire are what http.Transport
+// sends for the same request: the request line, Host, User-Agent (Go's
+// unless the request sets one), the request's headers, and
+// Content-Length: 0 for the methods that carry a body. Gzip is not asked
+// for (as with DisableCompression) and HTTP/2 is never spoken.
+//
+// A Client's fields must be set before first use; it is then safe for
+// concurrent use. Close it to close its idle connections.
+type Client struct {
+	// Dial makes a new connection. Required.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// MaxIdle bounds the idle connections kept for reuse; zero keeps
+	// none, so that every request has a connection of its own.
+	MaxIdle int
+	// HeaderTimeout bounds the wait for the answer's headers once the
+	// request is written, and then each wait for more of its body; zero
+	// waits forever. An exchange that runs out of it fails with an error
+	// whose Timeout method says true (a net.Error).
+	HeaderTimeout time.Duration
+	// NoRetry says never to send a request twice. False sends a request
+	// once more on a new connection when a reused one fails before any
+	// byte of the answer (the server closed it while idle), as
+	// http.Transport does for a request without a body.
+	NoRetry bool
+	// MaxBody bounds the answer's body, which RoundTrip reads into memory;
+	// zero means DefaultMaxBody.
+	MaxBody int64
+
+	mu   sync.Mutex
+	idle []*conn
+}
+
+// DefaultMaxBody is the bound on an answer's body when Client.MaxBody is
+// zero.
+const DefaultMaxBody = 8 << 20
+
+// conn is a connection and its buffers.
+type conn struct {
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+var _ http.RoundTripper = (*Client)(nil)
+
+// ErrBody is the error of a request RoundTrip cannot send: one with a body
+// or a protocol upgrade. Callers that may make such requests send them
+// another way.
+var ErrBody = errors.New("h1: request has a body or asks for an upgrade")
+
+// errAborted is the error of an exchange whose request context ended.
+var errAborted = errors.New("h1: request aborted")
+
+// Sendable reports whether RoundTrip can send req: no body and no upgrade.
+func Sendable(req *http.Request) bool {
+	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+		return false
+	}
+	_, upgrade := req.Header["Upgrade"]
+	return !upgrade
+}
+
+func (l *Client) get() *conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.idle); n > 0 {
+		c := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		return c
+	}
+	return nil
+}
+
+func (l *Client) put(c *conn) {
+	l.mu.Lock()
+	if len(l.idle) < l.MaxIdle {
+		l.idle = append(l.idle, c)
+		c = nil
+	}
+	l.mu.Unlock()
+	if c != nil {
+		c.c.Close()
+	}
+}
+
+// CloseIdleConnections closes the idle connections.
+func (l *Client) CloseIdleConnections() {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = nil
+	l.mu.Unlock()
+	for _, c := range idle {
+		c.c.Close()
+	}
+}
+
+// RoundTrip sends req and returns the answer with its body read into
+// memory, so that the connection goes back to the pool at once. It fails
+// with ErrBody for a request that is not Sendable. req's context ends the
+// exchange at once: its connection is closed.
+func (l *Client) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !Sendable(req) {
+		return nil, ErrBody
+	}
+	ctx := req.Context()
+	var resp *http.Response
+	err := l.attempt(ctx, func(c *conn) (bool, error) {
+		r, started, err := l.exchange(ctx, c, req)
+		resp = r
+		return started, err
+	})
+	return resp, err
+}
+
+// attempt runs ex on an idle connection or a new one. When ex fails, the
+// connection is closed, and the exchange is tried once more on a new
+// connection if the failed one was reused and no byte of the answer came
+// (started false) and NoRetry is not set. ex puts the connection back, or
+// closes it, when it succeeds.
+func (l *Client) attempt(ctx context.Context, ex func(c *conn) (started bool, err error)) error {
+	for n := 0; ; n++ {
+		c := l.get()
+		reused := c != nil
+		if c == nil {
+			nc, err := l.Dial(ctx)
+			if err != nil {
+				return err
+			}
+			c = &conn{c: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 1024)}
+		}
+		started, err := ex(c)
+		if err == nil {
+			return nil
+		}
+		c.c.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if l.NoRetry || !reused || started || n > 0 {
+			return err
+		}
+	}
+}
+
+// bodyMethods are the methods http.Transport sends Content-Length: 0 with
+// when they have no body.
+func bodyMethod(m string) bool {
+	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
+}
+
+// writeRequest writes req's head to bw.
+func writeRequest(bw *bufio.Writer, req *http.Request) error {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(req.URL.RequestURI())
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(host)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		bw.WriteString("\r\nUser-Agent: Go-http-client/1.1")
+	}
+	bw.WriteString("\r\n")
+	if len(req.Header) > 0 {
+		if err := req.Header.WriteSubset(bw, skipHeaders); err != nil {
+			return err
+		}
+	}
+	if bodyMethod(method) {
+		bw.WriteString("Content-Length: 0\r\n")
+	}
+	if req.Close {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("\r\n")
+	return bw.Flush()
+}
+
+// skipHeaders are written by writeRequest itself, as http.Request.Write
+// does.
+var skipHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Connection": true}
+
+// exchange writes req on c and reads the answer. Started says bytes of the
+// answer came before the error.
+func (l *Client) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
+	// The context's end aborts the connection's I/O at once.
+	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := writeRequest(c.bw, req); err != nil {
+		return nil, false, err
+	}
+	if l.HeaderTimeout > 0 {
+		c.c.SetReadDeadline(time.Now().Add(l.HeaderTimeout))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, false, err
+	}
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil {
+		return nil, true, err
+	}
+	limit := l.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	body, err := readBody(resp, c, l.HeaderTimeout, limit)
+	if err != nil {
+		return nil, true, err
+	}
+	if l.HeaderTimeout > 0 {
+		c.c.SetReadDeadline(time.Time{})
+	}
+	if !stop() {
+		// The context ended meanwhile: the deadline may be set.
+		return nil, true, errAborted
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if resp.Close || req.Close {
+		c.c.Close()
+	} else {
+		l.put(c)
+	}
+	return resp, true, nil
+}
+
+// readBody reads resp's body, at most limit bytes, each read within
+// timeout when it is not zero.
+func readBody(resp *http.Response, c *conn, timeout time.Duration, limit int64) ([]byte, error) {
+	defer resp.Body.Close()
+	var buf []byte
+	if n := resp.ContentLength; n > 0 && n <= limit {
+		buf = make([]byte, 0, n)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		if timeout > 0 {
+			c.c.SetReadDeadline(time.Now().Add(timeout))
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("h1: answer body over %s bytes", strconv.FormatInt(limit, 10))
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"stampede/internal/memnet"
+)
+
+// TestGet sends GETs through Client.Get to a net/http server over memnet
+// and checks each answer's status, the headers passed on, and whether the
+// connection was kept: a sized body, a chunked one, Connection: close, a
+// 204, and an HTTP/1.0 answer from a raw server.
+func TestGet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := memnet.Listen(memnet.Options{})
+		var conns atomic.Int32
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Seen", r.Host+" "+r.URL.RequestURI())
+				switch r.URL.Path {
+				case "/chunked":
+					w.WriteHeader(http.StatusAccepted)
+					w.(http.Flusher).Flush()
+					io.WriteString(w, strings.Repeat("x", 10000))
+				case "/close":
+					w.Header().Set("Connection", "close")
+					w.WriteHeader(http.StatusServiceUnavailable)
+					io.WriteString(w, "no")
+				case "/empty":
+					w.WriteHeader(http.StatusNoContent)
+				default:
+					io.WriteString(w, "ok")
+				}
+			}),
+			ConnState: func(c net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			},
+		}
+		go srv.Serve(ln)
+		defer srv.Close()
+		c := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return ln.DialContext(ctx, "", "") }, MaxIdle: 4}
+		defer c.CloseIdleConnections()
+		for i, s := range []struct {
+			uri    string
+			status int
+			conns  int32 // the server's connections after the step
+		}{
+			{"/a?x=1", 200, 1},
+			{"/chunked", 202, 1},
+			{"/empty", 204, 1},
+			{"/close", 503, 1},
+			{"/b", 200, 2},
+		} {
+			seen := ""
+			st, err := c.Get(context.Background(), s.uri, "Site.example", func(name, value []byte) {
+				if strings.EqualFold(string(name), "x-seen") {
+					seen = string(value)
+				}
+			})
+			if err != nil || st != s.status || seen != "Site.example "+s.uri {
+				t.Errorf("step %d %s: status %d, X-Seen %q, %v; want %d, %q", i, s.uri, st, seen, err, s.status, "Site.example "+s.uri)
+			}
+			synctest.Wait()
+			if n := conns.Load(); n != s.conns {
+				t.Errorf("step %d %s: server saw %d connections, want %d", i, s.uri, n, s.conns)
+			}
+		}
+
+		// HTTP/1.0 without keep-alive, and a body to the connection's end.
+		raw := memnet.Listen(memnet.Options{})
+		defer raw.Close()
+		go func() {
+			for {
+				nc, err := raw.Accept()
+				if err != nil {
+					return
+				}
+				br := bufio.NewReader(nc)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil || line == "\r\n" {
+						break
+					}
+				}
+				fmt.Fprint(nc, "HTTP/1.0 200 OK\r\nX-Seen: raw\r\n\r\nto the end")
+				nc.Close()
+			}
+		}()
+		rc := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return raw.DialContext(ctx, "", "") }, MaxIdle: 4}
+		for i := range 2 {
+			if st, err := rc.Get(context.Background(), "/", "h", nil); err != nil || st != 200 {
+				t.Errorf("HTTP/1.0 step %d: status %d, %v; want 200", i, st, err)
+			}
+		}
+		if n := len(rc.idle); n != 0 {
+			t.Errorf("HTTP/1.0: %d idle connections kept, want none", n)
+		}
+	})
+}
