@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -11,37 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"stampede/fakebackend"
 	"stampede/workerpool"
 )
-
-// proxyOutput collects a command's output while a test reads it.
-type proxyOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *proxyOutput) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *proxyOutput) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func runProxyCLI(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestProxyBadFlags(t *testing.T) {
 	tests := []struct {
@@ -62,7 +35,7 @@ func TestProxyBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
 	}
 	for i, tt := range tests {
-		code, _, stderr := runProxyCLI(tt.args...)
+		code, _, stderr := runCLI(t, t.Context(), tt.args...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("step %d: %v: exit %d, stderr %q; want exit 2 and %q", i, tt.args, code, stderr, tt.want)
 		}
@@ -70,7 +43,7 @@ func TestProxyBadFlags(t *testing.T) {
 }
 
 func TestProxyPrintNginx(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
+	code, out, stderr := runCLI(t, t.Context(), "proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -97,7 +70,7 @@ func TestProxyBusyPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	code, _, stderr := runProxyCLI("proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
+	code, _, stderr := runCLI(t, t.Context(), "proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
 	want := "listen " + ln.Addr().String() + ": address already in use"
 	if code != exitError || !strings.Contains(stderr, want) {
 		t.Errorf("busy port: exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
@@ -110,32 +83,7 @@ var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
 // returns its URL.
 func startProxyCLI(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr proxyOutput
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("stampede proxy exited %d: %s", code, stderr.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("stampede proxy exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stampede proxy did not say where it listens: %q", stderr.String())
-		}
-	}
+	return startCLI(t, listeningRE, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)[1]
 }
 
 func concurrentGets(t *testing.T, base string, hosts []string) map[int]int {
@@ -246,7 +194,7 @@ func TestNginxConfigCommand(t *testing.T) {
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runProxyCLI("nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01")
+	code, out, stderr := runCLI(t, t.Context(), "nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -255,16 +203,16 @@ func TestNginxConfigCommand(t *testing.T) {
 			t.Errorf("nginx-config output lacks %q:\n%s", want, out)
 		}
 	}
-	if code, _, stderr := runProxyCLI("nginx-config", filepath.Join(dir, "missing.yaml")); code != exitUsage {
+	if code, _, stderr := runCLI(t, t.Context(), "nginx-config", filepath.Join(dir, "missing.yaml")); code != exitUsage {
 		t.Errorf("missing file: exit %d (%s), want 2", code, stderr)
 	}
-	if code, _, stderr := runProxyCLI("nginx-config", path, "--time-scale", "-1"); code != exitUsage || !strings.Contains(stderr, "--time-scale") {
+	if code, _, stderr := runCLI(t, t.Context(), "nginx-config", path, "--time-scale", "-1"); code != exitUsage || !strings.Contains(stderr, "--time-scale") {
 		t.Errorf("--time-scale -1: exit %d (%s), want 2 naming the flag", code, stderr)
 	}
 }
 
 func TestProxyPrintNginxLocations(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009",
+	code, out, stderr := runCLI(t, t.Context(), "proxy", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "$host=8", "--limit-conn", "/api/method/stock_balance,/api/method/general_ledger:$host=4",
 		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx")
 	if code != 0 {
@@ -286,7 +234,7 @@ func TestProxyPrintNginxLocations(t *testing.T) {
 
 func TestNginxConfigSnippet(t *testing.T) {
 	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
-	code, out, stderr := runProxyCLI("nginx-config", path, "--snippet", "--headers=false")
+	code, out, stderr := runCLI(t, t.Context(), "nginx-config", path, "--snippet", "--headers=false")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -11,12 +11,12 @@ import (
 // exit 2, and exported by --print-nginx and nginx-config.
 func TestProxyTimeoutFlags(t *testing.T) {
 	for _, flag := range []string{"--send-timeout", "--client-body-timeout", "--client-header-timeout"} {
-		code, _, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:1", flag, "0s")
+		code, _, stderr := runCLI(t, t.Context(), "proxy", "--upstream", "http://127.0.0.1:1", flag, "0s")
 		if code != 2 || !strings.Contains(stderr, flag+" 0s: want a duration above 0") {
 			t.Errorf("%s 0s: exit %d, stderr %q; want 2 and the flag named", flag, code, stderr)
 		}
 	}
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9000", "--print-nginx",
+	code, out, stderr := runCLI(t, t.Context(), "proxy", "--upstream", "http://127.0.0.1:9000", "--print-nginx",
 		"--read-timeout", "2s", "--send-timeout", "3s", "--client-body-timeout", "4s", "--client-header-timeout", "5s")
 	if code != 0 {
 		t.Fatalf("--print-nginx: exit %d: %s", code, stderr)
@@ -38,7 +38,7 @@ tenants: [{group: g, host: h.example.com, load: {rate: 1/s}}]
 	if err := os.WriteFile(file, []byte(sc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr = runProxyCLI("nginx-config", file, "--time-scale", "0.5")
+	code, out, stderr = runCLI(t, t.Context(), "nginx-config", file, "--time-scale", "0.5")
 	if code != 0 {
 		t.Fatalf("nginx-config: exit %d: %s", code, stderr)
 	}

@@ -14,15 +14,6 @@ import (
 	"stampede/scenarios"
 )
 
-// runCLI runs the command line in-process and returns its exit status and
-// output.
-func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(ctx, args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 // miniScenario is a small scenario that simulates in milliseconds: one noisy
 // tenant with four long requests and a limit of two, and quiet tenants.
 const miniScenario = `name: mini
@@ -267,31 +258,26 @@ func TestRunSimDeterministic(t *testing.T) {
 var wallRE = regexp.MustCompile(`"(wall_duration_s|start_unix_ms)": [0-9.e+-]+`)
 
 func TestRunHelpAndFlagSuggestions(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+	code, stdout, _ := runCLI(t, t.Context(), "run", "--help")
+	if code != 0 {
 		t.Fatalf("run --help exits %d, want 0", code)
 	}
 	for _, want := range []string{"Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("run --help lacks %q", want)
 		}
 	}
-	if strings.Contains(out.String(), "--target stampede") {
-		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", out.String())
+	if strings.Contains(stdout, "--target stampede") {
+		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", stdout)
 	}
-	out.Reset()
-	errb.Reset()
-	if code := run(context.Background(), []string{"run", "--engin", "sim", "x.yaml"}, strings.NewReader(""), &out, &errb); code != exitUsage {
-		t.Errorf("a mistyped flag exits %d, want %d", code, exitUsage)
+	if code, _, stderr := runCLI(t, t.Context(), "run", "--engin", "sim", "x.yaml"); code != exitUsage || !strings.Contains(stderr, "did you mean --engine?") {
+		t.Errorf("a mistyped flag exits %d and says %q, want %d and a suggestion of --engine", code, stderr, exitUsage)
 	}
-	if !strings.Contains(errb.String(), "did you mean --engine?") {
-		t.Errorf("a mistyped flag says %q, want a suggestion of --engine", errb.String())
+	code, stdout, stderr := runCLI(t, t.Context(), "__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p")
+	if code != 0 {
+		t.Fatalf("completing --sweep exits %d: %s", code, stderr)
 	}
-	out.Reset()
-	if code := run(context.Background(), []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("completing --sweep exits %d: %s", code, errb.String())
-	}
-	if !strings.Contains(out.String(), "proxy.limit_conn.per_key=") {
-		t.Errorf("completing --sweep proxy.limit_conn.p gives %q, want proxy.limit_conn.per_key=", out.String())
+	if !strings.Contains(stdout, "proxy.limit_conn.per_key=") {
+		t.Errorf("completing --sweep proxy.limit_conn.p gives %q, want proxy.limit_conn.per_key=", stdout)
 	}
 }
