@@ -15,22 +15,12 @@ import (
 	"stampede/internal/tool"
 )
 
-// DebianPath is where Debian installs gunicorn. Path looks there first.
-const DebianPath = "/usr/bin/gunicorn"
-
-// RequireEnv is the environment variable that, set to 1, makes Require fail
-// a test that it would otherwise skip for want of gunicorn.
-const RequireEnv = "STAMPEDE_REQUIRE_GUNICORN"
-
-// program is gunicorn as tests look for it.
-var program = tool.Program{Name: "gunicorn", DebianPath: DebianPath, Package: "gunicorn", RequireEnv: RequireEnv}
-
-// Path returns the gunicorn binary: DebianPath when it is there, else gunicorn
-// from PATH. ok is false when there is neither.
-func Path() (path string, ok bool) { return program.Path() }
+// program is gunicorn as tests look for it: Debian's /usr/bin/gunicorn, else gunicorn
+// from PATH; STAMPEDE_REQUIRE_GUNICORN=1 makes its absence a failure.
+var program = tool.Program{Name: "gunicorn", DebianPath: "/usr/bin/gunicorn", Package: "gunicorn", RequireEnv: "STAMPEDE_REQUIRE_GUNICORN"}
 
 // Require returns the gunicorn binary. When there is none it skips the test,
-// saying why, or fails it when RequireEnv is set to 1.
+// saying why, or fails it when STAMPEDE_REQUIRE_GUNICORN is set to 1.
 func Require(t testing.TB) string {
 	t.Helper()
 	return program.Require(t)

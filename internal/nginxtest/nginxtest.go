@@ -14,22 +14,12 @@ import (
 	"stampede/internal/tool"
 )
 
-// DebianPath is where Debian installs nginx. Path looks there first.
-const DebianPath = "/usr/sbin/nginx"
-
-// RequireEnv is the environment variable that, set to 1, makes Require fail
-// a test that it would otherwise skip for want of nginx.
-const RequireEnv = "STAMPEDE_REQUIRE_NGINX"
-
-// program is nginx as tests look for it.
-var program = tool.Program{Name: "nginx", DebianPath: DebianPath, Package: "nginx", RequireEnv: RequireEnv}
-
-// Path returns the nginx binary: DebianPath when it is there, else nginx
-// from PATH. ok is false when there is neither.
-func Path() (path string, ok bool) { return program.Path() }
+// program is nginx as tests look for it: Debian's /usr/sbin/nginx, else nginx
+// from PATH; STAMPEDE_REQUIRE_NGINX=1 makes its absence a failure.
+var program = tool.Program{Name: "nginx", DebianPath: "/usr/sbin/nginx", Package: "nginx", RequireEnv: "STAMPEDE_REQUIRE_NGINX"}
 
 // Require returns the nginx binary. When there is none it skips the test,
-// saying why, or fails it when RequireEnv is set to 1.
+// saying why, or fails it when STAMPEDE_REQUIRE_NGINX is set to 1.
 func Require(t testing.TB) string {
 	t.Helper()
 	return program.Require(t)

@@ -34,11 +34,3 @@ func TestConf(t *testing.T) {
 		t.Errorf("Conf(\"    BODY\") =\n%s\nwant the pid file, then http { the temporary paths, BODY }", got)
 	}
 }
-
-// TestPath checks that Path and Require agree on the binary.
-func TestPath(t *testing.T) {
-	got := Require(t)
-	if path, ok := Path(); !ok || path != got {
-		t.Fatalf("Path() = %q, %v; Require = %q, want the same path and true", path, ok, got)
-	}
-}
