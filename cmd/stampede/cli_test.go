@@ -37,7 +37,9 @@ func startCLI(t *testing.T, listening *regexp.Regexp, args ...string) []string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr testproc.Output
 	var code int
-	early := false // the command returned before it said where it listens: already reported
+	// early: the command returned before it said where it listens, which
+	// is reported already.
+	early := false
 	exited := make(chan struct{}) // closed once run has returned, with code set
 	go func() {
 		code = run(ctx, args, strings.NewReader(""), io.Discard, &stderr)
@@ -70,4 +72,21 @@ func startCLI(t *testing.T, listening *regexp.Regexp, args ...string) []string {
 		t.Fatalf("stampede %s did not say where it listens (%v): %q", strings.Join(args, " "), err, stderr.String())
 	}
 	return m
+}
+
+// runWant runs the command line in-process, and fails the test at once
+// unless it exits exitOK, and for every one of wants that its stdout
+// lacks. It returns the stdout.
+func runWant(t *testing.T, args []string, wants ...string) string {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, t.Context(), args...)
+	if code != exitOK {
+		t.Fatalf("stampede %s: exit %d, want %d: %s", strings.Join(args, " "), code, exitOK, stderr)
+	}
+	for _, want := range wants {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stampede %s: stdout lacks %q:\n%s", strings.Join(args, " "), want, stdout)
+		}
+	}
+	return stdout
 }

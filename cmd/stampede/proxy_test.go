@@ -43,12 +43,8 @@ func TestProxyBadFlags(t *testing.T) {
 }
 
 func TestProxyPrintNginx(t *testing.T) {
-	code, out, stderr := runCLI(t, t.Context(), "proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
-		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+	runWant(t, []string{"proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
+		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx"},
 		"limit_conn_zone $host zone=stampede_conn0:10m;",
 		"limit_req_zone $binary_remote_addr zone=stampede_req0:10m rate=10r/s;",
 		"limit_conn stampede_conn0 4;",
@@ -56,12 +52,7 @@ func TestProxyPrintNginx(t *testing.T) {
 		"limit_conn_status 429;",
 		"listen 127.0.0.1:8088;",
 		"proxy_pass http://127.0.0.1:9009;",
-		"proxy_read_timeout 60s;",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"proxy_read_timeout 60s;")
 }
 
 func TestProxyBusyPort(t *testing.T) {
@@ -194,15 +185,8 @@ func TestNginxConfigCommand(t *testing.T) {
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runCLI(t, t.Context(), "nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("nginx-config output lacks %q:\n%s", want, out)
-		}
-	}
+	runWant(t, []string{"nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01"},
+		"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01")
 	if code, _, stderr := runCLI(t, t.Context(), "nginx-config", filepath.Join(dir, "missing.yaml")); code != exitUsage {
 		t.Errorf("missing file: exit %d (%s), want 2", code, stderr)
 	}
@@ -212,37 +196,21 @@ func TestNginxConfigCommand(t *testing.T) {
 }
 
 func TestProxyPrintNginxLocations(t *testing.T) {
-	code, out, stderr := runCLI(t, t.Context(), "proxy", "--upstream", "http://127.0.0.1:9009",
+	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "$host=8", "--limit-conn", "/api/method/stock_balance,/api/method/general_ledger:$host=4",
-		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx"},
 		"limit_conn stampede_conn0 8;  # limit_conn[0]",
 		"location /api/method/stock_balance {\n            limit_conn stampede_l0_conn0 4;  # locations[0].limit_conn[0]",
 		"location /api/method/general_ledger {\n            limit_conn stampede_l0_conn0 4;",
 		"location /api/method/login {\n            limit_req zone=stampede_l1_req0 burst=3;  # locations[1].limit_req[0]",
 		"limit_req_zone $binary_remote_addr$arg_usr zone=stampede_l1_req0:10m rate=5r/m;",
-		"location / {",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"location / {")
 }
 
 func TestNginxConfigSnippet(t *testing.T) {
 	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
-	code, out, stderr := runCLI(t, t.Context(), "nginx-config", path, "--snippet", "--headers=false")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--snippet lacks %q:\n%s", want, out)
-		}
-	}
+	out := runWant(t, []string{"nginx-config", path, "--snippet", "--headers=false"},
+		"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own")
 	for _, bad := range []string{"X-Stampede", "worker_processes", "server {\n"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("--snippet --headers=false has %q:\n%s", bad, out)

@@ -258,26 +258,12 @@ func TestRunSimDeterministic(t *testing.T) {
 var wallRE = regexp.MustCompile(`"(wall_duration_s|start_unix_ms)": [0-9.e+-]+`)
 
 func TestRunHelpAndFlagSuggestions(t *testing.T) {
-	code, stdout, _ := runCLI(t, t.Context(), "run", "--help")
-	if code != 0 {
-		t.Fatalf("run --help exits %d, want 0", code)
-	}
-	for _, want := range []string{"Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("run --help lacks %q", want)
-		}
-	}
+	stdout := runWant(t, []string{"run", "--help"}, "Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL")
 	if strings.Contains(stdout, "--target stampede") {
 		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", stdout)
 	}
 	if code, _, stderr := runCLI(t, t.Context(), "run", "--engin", "sim", "x.yaml"); code != exitUsage || !strings.Contains(stderr, "did you mean --engine?") {
 		t.Errorf("a mistyped flag exits %d and says %q, want %d and a suggestion of --engine", code, stderr, exitUsage)
 	}
-	code, stdout, stderr := runCLI(t, t.Context(), "__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p")
-	if code != 0 {
-		t.Fatalf("completing --sweep exits %d: %s", code, stderr)
-	}
-	if !strings.Contains(stdout, "proxy.limit_conn.per_key=") {
-		t.Errorf("completing --sweep proxy.limit_conn.p gives %q, want proxy.limit_conn.per_key=", stdout)
-	}
+	runWant(t, []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, "proxy.limit_conn.per_key=")
 }

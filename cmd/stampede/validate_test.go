@@ -66,13 +66,5 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateReference(t *testing.T) {
-	code, stdout, stderr := runCLI(t, t.Context(), "validate", "--reference")
-	if code != 0 {
-		t.Fatalf("validate --reference exits %d: %s", code, stderr)
-	}
-	for _, want := range []string{"KEY", "proxy.limit_conn.per_key", "tenants[].load.rate", "recommend.prefer", "2048"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("validate --reference lacks %q", want)
-		}
-	}
+	runWant(t, []string{"validate", "--reference"}, "KEY", "proxy.limit_conn.per_key", "tenants[].load.rate", "recommend.prefer", "2048")
 }
