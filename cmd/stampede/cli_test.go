@@ -74,19 +74,38 @@ func startCLI(t *testing.T, listening *regexp.Regexp, args ...string) []string {
 	return m
 }
 
+// runExit runs the command line in-process and fails the test at once,
+// with the command's output, unless it exits want. It returns the output.
+func runExit(t *testing.T, ctx context.Context, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, ctx, args...)
+	if code != want {
+		t.Fatalf("stampede %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
 // runWant runs the command line in-process, and fails the test at once
 // unless it exits exitOK, and for every one of wants that its stdout
 // lacks. It returns the stdout.
 func runWant(t *testing.T, args []string, wants ...string) string {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, t.Context(), args...)
-	if code != exitOK {
-		t.Fatalf("stampede %s: exit %d, want %d: %s", strings.Join(args, " "), code, exitOK, stderr)
-	}
+	stdout, _ := runExit(t, t.Context(), exitOK, args...)
 	for _, want := range wants {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stampede %s: stdout lacks %q:\n%s", strings.Join(args, " "), want, stdout)
 		}
 	}
 	return stdout
+}
+
+// runRefused runs the command line in-process and fails the test unless
+// the command refuses it as a usage error: exit exitUsage, with want in
+// its stderr.
+func runRefused(t *testing.T, want string, args ...string) {
+	t.Helper()
+	code, _, stderr := runCLI(t, t.Context(), args...)
+	if code != exitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("stampede %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), code, stderr, exitUsage, want)
+	}
 }

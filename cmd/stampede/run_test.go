@@ -77,10 +77,7 @@ func group(t *testing.T, r *report.Results, name string) report.GroupResult {
 func TestRunSim(t *testing.T) {
 	sc := writeScenario(t, miniScenario)
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-	if code != exitOK {
-		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
+	stdout, _ := runExit(t, t.Context(), exitOK, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
 	for _, f := range []string{"results.json", "histograms.hlog", "report.html"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", f, err)
@@ -107,11 +104,8 @@ func TestRunSLOFailureExits3(t *testing.T) {
 	out := t.TempDir()
 	// Without the limit the noisy tenant's four reports hold all four
 	// workers and the quiet tenants wait.
-	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress",
+	_, stderr := runExit(t, t.Context(), exitSLO, "run", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--set", "proxy.limit_conn.per_key=off")
-	if code != exitSLO {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitSLO, stdout, stderr)
-	}
 	r := readResults(t, filepath.Join(out, "results.json"))
 	if r.Settings["proxy.limit_conn.per_key"] != "off" {
 		t.Errorf("settings = %v, want the override recorded", r.Settings)
@@ -126,10 +120,7 @@ func TestRunInterruptedExits130(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	code, _, stderr := runCLI(t, ctx, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-	if code != exitInterrupted {
-		t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr)
-	}
+	runExit(t, ctx, exitInterrupted, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
 	r := readResults(t, filepath.Join(out, "results.json"))
 	if !r.Interrupted {
 		t.Errorf("results.json: interrupted = false, want true")
@@ -163,13 +154,7 @@ func TestRunBadUsage(t *testing.T) {
 		{"compare bad value", []string{"compare", good, "--sweep", "proxy.limit_conn.per_key=2,zero"}, "zero"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, context.Background(), append(tc.args, "-o", t.TempDir())...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
-			}
-			if !strings.Contains(stderr, tc.want) {
-				t.Errorf("stderr %q does not mention %q", stderr, tc.want)
-			}
+			runRefused(t, tc.want, append(tc.args, "-o", t.TempDir())...)
 		})
 	}
 }
@@ -177,11 +162,8 @@ func TestRunBadUsage(t *testing.T) {
 func TestCompareSim(t *testing.T) {
 	sc := writeScenario(t, miniScenario)
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, context.Background(), "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
+	runExit(t, t.Context(), exitOK, "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--sweep", "proxy.limit_conn.per_key=off,1,2,4")
-	if code != exitOK {
-		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
 	b, err := os.ReadFile(filepath.Join(out, "comparison.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -234,9 +216,7 @@ func TestRunSimDeterministic(t *testing.T) {
 	var outs [2][]byte
 	for i := range outs {
 		out := t.TempDir()
-		if code, _, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress"); code != exitOK {
-			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
-		}
+		runExit(t, t.Context(), exitOK, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
 		b, err := os.ReadFile(filepath.Join(out, "results.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -262,8 +242,6 @@ func TestRunHelpAndFlagSuggestions(t *testing.T) {
 	if strings.Contains(stdout, "--target stampede") {
 		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", stdout)
 	}
-	if code, _, stderr := runCLI(t, t.Context(), "run", "--engin", "sim", "x.yaml"); code != exitUsage || !strings.Contains(stderr, "did you mean --engine?") {
-		t.Errorf("a mistyped flag exits %d and says %q, want %d and a suggestion of --engine", code, stderr, exitUsage)
-	}
+	runRefused(t, "did you mean --engine?", "run", "--engin", "sim", "x.yaml")
 	runWant(t, []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, "proxy.limit_conn.per_key=")
 }
