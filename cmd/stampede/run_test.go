@@ -50,17 +50,19 @@ func writeScenario(t *testing.T, body string) string {
 	return p
 }
 
-func readResults(t *testing.T, path string) *report.Results {
+// readJSON reads the JSON file at path into a T, and fails the test at
+// once when it cannot.
+func readJSON[T any](t *testing.T, path string) *T {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r report.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return &r
+	return &v
 }
 
 func group(t *testing.T, r *report.Results, name string) report.GroupResult {
@@ -83,7 +85,7 @@ func TestRunSim(t *testing.T) {
 			t.Errorf("%s: missing or empty (%v)", f, err)
 		}
 	}
-	r := readResults(t, filepath.Join(out, "results.json"))
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if r.Schema != report.Schema || r.Engine != "sim" || r.Interrupted {
 		t.Errorf("schema %q engine %q interrupted %v, want %q sim false", r.Schema, r.Engine, r.Interrupted, report.Schema)
 	}
@@ -106,7 +108,7 @@ func TestRunSLOFailureExits3(t *testing.T) {
 	// workers and the quiet tenants wait.
 	_, stderr := runExit(t, t.Context(), exitSLO, "run", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--set", "proxy.limit_conn.per_key=off")
-	r := readResults(t, filepath.Join(out, "results.json"))
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if r.Settings["proxy.limit_conn.per_key"] != "off" {
 		t.Errorf("settings = %v, want the override recorded", r.Settings)
 	}
@@ -121,7 +123,7 @@ func TestRunInterruptedExits130(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	runExit(t, ctx, exitInterrupted, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-	r := readResults(t, filepath.Join(out, "results.json"))
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if !r.Interrupted {
 		t.Errorf("results.json: interrupted = false, want true")
 	}
@@ -164,14 +166,7 @@ func TestCompareSim(t *testing.T) {
 	out := t.TempDir()
 	runExit(t, t.Context(), exitOK, "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--sweep", "proxy.limit_conn.per_key=off,1,2,4")
-	b, err := os.ReadFile(filepath.Join(out, "comparison.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c report.Comparison
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readJSON[report.Comparison](t, filepath.Join(out, "comparison.json"))
 	if c.Schema != report.ComparisonSchema || len(c.Points) != 4 {
 		t.Fatalf("schema %q with %d points, want %q with 4", c.Schema, len(c.Points), report.ComparisonSchema)
 	}
