@@ -207,7 +207,7 @@ func TestTareTracker(t *testing.T) {
 }
 
 func TestProbeWait(t *testing.T) {
-	story, err := scenarios.LoadFile("../scenarios/stock-balance.yaml")
+	story, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
 // Package scenarios reads, validates and overrides scenario files: the
 // server, the limiting proxy in front of it, and the tenants and their load.
 //
-// A scenario file is YAML (see scenarios/stock-balance.yaml). LoadFile and Parse
-// check every field and fill in every default, so the engines never see a
+// A scenario file is YAML (see scenarios/stock-balance.yaml). LoadWith and
+// Parse check every field and fill in every default, so the engines never see a
 // zero that means "not given"; a mistake comes back as an *Error naming the
 // file, line, column, field, the bad value and a good one. LoadWith applies
-// --set PATH=VALUE overrides to the YAML before the checks, so an override
+// its --set PATH=VALUE overrides to the YAML before the checks, so an override
 // is held to the same rules as the file. Format writes a Scenario back as
 // YAML that loads to an equal Scenario.
 //

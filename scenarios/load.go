@@ -18,14 +18,12 @@ import (
 // maxFileSize bounds what Load reads; a scenario is a page of YAML.
 const maxFileSize = 4 << 20
 
-// LoadFile reads, checks and completes the scenario in the file at path. A
-// bad file gives an *Error naming the line, the field and a good value. (It
-// is not called Load, which names a tenant's load.)
-func LoadFile(path string) (*Scenario, error) { return LoadWith(path, nil) }
-
-// LoadWith is LoadFile with --set overrides ("PATH=VALUE", in order, later ones
-// winning) applied to the file before it is checked, so that an override is
-// held to the same rules as the file. They are recorded in Settings.
+// LoadWith reads, checks and completes the scenario in the file at path,
+// with --set overrides ("PATH=VALUE", in order, later ones winning) applied
+// to the file before it is checked, so that an override is held to the same
+// rules as the file; they are recorded in Settings. A bad file gives an
+// *Error naming the line, the field and a good value. (It is not called
+// Load, which names a tenant's load.)
 func LoadWith(path string, sets []string) (*Scenario, error) {
 	data, err := readFile(path)
 	if err != nil {

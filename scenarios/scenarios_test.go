@@ -32,7 +32,7 @@ func library(t testing.TB) []string {
 func TestLibrary(t *testing.T) {
 	for _, f := range library(t) {
 		t.Run(f, func(t *testing.T) {
-			sc, err := LoadFile(f)
+			sc, err := LoadWith(f, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func expectedRequests(sc *Scenario) float64 {
 // the library's stock-balance.yaml is that file with the timeouts raised so
 // that the report can finish.
 func TestStockBalance(t *testing.T) {
-	sc, err := LoadFile("testdata/issue-stock-balance.yaml")
+	sc, err := LoadWith("testdata/issue-stock-balance.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestStockBalance(t *testing.T) {
 	if diff := diffScenarios(sc, want); diff != "" {
 		t.Error(diff)
 	}
-	lib, err := LoadFile("stock-balance.yaml")
+	lib, err := LoadWith("stock-balance.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ tenants:
 
 // TestFeatures reads the test file that uses every feature.
 func TestFeatures(t *testing.T) {
-	sc, err := LoadFile("testdata/everything.yaml")
+	sc, err := LoadWith("testdata/everything.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,10 +356,10 @@ func TestFormatRejectsBrokenScenario(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := LoadFile("testdata/no-such.yaml")
+	_, err := LoadWith("testdata/no-such.yaml", nil)
 	var e *Error
 	if !errors.As(err, &e) || !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("LoadFile(missing) = %v, want an *Error wrapping os.ErrNotExist", err)
+		t.Errorf("LoadWith(missing, nil) = %v, want an *Error wrapping os.ErrNotExist", err)
 	}
 }
 

@@ -43,7 +43,7 @@ func writeTraceScenario(t *testing.T, trace string) string {
 
 func TestTraceLoads(t *testing.T) {
 	path := writeTraceScenario(t, "# comment\nt heavy 1\nr report 1000000 1000000\nr page 500000\nr report 1000000\nt rest 2\nr page 10 20\n")
-	sc, err := LoadFile(path)
+	sc, err := LoadWith(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestTraceLoads(t *testing.T) {
 	}
 	back := filepath.Join(filepath.Dir(path), "back.yaml")
 	os.WriteFile(back, buf.Bytes(), 0o644)
-	sc2, err := LoadFile(back)
+	sc2, err := LoadWith(back, nil)
 	if err != nil {
 		t.Fatalf("loading Format's output: %v\n%s", err, buf.String())
 	}
@@ -96,7 +96,7 @@ func TestTraceLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	path2 := writeTraceScenario(t, tb.String())
-	sc4, err := LoadFile(path2)
+	sc4, err := LoadWith(path2, nil)
 	if err != nil {
 		t.Fatalf("reading writeTrace's output: %v\n%s", err, tb.String())
 	}
@@ -132,19 +132,19 @@ func TestTraceBad(t *testing.T) {
 		{"bad record", "q\n", `"q" is not t GROUP N`},
 	} {
 		path := writeTraceScenario(t, tc.trace)
-		_, err := LoadFile(path)
+		_, err := LoadWith(path, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: LoadFile = %v, want an error saying %q", tc.name, err, tc.want)
+			t.Errorf("%s: LoadWith = %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "trace: replay.trace\n", "", 1)), 0o644)
-	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "names no trace") {
-		t.Errorf("model trace without a trace file: LoadFile = %v, want an error saying so", err)
+	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "names no trace") {
+		t.Errorf("model trace without a trace file: LoadWith = %v, want an error saying so", err)
 	}
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
-	if _, err := LoadFile(filepath.Join(dir, "s.yaml")); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
-		t.Errorf("trace with a rate: LoadFile = %v, want an error saying so", err)
+	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
+		t.Errorf("trace with a rate: LoadWith = %v, want an error saying so", err)
 	}
 }
 
@@ -156,7 +156,7 @@ func FuzzParseTrace(f *testing.F) {
 	path := filepath.Join(dir, "replay.yaml")
 	os.WriteFile(path, []byte(traceScenario), 0o644)
 	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
-	sc, err := LoadFile(path)
+	sc, err := LoadWith(path, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -21,7 +21,7 @@ var scaleTenants = []int{250, 2_500, 25_000, 250_000}
 // what the benchmark measures against.
 func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
 	tb.Helper()
-	sc, err := scenarios.LoadFile("../scenarios/stock-balance.yaml")
+	sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

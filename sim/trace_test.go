@@ -30,7 +30,7 @@ trace: replay.trace
 	trace := "t heavy 1\nr report 500000 1000000 1000000\nr page 2500000\nt rest 1\nr page 10 20 30 9000000\nt rest 2\nr page 100\n"
 	os.WriteFile(filepath.Join(dir, "replay.yaml"), []byte(sc), 0o644)
 	os.WriteFile(filepath.Join(dir, "replay.trace"), []byte(trace), 0o644)
-	s, err := scenarios.LoadFile(filepath.Join(dir, "replay.yaml"))
+	s, err := scenarios.LoadWith(filepath.Join(dir, "replay.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestImportCLI(t *testing.T) {
 				t.Errorf("summary lacks %q:\n%s", want, stdout)
 			}
 		}
-		sc, err := scenarios.LoadFile(out)
+		sc, err := scenarios.LoadWith(out, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestImportCLI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s%s", code, stdout, stderr)
 		}
-		sc, err := scenarios.LoadFile(out)
+		sc, err := scenarios.LoadWith(out, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

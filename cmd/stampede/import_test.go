@@ -74,7 +74,7 @@ func TestImportRoundTrip(t *testing.T) {
 	if err := os.WriteFile(origPath, []byte(roundTripScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.LoadFile(origPath)
+	sc, err := scenarios.LoadWith(origPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestNginxConfigPassesNginxT(t *testing.T) {
 	// A scenario with locations, so that their blocks are checked too.
 	files = append(files, "testdata/locations.yaml")
 	for _, f := range files {
-		sc, err := scenarios.LoadFile(f)
+		sc, err := scenarios.LoadWith(f, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
