@@ -15,8 +15,9 @@ import (
 	"stampede/internal/tool"
 )
 
-// program is gunicorn as tests look for it: Debian's /usr/bin/gunicorn, else gunicorn
-// from PATH; STAMPEDE_REQUIRE_GUNICORN=1 makes its absence a failure.
+// program is gunicorn as tests look for it: Debian's /usr/bin/gunicorn,
+// else gunicorn from PATH; STAMPEDE_REQUIRE_GUNICORN=1 makes its absence a
+// failure.
 var program = tool.Program{Name: "gunicorn", DebianPath: "/usr/bin/gunicorn", Package: "gunicorn", RequireEnv: "STAMPEDE_REQUIRE_GUNICORN"}
 
 // Require returns the gunicorn binary. When there is none it skips the test,
