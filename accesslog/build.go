@@ -45,6 +45,7 @@ type built struct {
 	groups  []builtGroup
 	start   int64         // tick of model time 0
 	dur     time.Duration // model time
+	sorted  *buckets      // the arrivals in the trace's order; nil: im.ticks is sorted
 }
 
 type builtRoute struct {
@@ -61,8 +62,9 @@ type builtGroup struct {
 	perMin   []int64  // --fit: requests per model minute
 }
 
-// build decides the routes, the groups and the run's span.
-func (im *importer) build() (*built, error) {
+// build decides the routes, the groups and the run's span, and orders the
+// arrivals for the trace, in scratch when it is as long as they are.
+func (im *importer) build(scratch []uint32) (*built, error) {
 	b := &built{im: im}
 	nRaw := len(im.routes) + 1
 	count := make([]int64, nRaw)
@@ -233,7 +235,9 @@ func (im *importer) build() (*built, error) {
 	b.dur = time.Duration(math.Ceil(float64(end-b.start)/1000/im.scale)) * time.Second
 	im.sum.Start = time.UnixMilli(im.base + b.start).UTC()
 	im.sum.Duration = b.dur
-	slices.Sort(im.ticks)
+	if !im.opts.Fit {
+		b.order(scratch)
+	}
 	return b, nil
 }
 
@@ -310,28 +314,7 @@ func (b *built) write(scenario, trace io.Writer) error {
 	im := b.im
 	if !im.opts.Fit {
 		tw := scenarios.NewTraceWriter(trace)
-		var ats []time.Duration
-		cur := uint64(math.MaxUint64)
-		flush := func() {
-			if cur == math.MaxUint64 || len(ats) == 0 {
-				return
-			}
-			tw.Route(b.routes[cur&routeMask].name, ats)
-			ats = ats[:0]
-		}
-		lastTenant := uint64(math.MaxUint64)
-		for _, k := range im.ticks {
-			if k>>32 != cur {
-				flush()
-				cur = k >> 32
-				if t := k >> tenantShift; t != lastTenant {
-					lastTenant = t
-					tw.Tenant(b.groups[k>>groupShift].name, int(k>>tenantShift&tenantMask))
-				}
-			}
-			ats = append(ats, b.model(int64(k&math.MaxUint32)))
-		}
-		flush()
+		b.writeTrace(tw)
 		if err := tw.Close(); err != nil {
 			return fmt.Errorf("writing the trace: %w", err)
 		}

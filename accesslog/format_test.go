@@ -202,21 +202,29 @@ func TestNormalPath(t *testing.T) {
 	}
 }
 
-func FuzzCompileNginx(f *testing.F) {
-	for _, s := range []string{Combined, testFormat, "combined", `log_format j escape=json '{"h":"$host"}';`, `${host}x$msec`, `$`, `log_format a '`, `'$host' "$status"`} {
-		f.Add(s, `a.example.com 127.0.0.1 [01/Dec/2026:23:04:38 +0000] "GET / HTTP/1.1" 200 5 1796166278.250 0.010 0.009 200 "ua"`)
+// fuzzCompile fuzzes a compiler: a format it refuses gets an error that
+// names the format by label, one it takes parses any line.
+func fuzzCompile(f *testing.F, label string, compile func(string) (*Format, error), formats []string, line string) {
+	for _, s := range formats {
+		f.Add(s, line)
 	}
 	f.Fuzz(func(t *testing.T, format, line string) {
-		c, err := CompileNginx(format, NginxOptions{})
+		c, err := compile(format)
 		if err != nil {
-			if !strings.Contains(err.Error(), "log format") {
-				t.Fatalf("CompileNginx(%q): error %q does not name the format", format, err)
+			if !strings.Contains(err.Error(), label) {
+				t.Fatalf("compiling %q: error %q does not name the %s", format, err, label)
 			}
 			return
 		}
 		var e Entry
 		_ = c.Parse([]byte(line), &e)
 	})
+}
+
+func FuzzCompileNginx(f *testing.F) {
+	compile := func(s string) (*Format, error) { return CompileNginx(s, NginxOptions{}) }
+	fuzzCompile(f, "log format", compile, []string{Combined, testFormat, "combined", `log_format j escape=json '{"h":"$host"}';`, `${host}x$msec`, `$`, `log_format a '`, `'$host' "$status"`},
+		`a.example.com 127.0.0.1 [01/Dec/2026:23:04:38 +0000] "GET / HTTP/1.1" 200 5 1796166278.250 0.010 0.009 200 "ua"`)
 }
 
 func FuzzParse(f *testing.F) {
@@ -248,20 +256,8 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzCompileGunicorn(f *testing.F) {
-	for _, s := range []string{GunicornDefault, GunicornWorkerTime, `%(D`, `%%(D)s %(D)s`, `%({host}i)s %(L)s`, `%({x}z)s`} {
-		f.Add(s, `127.0.0.1 - - [01/Dec/2026:23:04:38 +0000] "GET / HTTP/1.0" 200 33 "-" "Go" 123456 "site2"`)
-	}
-	f.Fuzz(func(t *testing.T, format, line string) {
-		c, err := CompileGunicorn(format)
-		if err != nil {
-			if !strings.Contains(err.Error(), "gunicorn log format") {
-				t.Fatalf("CompileGunicorn(%q): error %q does not name the format", format, err)
-			}
-			return
-		}
-		var e Entry
-		_ = c.Parse([]byte(line), &e)
-	})
+	fuzzCompile(f, "gunicorn log format", CompileGunicorn, []string{GunicornDefault, GunicornWorkerTime, `%(D`, `%%(D)s %(D)s`, `%({host}i)s %(L)s`, `%({x}z)s`},
+		`127.0.0.1 - - [01/Dec/2026:23:04:38 +0000] "GET / HTTP/1.0" 200 33 "-" "Go" 123456 "site2"`)
 }
 
 func FuzzNormalPath(f *testing.F) {
@@ -276,5 +272,31 @@ func FuzzNormalPath(f *testing.F) {
 		if twice := NormalPath(nil, once); string(twice) != string(once) {
 			t.Fatalf("NormalPath(%q) = %q, but NormalPath of that is %q", p, once, twice)
 		}
+		// The one-pass counters agree with isID's, segment by segment.
+		b := []byte(p)
+		for i := 0; i < len(b); i++ {
+			if b[i] == '/' {
+				continue
+			}
+			j, id := pathSegment(b, i)
+			if want := isID(b[i:j]); id != want || j < len(b) && b[j] != '/' {
+				t.Fatalf("pathSegment(%q, %d) = %d, %v; want the segment's end, %v", p, i, j, id, want)
+			}
+			i = j
+		}
 	})
+}
+
+// TestNormalPathLong: a segment too long for the one-pass counters is
+// read by isID, with the same outcome.
+func TestNormalPathLong(t *testing.T) {
+	for _, tc := range []struct{ seg, want string }{
+		{strings.Repeat("ab", 40000), "/x/" + strings.Repeat("ab", 40000) + "/y"},
+		{strings.Repeat("1", 70000), "/x/{id}/y"},
+		{strings.Repeat("a1-", 30000), "/x/{id}/y"},
+	} {
+		if got := NormalPath(nil, []byte("/x/"+tc.seg+"/y")); string(got) != tc.want {
+			t.Errorf("NormalPath of a %d-byte segment = %.40q..., want %.40q...", len(tc.seg), got, tc.want)
+		}
+	}
 }

@@ -146,6 +146,8 @@ type importer struct {
 	readBytes  int64
 	total      int64
 	lastProg   int64
+	upstream   bool  // the nginx format has $upstream_response_time
+	from, to   int64 // the window, Unix ns: from included, to excluded
 }
 
 const noSample = math.MaxUint32
@@ -185,6 +187,14 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 	if err := im.checkFormats(); err != nil {
 		return nil, err
 	}
+	im.upstream = im.opts.Format.Has("upstream_time")
+	im.from, im.to = math.MinInt64, math.MaxInt64
+	if !opts.From.IsZero() {
+		im.from = opts.From.UnixNano()
+	}
+	if !opts.To.IsZero() {
+		im.to = opts.To.UnixNano()
+	}
 	for _, name := range append(slices.Clone(opts.Logs), opts.GunicornLogs...) {
 		if fi, err := os.Stat(name); err == nil {
 			im.total += fi.Size()
@@ -210,8 +220,10 @@ func Import(ctx context.Context, opts ImportOptions, scenario, trace io.Writer) 
 	} else {
 		im.nginxService()
 	}
-	im.ups = nil // the largest array but one: free it before the sort
-	b, err := im.build()
+	// The largest array but one, no longer needed: the trace is ordered in it.
+	scratch := im.ups
+	im.ups = nil
+	b, err := im.build(scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -368,13 +380,7 @@ func (c *countReader) Read(p []byte) (int, error) {
 
 // inWindow reports whether an arrival at ns (Unix) is in the window.
 func (im *importer) inWindow(ns int64) bool {
-	if !im.opts.From.IsZero() && ns < im.opts.From.UnixNano() {
-		return false
-	}
-	if !im.opts.To.IsZero() && ns >= im.opts.To.UnixNano() {
-		return false
-	}
-	return true
+	return ns >= im.from && ns < im.to
 }
 
 // nginxEntry takes one request of the nginx log.
@@ -423,7 +429,7 @@ func (im *importer) nginxEntry(e *Entry) error {
 	im.ticks = append(im.ticks, uint64(tick)<<32|uint64(tid)<<routeBits|uint64(rid))
 	up := uint32(noSample)
 	d := e.Upstream
-	if d == Unknown && !im.opts.Format.Has("upstream_time") {
+	if d == Unknown && !im.upstream {
 		d = e.RequestTime
 	}
 	if d >= 0 {
@@ -436,7 +442,7 @@ func (im *importer) nginxEntry(e *Entry) error {
 	}
 	im.ups = append(im.ups, up)
 	im.sum.Used++
-	if e.Upstream == Unknown && im.opts.Format.Has("upstream_time") {
+	if e.Upstream == Unknown && im.upstream {
 		if im.local == nil {
 			im.local = map[int]int64{}
 		}
@@ -481,111 +487,6 @@ func (im *importer) route(path []byte) uint32 {
 		im.routeIDs[string(im.scratch)] = rid
 	}
 	return rid
-}
-
-// occupy adds a request at the backend from end-d to end (ms since base)
-// to the per-second mean of requests there.
-func (im *importer) occupy(end, d int64) {
-	start := max(end-d, 0)
-	if end < 0 {
-		return
-	}
-	last := end / 1000
-	if last >= int64(len(im.inflight)) {
-		if last > 60*86400 {
-			return
-		}
-		im.inflight = append(im.inflight, make([]float32, last+1-int64(len(im.inflight)))...)
-	}
-	for s := start / 1000; s <= last; s++ {
-		lo, hi := max(start, s*1000), min(end, s*1000+1000)
-		if hi > lo {
-			im.inflight[s] += float32(hi-lo) / 1000
-		}
-	}
-}
-
-// gunicornEntry takes one request of a gunicorn log: its worker time.
-func (im *importer) gunicornEntry(e *Entry) error {
-	if e.Path == nil || e.RequestTime < 0 || bytes.HasPrefix(e.Path, stampedePaths) {
-		return nil
-	}
-	if e.End != 0 && !im.inWindow(e.End-int64(e.RequestTime)) {
-		return nil
-	}
-	rid := im.route(e.Path)
-	im.sample(rid, uint64(e.RequestTime/time.Microsecond))
-	if e.Host != nil && im.sum.TenantKey == "$host" {
-		if tid, ok := im.tenantIDs[string(e.Host)]; ok {
-			im.work[tid] += float64(e.RequestTime / time.Microsecond)
-			im.workExact = true
-		}
-	}
-	return nil
-}
-
-func (im *importer) sample(rid uint32, us uint64) {
-	for int(rid) >= len(im.svc) {
-		im.svc = append(im.svc, nil)
-	}
-	if im.svc[rid] == nil {
-		im.svc[rid] = &hist{}
-	}
-	im.svc[rid].add(us)
-}
-
-// nginxService takes the service times from nginx's upstream times, of the
-// requests that were at the backend only while fewer requests than workers
-// were: then none waited in the backlog, whose wait the upstream time
-// would include.
-func (im *importer) nginxService() {
-	workers := float32(im.workers())
-	var kept, total int64
-	for i, tk := range im.ticks {
-		up := im.ups[i]
-		if up == noSample {
-			continue
-		}
-		total++
-		if im.calm(tk, up, workers) {
-			im.sample(uint32(tk&(1<<routeBits-1)), uint64(up))
-			kept++
-		}
-	}
-	// A route that only ran while the pool was saturated gets all its
-	// samples, and a note.
-	seen := make([]bool, len(im.routes)+1)
-	for i, tk := range im.ticks {
-		rid := uint32(tk & (1<<routeBits - 1))
-		if im.ups[i] == noSample || int(rid) < len(im.svc) && im.svc[rid] != nil && !seen[rid] {
-			continue
-		}
-		seen[rid] = true
-		im.sample(rid, uint64(im.ups[i]))
-	}
-	for rid, s := range seen {
-		if s {
-			im.sum.Notes = append(im.sum.Notes, fmt.Sprintf("route %s ran only while the pool was saturated: its service times include backlog waits", im.routeName(uint32(rid))))
-		}
-	}
-	what := "nginx's upstream times"
-	if !im.opts.Format.Has("upstream_time") {
-		what = "nginx's $request_time (the format has no $upstream_response_time, so the clients' own time is in it)"
-	}
-	im.sum.ServiceFrom = fmt.Sprintf("%s while the pool was not saturated (%d of %d requests; pass --gunicorn-log for the workers' own times)", what, kept, total)
-}
-
-// calm reports whether a request (its key and upstream µs) was at the
-// backend only in seconds when fewer requests than workers were.
-func (im *importer) calm(tk uint64, up uint32, workers float32) bool {
-	startMs := int64(tk >> 32)
-	endMs := startMs + int64(up)/1000
-	for s := startMs / 1000; s <= endMs/1000 && s < int64(len(im.inflight)); s++ {
-		if im.inflight[s] >= workers {
-			return false
-		}
-	}
-	return true
 }
 
 func (im *importer) routeName(rid uint32) string {

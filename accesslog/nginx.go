@@ -88,22 +88,11 @@ func CompileNginx(src string, opts NginxOptions) (*Format, error) {
 			f.segs = append(f.segs, segment{lit: []byte(body[i : i+j])})
 		}
 		i += j + 1
-		var name string
-		if i < len(body) && body[i] == '{' {
-			end := strings.IndexByte(body[i:], '}')
-			if end < 0 {
-				return nil, fmt.Errorf("log format %q: ${ at byte %d has no closing }", src, i)
-			}
-			name = body[i+1 : i+end]
-			i += end + 1
-		} else {
-			k := i
-			for k < len(body) && isVarByte(body[k]) {
-				k++
-			}
-			name = body[i:k]
-			i = k
+		name, end, err := varName(body, i)
+		if err != nil {
+			return nil, fmt.Errorf("log format %q: %w", src, err)
 		}
+		i = end
 		if name == "" {
 			return nil, fmt.Errorf("log format %q: a $ at byte %d names no variable (want e.g. $request_time)", src, i)
 		}
@@ -117,6 +106,23 @@ func CompileNginx(src string, opts NginxOptions) (*Format, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// varName reads the name of the variable whose $ is just before body[i]:
+// ${name} or the run of name bytes, and returns where it ends.
+func varName(body string, i int) (name string, end int, err error) {
+	if strings.HasPrefix(body[i:], "{") {
+		n := strings.IndexByte(body[i:], '}')
+		if n < 0 {
+			return "", 0, fmt.Errorf("${ at byte %d has no closing }", i)
+		}
+		return body[i+1 : i+n], i + n + 1, nil
+	}
+	n := strings.IndexFunc(body[i:], func(r rune) bool { return r >= 0x80 || !isVarByte(byte(r)) })
+	if n < 0 {
+		n = len(body) - i
+	}
+	return body[i : i+n], i + n, nil
 }
 
 func isVarByte(c byte) bool {

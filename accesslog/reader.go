@@ -2,7 +2,6 @@ package accesslog
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -82,8 +81,12 @@ func (r *Reader) Next(e *Entry) bool {
 		}
 		r.stats.Bytes += int64(len(line))
 		r.line++
-		line = bytes.TrimSuffix(line, []byte{'\n'})
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
 		if err != nil {
 			r.setErr(err)
 		}

@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# bench/proxy.sh: throughput and tail latency of `stampede proxy` against
-# nginx with the same limit_conn, both in front of the same fast upstream
-# (nginx answering `return 200`), measured with wrk over loopback.
+# bench/proxy.sh: throughput, tail latency and CPU per request of
+# `stampede proxy` against nginx with the same limit_conn, both in front of
+# the same fast upstream (nginx answering `return 200`), measured with wrk
+# over loopback, each without and with upstream keep-alive.
 #
 #   bench/proxy.sh                 # 3 rounds of 10 s per proxy, 2 threads, 64 connections
-#   ROUNDS=5 DURATION=30s CONNS=128 bench/proxy.sh
+#   ROUNDS=5 DURATION=30s CONNS=128 KEEPALIVE=32 bench/proxy.sh
 #
-# Caddy and HAProxy (Debian packages, skipped with a note when missing) stand
-# in front of the same upstream in the same rounds, each configured as
-# nginx's default proxy_pass is: a new upstream connection per request (Caddy
-# `keepalive off`, HAProxy `http-reuse never` with `option
-# http-server-close`), no limit (neither has limit_conn).
+# Without keep-alive ("off") every proxy opens an upstream connection per
+# request, nginx's default proxy_pass. With it ("ka") stampede runs with
+# --upstream-keepalive $KEEPALIVE and nginx with the configuration stampede
+# exports for it (upstream { keepalive $KEEPALIVE; }, HTTP/1.1, an empty
+# Connection header; nginx keeps that many per worker, stampede in all).
+# Caddy and HAProxy (Debian packages, skipped with a note when missing)
+# stand in front of the same upstream in the same rounds, in both modes:
+# Caddy `keepalive off` or its pool with keepalive_idle_conns_per_host
+# $KEEPALIVE, HAProxy `http-reuse never` with `option http-server-close` or
+# its default keep-alive with `http-reuse always`; no limit (neither has
+# limit_conn).
 #
 # Beside them it measures bench/floorproxy, the least a Go proxy can do
 # per request, served by net/http ("go floor, net/http") and by a bare loop
-# without net/http's server ("go floor, raw"): what the platform costs
-# before stampede adds anything. The proxies take turns, a round at a time,
-# so that a slow spell of the machine falls on all of them; the medians of
-# the rounds are printed: requests/s, p99, and each one's ratio to nginx.
+# without net/http's server ("go floor, raw"), in both modes: what the
+# platform costs before stampede adds anything. The proxies take turns, a
+# round at a time, so that a slow spell of the machine falls on all of
+# them. It prints per proxy the median (min-max) over the rounds of
+# requests/s, p99 and CPU per request (user + system time of the proxy's
+# processes, from /proc, over the requests wrk counted), and the ratios of
+# stampede to each peer in the same mode, median (min-max) over the
+# rounds, each round's ratio taken within the round.
 # Everything it starts is stopped when it exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,14 +39,11 @@ THREADS=${THREADS:-2}
 CONNS=${CONNS:-64}
 NGINX=${NGINX:-/usr/sbin/nginx}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18480}
-STAMPEDE_PORT=${STAMPEDE_PORT:-18481}
-NGINX_PORT=${NGINX_PORT:-18482}
-FLOOR_PORT=${FLOOR_PORT:-18483}
-RAW_PORT=${RAW_PORT:-18484}
-CADDY_PORT=${CADDY_PORT:-18485}
-HAPROXY_PORT=${HAPROXY_PORT:-18486}
+# The proxies listen on PORT_BASE, PORT_BASE+1, ... in the order below.
+PORT_BASE=${PORT_BASE:-18481}
 CADDY=${CADDY:-/usr/bin/caddy}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
+KEEPALIVE=${KEEPALIVE:-64}
 LIMIT='$host=1000'
 
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
@@ -53,9 +61,9 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-for port in "$UPSTREAM_PORT" "$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT" "$CADDY_PORT" "$HAPROXY_PORT"; do
+for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
   if port_open "$port"; then
-    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT, STAMPEDE_PORT, NGINX_PORT, FLOOR_PORT, RAW_PORT, CADDY_PORT, HAPROXY_PORT)" >&2
+    echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT and PORT_BASE)" >&2
     exit 1
   fi
 done
@@ -95,27 +103,48 @@ CONF
 "$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -e stderr -g 'daemon off;' &
 pids+=($!)
 
-# stampede proxy, and nginx with the configuration stampede says is equivalent.
-"$work/stampede" proxy --listen "127.0.0.1:$STAMPEDE_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
-  --limit-conn "$LIMIT" 2>"$work/stampede.log" &
-pids+=($!)
-mkdir -p "$work/nginx"
-"$work/stampede" proxy --listen "127.0.0.1:$NGINX_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
-  --limit-conn "$LIMIT" --print-nginx >"$work/nginx/nginx.conf"
-"$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e stderr -g 'daemon off;' &
-pids+=($!)
+# The proxies under test: names[i] listens on ports[i]; cpids[i] is the
+# process whose CPU time (with its children's) is its cost.
+names=()
+ports=()
+cpids=()
+next_port=$PORT_BASE
+# add NAME PID: the proxy just started on $next_port.
+add() {
+  names+=("$1"); ports+=("$next_port"); cpids+=("$2")
+  next_port=$((next_port + 1))
+}
 
-"$work/floorproxy" -listen "127.0.0.1:$FLOOR_PORT" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp &
-pids+=($!)
-"$work/floorproxy" -listen "127.0.0.1:$RAW_PORT" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw &
-pids+=($!)
+for mode in off ka; do
+  ka=0
+  [ "$mode" = ka ] && ka=$KEEPALIVE
+  # stampede proxy, and nginx with the configuration stampede says is equivalent.
+  "$work/stampede" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
+    --limit-conn "$LIMIT" --upstream-keepalive "$ka" 2>"$work/stampede-$mode.log" &
+  pids+=($!)
+  add "stampede $mode" $!
+  mkdir -p "$work/nginx-$mode"
+  "$work/stampede" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
+    --limit-conn "$LIMIT" --upstream-keepalive "$ka" --print-nginx >"$work/nginx-$mode/nginx.conf"
+  "$NGINX" -p "$work/nginx-$mode" -c "$work/nginx-$mode/nginx.conf" -e stderr -g 'daemon off;' &
+  pids+=($!)
+  add "nginx $mode" $!
 
-names=("stampede proxy" "nginx" "go floor, net/http" "go floor, raw")
-ports=("$STAMPEDE_PORT" "$NGINX_PORT" "$FLOOR_PORT" "$RAW_PORT")
+  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp -keepalive "$ka" &
+  pids+=($!)
+  add "floor net/http $mode" $!
+  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw -keepalive "$ka" &
+  pids+=($!)
+  add "floor raw $mode" $!
 
-if [ -x "$CADDY" ]; then
-  mkdir -p "$work/caddy"
-  cat >"$work/caddy/Caddyfile" <<CONF
+  if [ -x "$CADDY" ]; then
+    mkdir -p "$work/caddy-$mode"
+    if [ "$mode" = off ]; then
+      transport='keepalive off'
+    else
+      transport="keepalive_idle_conns_per_host $KEEPALIVE"
+    fi
+    cat >"$work/caddy-$mode/Caddyfile" <<CONF
 {
 	admin off
 	auto_https off
@@ -123,23 +152,28 @@ if [ -x "$CADDY" ]; then
 		output discard
 	}
 }
-http://127.0.0.1:$CADDY_PORT {
+http://127.0.0.1:$next_port {
 	reverse_proxy 127.0.0.1:$UPSTREAM_PORT {
 		transport http {
-			keepalive off
+			$transport
 		}
 	}
 }
 CONF
-  XDG_DATA_HOME="$work/caddy" XDG_CONFIG_HOME="$work/caddy" HOME="$work/caddy" \
-    "$CADDY" run --adapter caddyfile --config "$work/caddy/Caddyfile" 2>"$work/caddy.log" &
-  pids+=($!)
-  names+=("caddy"); ports+=("$CADDY_PORT")
-else
-  echo "bench/proxy.sh: caddy is not at $CADDY (apt-get install caddy); left out" >&2
-fi
-if [ -x "$HAPROXY" ]; then
-  cat >"$work/haproxy.cfg" <<CONF
+    XDG_DATA_HOME="$work/caddy-$mode" XDG_CONFIG_HOME="$work/caddy-$mode" HOME="$work/caddy-$mode" \
+      "$CADDY" run --adapter caddyfile --config "$work/caddy-$mode/Caddyfile" 2>"$work/caddy-$mode.log" &
+    pids+=($!)
+    add "caddy $mode" $!
+  else
+    [ "$mode" = off ] && echo "bench/proxy.sh: caddy is not at $CADDY (apt-get install caddy); left out" >&2
+  fi
+  if [ -x "$HAPROXY" ]; then
+    if [ "$mode" = off ]; then
+      reuse=$'    option http-server-close\n    http-reuse never'
+    else
+      reuse='    http-reuse always'
+    fi
+    cat >"$work/haproxy-$mode.cfg" <<CONF
 global
     maxconn 8192
 defaults
@@ -147,20 +181,20 @@ defaults
     timeout connect 5s
     timeout client 60s
     timeout server 60s
-    option http-server-close
-    http-reuse never
+$reuse
 frontend f
-    bind 127.0.0.1:$HAPROXY_PORT
+    bind 127.0.0.1:$next_port
     default_backend b
 backend b
     server u 127.0.0.1:$UPSTREAM_PORT
 CONF
-  "$HAPROXY" -db -f "$work/haproxy.cfg" 2>"$work/haproxy.log" &
-  pids+=($!)
-  names+=("haproxy"); ports+=("$HAPROXY_PORT")
-else
-  echo "bench/proxy.sh: haproxy is not at $HAPROXY (apt-get install haproxy); left out" >&2
-fi
+    "$HAPROXY" -db -f "$work/haproxy-$mode.cfg" 2>"$work/haproxy-$mode.log" &
+    pids+=($!)
+    add "haproxy $mode" $!
+  else
+    [ "$mode" = off ] && echo "bench/proxy.sh: haproxy is not at $HAPROXY (apt-get install haproxy); left out" >&2
+  fi
+done
 
 for port in "${ports[@]}" "$UPSTREAM_PORT"; do
   wait_port "$port"
@@ -175,17 +209,34 @@ ms() {
   }'
 }
 
-# run I: one measured wrk run of proxy I; appends "rps p99ms non2xx" to $work/rounds.I.
+# ticks PID: CPU clock ticks (user + system) of PID and its children
+# (nginx's workers), threads included.
+ticks() {
+  local t=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    [ -r "/proc/$p/stat" ] || continue
+    # Fields 14 and 15 after the command, which may hold spaces.
+    t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+
+# run I: one measured wrk run of proxy I; appends "rps p99ms non2xx cpu_us_per_request" to $work/rounds.I.
 run() {
-  set -- "${names[$1]}" "${ports[$1]}" "$1"
-  local out rps p99 bad
+  set -- "${names[$1]}" "${ports[$1]}" "$1" "${cpids[$1]}"
+  local out rps p99 bad n t0 t1 cpu
+  t0=$(ticks "$4")
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "http://127.0.0.1:$2/")
+  t1=$(ticks "$4")
   echo "--- $1" >&2
   echo "$out" >&2
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
-  echo "$rps $p99 ${bad:-0}" >>"$work/rounds.$3"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$n" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
+  echo "$rps $p99 ${bad:-0} $cpu" >>"$work/rounds.$3"
 }
 
 for i in "${!ports[@]}"; do
@@ -198,28 +249,47 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-# median COLUMN FILE
-median() { awk -v c="$1" '{print $c}' "$2" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# stat COLUMN FILE: "median (min-max)" of a column.
+stat() {
+  awk -v c="$1" '{print $c}' "$2" | sort -g | awk '{v[NR] = $1} END {
+    m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%g (%g-%g)", m, v[1], v[NR]
+  }'
+}
+# index_of NAME: the index of the proxy NAME, or nothing.
+index_of() {
+  local i
+  for i in "${!names[@]}"; do
+    [ "${names[$i]}" = "$1" ] && echo "$i" && return
+  done
+}
+# ratio A B COLUMN: "median (min-max)" over the rounds of A's column ÷ B's, round by round.
+ratio() {
+  paste -d' ' <(awk -v c="$3" '{print $c}' "$work/rounds.$1") <(awk -v c="$3" '{print $c}' "$work/rounds.$2") |
+    awk '{print $1 / $2}' | sort -g | awk '{v[NR] = $1} END {
+      m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "%.2f (%.2f-%.2f)", m, v[1], v[NR]
+    }'
+}
 
 echo
-printf 'wrk -t%s -c%s -d%s, %s rounds, limit_conn %s, upstream nginx return 200, %s CPUs\n' \
-  "$THREADS" "$CONNS" "$DURATION" "$ROUNDS" "$LIMIT" "$(nproc)"
-n_rps=$(median 1 "$work/rounds.1")
-printf '%-20s %12s %10s %10s %10s   %s\n' "median of rounds" "requests/s" "p99 ms" "non-2xx" "/ nginx" "requests/s of each round"
+printf 'wrk -t%s -c%s -d%s, %s rounds, limit_conn %s, keepalive %s, upstream nginx return 200, %s CPUs\n' \
+  "$THREADS" "$CONNS" "$DURATION" "$ROUNDS" "$LIMIT" "$KEEPALIVE" "$(nproc)"
+printf 'median (min-max) over the rounds\n'
+printf '%-22s %-28s %-22s %-8s %s\n' "proxy" "requests/s" "p99 ms" "non-2xx" "CPU µs/request"
 for i in "${!ports[@]}"; do
   f="$work/rounds.$i"
-  rps=$(median 1 "$f")
-  printf '%-20s %12s %10s %10s %10s   %s\n' "${names[$i]}" "$rps" "$(median 2 "$f")" \
-    "$(awk '{s += $3} END {print s}' "$f")" "$(awk -v s="$rps" -v n="$n_rps" 'BEGIN {printf "%.2f", s / n}')" \
-    "$(awk '{printf "%s ", $1}' "$f")"
+  printf '%-22s %-28s %-22s %-8s %s\n' "${names[$i]}" "$(stat 1 "$f")" "$(stat 2 "$f")" \
+    "$(awk '{s += $3} END {print s}' "$f")" "$(stat 4 "$f")"
 done
-awk -v s="$(median 1 "$work/rounds.0")" -v n="$n_rps" -v f="$(median 1 "$work/rounds.2")" \
-  'BEGIN { printf "ratio stampede/nginx: %.2f (target >= 0.80); stampede/go floor (net/http): %.2f\n", s / n, s / f }'
-for i in "${!names[@]}"; do
-  case "${names[$i]}" in
-  caddy | haproxy)
-    awk -v s="$(median 1 "$work/rounds.0")" -v o="$(median 1 "$work/rounds.$i")" -v name="${names[$i]}" \
-      'BEGIN { printf "ratio stampede/%s: %.2f\n", name, s / o }'
-    ;;
-  esac
+echo
+printf '%-34s %-24s %s\n' "ratio, same mode" "requests/s" "CPU per request"
+for mode in off ka; do
+  s=$(index_of "stampede $mode")
+  for peer in nginx caddy haproxy "floor net/http" "floor raw"; do
+    o=$(index_of "$peer $mode")
+    [ -n "$o" ] || continue
+    printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"
+  done
 done
+printf 'goals: stampede/nginx (ka) requests/s >= 0.80; stampede/caddy >= 1.00\n'

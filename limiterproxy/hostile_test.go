@@ -450,7 +450,7 @@ func TestKeepAliveBodyStall(t *testing.T) {
 	const readTimeout = 300 * time.Millisecond
 	p := mustPolicy(t, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
 	front := httptest.NewUnstartedServer(nil)
-	front.Config = NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, "http://"+up.addr()), ProxyOptions{ReadTimeout: readTimeout, KeepAlive: true})}, ServerOptions{})
+	front.Config = NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, "http://"+up.addr()), ProxyOptions{ReadTimeout: readTimeout, UpstreamKeepAlive: 32})}, ServerOptions{})
 	front.Start()
 	defer front.Close()
 	s := hostileSide{name: "stampede (keep-alive)", addr: strings.TrimPrefix(front.URL, "http://")}

@@ -17,6 +17,10 @@ const (
 	DefaultNginxUpstream = "127.0.0.1:9000"
 )
 
+// nginxUpstreamName names the upstream block of a configuration with
+// upstream keep-alive.
+const nginxUpstreamName = "stampede_upstream"
+
 // minNginxZone is the smallest shared memory zone nginx accepts (8 pages).
 const minNginxZone = 32 << 10
 
@@ -245,12 +249,25 @@ func buildNginx(cfg limit.Config, opts NginxOptions) (*nginxParts, error) {
 	}
 	headers := !opts.NoHeaders
 	parts := &nginxParts{listen: listen, upstream: upstream, hasRoot: hasRoot}
-	parts.header = append(parts.header, "# nginx.conf equivalent to:", "#   "+proxyCommandLine(listen, upstream, cfg, opts.ReadTimeout))
+	parts.header = append(parts.header, "# nginx.conf equivalent to:", "#   "+proxyCommandLine(listen, upstream, cfg, opts.ReadTimeout, opts.UpstreamKeepAlive))
 	if ts != 1 {
 		parts.header = append(parts.header, fmt.Sprintf("# played at time scale %s: rates ÷ %s, timeouts × %s.", fmtFloat(ts), fmtFloat(ts), fmtFloat(ts)))
 	}
+	if opts.UpstreamKeepAlive < 0 {
+		return nil, fmt.Errorf("nginx config: upstream keepalive %d: want 0 (off) or more", opts.UpstreamKeepAlive)
+	}
+	passTo := upstream
+	if opts.UpstreamKeepAlive > 0 {
+		passTo = nginxUpstreamName
+	}
 	parts.proxy = func(p func(int, string, ...any), in int) {
-		p(in, "proxy_pass http://%s;", upstream)
+		p(in, "proxy_pass http://%s;", passTo)
+		if opts.UpstreamKeepAlive > 0 {
+			// What nginx's keepalive needs: HTTP/1.1 and no
+			// "Connection: close" towards the upstream.
+			p(in, "proxy_http_version 1.1;")
+			p(in, `proxy_set_header Connection "";`)
+		}
 		p(in, "proxy_set_header Host $host;")
 		p(in, "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;")
 		p(in, "proxy_set_header X-Forwarded-Host $http_host;")
@@ -270,6 +287,15 @@ func buildNginx(cfg limit.Config, opts NginxOptions) (*nginxParts, error) {
 
 	var hb strings.Builder
 	p := printer(&hb)
+	if n := opts.UpstreamKeepAlive; n > 0 {
+		p(0, "")
+		p(0, "# Up to %d idle connections to the upstream kept per worker process (stampede proxy keeps", n)
+		p(0, "# up to %d in all); keepalive_requests 1000, keepalive_timeout 60s, keepalive_time 1h.", n)
+		p(0, "upstream %s {", nginxUpstreamName)
+		p(1, "server %s;", upstream)
+		p(1, "keepalive %d;", n)
+		p(0, "}")
+	}
 	anyLimit := false
 	for _, sc := range scopes {
 		anyLimit = anyLimit || len(sc.req)+len(sc.conn) > 0
@@ -554,7 +580,7 @@ func nginxDuration(d time.Duration) string {
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // proxyCommandLine writes the stampede proxy command the config mirrors.
-func proxyCommandLine(listen, upstream string, cfg limit.Config, readTimeout time.Duration) string {
+func proxyCommandLine(listen, upstream string, cfg limit.Config, readTimeout time.Duration, keepAlive int) string {
 	var b strings.Builder
 	b.WriteString("stampede proxy --listen " + listen + " --upstream http://" + upstream)
 	for _, s := range cfg.Req {
@@ -578,6 +604,9 @@ func proxyCommandLine(listen, upstream string, cfg limit.Config, readTimeout tim
 	}
 	if readTimeout > 0 {
 		b.WriteString(" --read-timeout " + readTimeout.String())
+	}
+	if keepAlive > 0 {
+		b.WriteString(" --upstream-keepalive " + strconv.Itoa(keepAlive))
 	}
 	return b.String()
 }

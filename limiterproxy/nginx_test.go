@@ -25,6 +25,8 @@ var nginxCases = []struct {
 	{"no-limits", limit.Config{}, NginxOptions{}},
 	{"conn-host", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}},
 		NginxOptions{Listen: "127.0.0.1:8080", Upstream: "http://127.0.0.1:9000", ReadTimeout: 120 * time.Second}},
+	{"upstream-keepalive", limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}},
+		NginxOptions{Upstream: "127.0.0.1:9000", ReadTimeout: 120 * time.Second, UpstreamKeepAlive: 32}},
 	{"two-limits", limit.Config{
 		Req: []limit.ReqSpec{{Key: "binary_remote_addr", Rate: "10r/s", Burst: 20, NoDelay: true, Zone: "1m"}},
 		Conn: []limit.ConnSpec{

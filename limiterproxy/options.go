@@ -15,11 +15,19 @@ type ProxyOptions struct {
 	// to the upstream that makes no progress within it answers 504. Zero
 	// means none.
 	SendTimeout time.Duration
-	// KeepAlive reuses upstream connections, as nginx's upstream keepalive
-	// does. False opens a connection per request, nginx's default. Either
-	// way a request is never silently sent twice: a reused connection the
-	// upstream drops answers 502, as a fresh one does.
-	KeepAlive bool
+	// UpstreamKeepAlive is nginx's `upstream { keepalive N; }` with
+	// proxy_http_version 1.1 and an empty Connection header: at most N
+	// idle upstream connections are kept for the next requests (see
+	// NewProxy). Zero opens a connection per request, nginx's default.
+	UpstreamKeepAlive int
+	// NextUpstreamOff is nginx's proxy_next_upstream off: a reused
+	// connection that fails before the response answers 502, as a fresh
+	// one does. False sends the request once more, as nginx does by
+	// default, unless it has a body or is a POST, LOCK or PATCH.
+	NextUpstreamOff bool
+	// Dial, when set, opens upstream connections (an in-memory network);
+	// nil dials TCP within ConnectTimeout.
+	Dial DialFunc
 }
 
 // NginxOptions configure WriteNginx.
@@ -40,4 +48,9 @@ type NginxOptions struct {
 	// NoHeaders leaves out the X-Stampede-Limit and X-Stampede-Dry-Run
 	// headers (and their maps). False writes them.
 	NoHeaders bool
+	// UpstreamKeepAlive writes an upstream block with `keepalive N;` and
+	// the proxy_http_version 1.1 and empty Connection header it needs;
+	// zero writes proxy_pass to the address, nginx's connection per
+	// request.
+	UpstreamKeepAlive int
 }

@@ -10,7 +10,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
-	"time"
 
 	"stampede/limit"
 )
@@ -19,25 +18,49 @@ import (
 // proxy_connect_timeout does by default; over it the proxy answers 504.
 const DefaultConnectTimeout = limit.DefaultConnectTimeout
 
+// MaxUpstreamKeepAlive bounds ProxyOptions.UpstreamKeepAlive: more idle
+// upstream connections than the proxy serves clients at once by default
+// (and than the exported nginx.conf's worker_connections) could never
+// fill.
+const MaxUpstreamKeepAlive = 4096
+
+// DialFunc opens a connection to address on network, as
+// net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
 // NewProxy returns a reverse proxy to upstream that behaves as nginx's
 // proxy_pass does with `proxy_set_header Host $host`:
 //
 //   - the client's Host header goes to upstream as nginx's $host (lower-cased,
 //     without the port), and
 //     X-Forwarded-For, X-Forwarded-Host and X-Forwarded-Proto are set;
-//   - unless opts.KeepAlive, every upstream request uses a new connection
-//     (nginx speaks HTTP/1.0 without keep-alive to upstreams by default, and
-//     gunicorn's sync workers close every connection anyway); with or
-//     without it, a request is never silently sent twice;
+//   - without opts.UpstreamKeepAlive, every upstream request uses a new
+//     connection and says "Connection: close" (nginx speaks HTTP/1.0
+//     without keep-alive to upstreams by default, and gunicorn's sync
+//     workers close every connection anyway);
+//   - with opts.UpstreamKeepAlive N, as nginx with `upstream { keepalive N; }`,
+//     `proxy_http_version 1.1` and `proxy_set_header Connection ""`: a
+//     connection whose response was read to its end, HTTP/1.1 without
+//     "Connection: close", after the whole request body, waits idle for the
+//     next request; at most N wait, the least recently used closing
+//     beyond that, each for at most 60 s (keepalive_timeout), for at most
+//     1000 requests (keepalive_requests) and one hour (keepalive_time);
+//     one the upstream closes while idle is not used again. N bounds the
+//     proxy as nginx's bounds each worker process; over
+//     MaxUpstreamKeepAlive it is MaxUpstreamKeepAlive. A reused connection
+//     that fails before the response (the upstream closed it as the
+//     request went out) sends the request once more on the next
+//     connection, as nginx's default proxy_next_upstream does, unless
+//     opts.NextUpstreamOff, the request has a body, or it is a POST, LOCK
+//     or PATCH; a fresh connection's failure answers 502, never a retry;
 //   - no response headers within opts.ReadTimeout answers 504 (zero: wait
 //     forever), however they trickle in, nor a connection within
 //     opts.ConnectTimeout; a refused, reset or closed upstream connection
 //     answers 502;
 //   - opts.ReadTimeout also bounds each wait for the next bytes of the
-//     response body and, without KeepAlive, of an upgraded connection;
-//     without KeepAlive, opts.SendTimeout bounds each write to the
-//     upstream: the exchange is cut off, as nginx cuts it off, and its
-//     limit_conn slot freed;
+//     response body and of an upgraded connection; opts.SendTimeout
+//     bounds each write to the upstream: the exchange is cut off, as
+//     nginx cuts it off, and its limit_conn slot freed;
 //   - a client gone before the response is answered nothing, and a client
 //     that fails to send its body (ServerOptions.ClientBodyTimeout) ends
 //     the exchange: nothing is answered on a timeout, 400 on a malformed
@@ -51,32 +74,22 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	if connectTimeout <= 0 {
 		connectTimeout = DefaultConnectTimeout
 	}
-	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: -1} // no TCP keep-alive probes on a connection used once
-	var transport http.RoundTripper = newOneShot(upstream, dialer, opts.ReadTimeout, opts.SendTimeout)
-	if opts.KeepAlive {
-		transport = &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dialer.DialContext,
-			MaxIdleConns:          maxIdleUpstream,
-			MaxIdleConnsPerHost:   maxIdleUpstream,
-			ResponseHeaderTimeout: opts.ReadTimeout,
-			// The upstream is a plain-HTTP app server; nginx does not ask
-			// it for compressed bodies either.
-			DisableCompression: true,
-			ForceAttemptHTTP2:  false,
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: -1} // no TCP keep-alive probes, as nginx's proxy_socket_keepalive off
+	t := newUpstreamTransport(upstream, dialer, opts.ReadTimeout, opts.SendTimeout)
+	t.noRetry = opts.NextUpstreamOff
+	if opts.Dial != nil {
+		dial := opts.Dial
+		t.dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			return dial(ctx, network, address)
 		}
 	}
-	var modify func(*http.Response) error
-	if opts.KeepAlive && opts.ReadTimeout > 0 {
-		modify = func(resp *http.Response) error {
-			if resp.StatusCode != http.StatusSwitchingProtocols {
-				resp.Body = &idleBody{body: resp.Body, timeout: opts.ReadTimeout}
-			}
-			return nil
-		}
+	keepAlive := opts.UpstreamKeepAlive > 0
+	if keepAlive {
+		t.pool = newIdlePool(min(opts.UpstreamKeepAlive, MaxUpstreamKeepAlive))
 	}
 	return &httputil.ReverseProxy{
-		ModifyResponse: modify,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			// nginx's proxy_set_header Host $host: without the port,
@@ -87,16 +100,13 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 				pr.Out.Host = pr.In.Host
 			}
 			pr.SetXForwarded()
-			switch {
-			case !opts.KeepAlive:
-				// "Connection: close", as nginx's HTTP/1.0 says, but not
-				// beside the "Connection: Upgrade" of a protocol switch.
-				pr.Out.Close = pr.Out.Header.Get("Upgrade") == ""
-			case pr.Out.Body == nil || pr.Out.Body == http.NoBody:
-				pr.Out.Body = noReplay{}
-			}
+			// Without keep-alive "Connection: close", as nginx's HTTP/1.0
+			// says, but not beside the "Connection: Upgrade" of a
+			// protocol switch; with it no Connection header, as
+			// `proxy_set_header Connection ""` sends.
+			pr.Out.Close = !keepAlive && pr.Out.Header.Get("Upgrade") == ""
 		},
-		Transport:    transport,
+		Transport:    t,
 		BufferPool:   &copyBuffers,
 		ErrorLog:     log.New(io.Discard, "", 0),
 		ErrorHandler: proxyError,
@@ -130,19 +140,6 @@ func (b *bufferPool) Put(buf []byte) {
 	*h = buf
 	b.bufs.Put(h)
 }
-
-// maxIdleUpstream bounds the idle upstream connections KeepAlive keeps.
-const maxIdleUpstream = 1024
-
-// noReplay is an empty request body that makes a body-less request
-// non-replayable. Go's transport sends a GET again, on its own, when a reused
-// connection closes before any response byte; a worker killed by its timeout
-// closes its connection exactly so, and must answer 502 once, not run the
-// request twice. The transport still sends no body: it finds noReplay empty.
-type noReplay struct{}
-
-func (noReplay) Read([]byte) (int, error) { return 0, io.EOF }
-func (noReplay) Close() error             { return nil }
 
 // proxyError answers a request the upstream failed: 504 for a timeout, 502
 // for anything else, nothing if the client is gone or let its body time
@@ -179,33 +176,4 @@ func IsTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// idleBody is a response body read through http.Transport (KeepAlive)
-// whose every read must bring bytes within timeout, as nginx's
-// proxy_read_timeout bounds the time between two successive reads: past
-// it the body is closed, which fails the read and cuts the response off.
-// The timer runs only while a read waits.
-type idleBody struct {
-	body    io.ReadCloser
-	timeout time.Duration
-	timer   *time.Timer
-}
-
-func (b *idleBody) Read(p []byte) (int, error) {
-	if b.timer == nil {
-		b.timer = time.AfterFunc(b.timeout, func() { b.body.Close() })
-	} else {
-		b.timer.Reset(b.timeout)
-	}
-	n, err := b.body.Read(p)
-	b.timer.Stop()
-	return n, err
-}
-
-func (b *idleBody) Close() error {
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-	return b.body.Close()
 }

@@ -11,21 +11,28 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// oneShot is the upstream transport of a proxy without KeepAlive: every
-// request goes on a connection of its own, which closes when the response
-// body does, as nginx talks to an upstream by default. It is built on the
-// standard library's request writer and response reader, without
-// http.Transport, whose pool, per-connection reader and writer goroutines
-// and channels cost a connection used once about as much as the proxy's own
-// work. It sends a request once, never again.
+// upstreamTransport is the proxy's upstream transport. Without a pool
+// every request goes on a connection of its own, which closes when the
+// response body does, as nginx talks to an upstream by default; with one,
+// a connection whose exchange ended cleanly waits in the pool for the next
+// request, as nginx's `upstream { keepalive N; }` keeps it. It is built on
+// the standard library's request writer and response reader, without
+// http.Transport, whose per-connection reader and writer goroutines and
+// channels cost about as much as the proxy's own work. A request is sent
+// again only as nginx's proxy_next_upstream (error timeout) sends it: when
+// a reused connection fails before the response, for a request without a
+// body that is not a POST, LOCK or PATCH.
 //
-// The zero value dials with no timeout and waits for the upstream
-// forever. It is safe for concurrent use.
-type oneShot struct {
+// The zero value dials with no timeout, waits for the upstream forever and
+// keeps no connection. It is safe for concurrent use.
+type upstreamTransport struct {
 	dialer *net.Dialer
+	// dial, when set, opens connections instead of dialer.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// readTimeout is nginx's proxy_read_timeout: it bounds the wait for
 	// the response headers after the request was written, then each wait
 	// for the next bytes of the body or of an upgraded connection; zero
@@ -40,11 +47,17 @@ type oneShot struct {
 	// upstream named by an IP address.
 	host string
 	addr netip.AddrPort
+	// pool keeps idle connections; nil keeps none.
+	pool *idlePool
+	// noRetry answers a reused connection's failure as a fresh one's,
+	// never sending the request again (nginx's proxy_next_upstream off).
+	noRetry bool
 }
 
-// newOneShot returns the transport to upstream, which it dials with dialer.
-func newOneShot(upstream *url.URL, dialer *net.Dialer, readTimeout, sendTimeout time.Duration) *oneShot {
-	t := &oneShot{dialer: dialer, readTimeout: readTimeout, sendTimeout: sendTimeout}
+// newUpstreamTransport returns the transport to upstream, which it dials
+// with dialer.
+func newUpstreamTransport(upstream *url.URL, dialer *net.Dialer, readTimeout, sendTimeout time.Duration) *upstreamTransport {
+	t := &upstreamTransport{dialer: dialer, readTimeout: readTimeout, sendTimeout: sendTimeout}
 	if ap, err := netip.ParseAddrPort(hostPort(upstream)); err == nil {
 		t.host, t.addr = upstream.Host, ap
 	}
@@ -67,17 +80,19 @@ var (
 // the response reader sees it, the arming of the header timeout, the
 // request as written (out, whose body is rb) and the response body.
 type exchange struct {
-	t    *oneShot
+	t    *upstreamTransport
 	req  *http.Request
 	out  http.Request
 	rb   clientBody
 	sc   sendConn
+	uc   *upConn
 	conn net.Conn
 	stop func() bool // unhooks the connection from the request's context
 	br   *bufio.Reader
+	resp *http.Response
 
 	hc   headerConn
-	body oneShotBody
+	body upstreamBody
 
 	mu         sync.Mutex
 	headersIn  bool
@@ -85,24 +100,88 @@ type exchange struct {
 	writerDone chan struct{}
 }
 
-// RoundTrip sends req on a new connection to req.URL.Host and returns the
-// response, whose body owns the connection. The request must be an http
-// one; req.Close should be set so that the upstream hears
-// "Connection: close". A request body is written while the response is
-// read, so that an upstream that answers before reading it all (a 413,
-// say) is heard; each of its writes may take the send timeout. A request
-// body the client fails to send (its client_body_timeout, a malformed
-// chunk) ends the exchange at once with the body's error.
-func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	conn, err := t.dial(ctx, req)
-	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
+// RoundTrip sends req to req.URL.Host, on an idle connection of the pool
+// if there is one, else on a new one, and returns the response, whose body
+// owns the connection. The request must be an http one; without a pool
+// req.Close should be set so that the upstream hears "Connection: close".
+// A request body is written while the response is read, so that an
+// upstream that answers before reading it all (a 413, say) is heard; each
+// of its writes may take the send timeout. A request body the client
+// fails to send (its client_body_timeout, a malformed chunk) ends the
+// exchange at once with the body's error.
+func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	for {
+		uc, err := t.conn(req)
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
 		}
+		resp, err := t.exchange(req, uc)
+		if err == nil || !t.retry(req, uc, err) {
+			return resp, err
+		}
+	}
+}
+
+// CloseIdleConnections closes the connections idle in the pool, as
+// http.Transport's method of that name does.
+func (t *upstreamTransport) CloseIdleConnections() { t.pool.closeAll() }
+
+// retry reports whether a request whose exchange on uc failed with err
+// goes again, as nginx's default proxy_next_upstream (error timeout) sends
+// it again on the next connection: the connection was a reused one (nginx
+// then does not count the try) and failed (closed, reset) rather than timed
+// out or sent a bad header, the client is still there, and the request is
+// not a POST, LOCK or PATCH, which nginx does not send twice. nginx
+// buffers request bodies and sends them again; the proxy streams them,
+// and sends again only a request without one.
+func (t *upstreamTransport) retry(req *http.Request, uc *upConn, err error) bool {
+	if !uc.reused || t.noRetry || req.Context().Err() != nil {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		return false
+	}
+	switch req.Method {
+	case http.MethodPost, http.MethodPatch, "LOCK":
+		return false
+	}
+	if IsTimeout(err) || errors.Is(err, errUpstreamHeader) {
+		return false
+	}
+	var errno syscall.Errno
+	var op *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &errno) || errors.As(err, &op)
+}
+
+// conn returns an idle connection from the pool, or a new one.
+func (t *upstreamTransport) conn(req *http.Request) (*upConn, error) {
+	if uc := t.pool.get(); uc != nil {
+		uc.reused = true
+		return uc, nil
+	}
+	c, err := t.dialConn(req.Context(), req)
+	if err != nil {
 		return nil, err
 	}
-	x := &exchange{t: t, req: req, conn: conn}
+	uc := &upConn{Conn: c}
+	if t.pool != nil {
+		uc.start = time.Now()
+		if sc, ok := c.(syscall.Conn); ok {
+			uc.raw, _ = sc.SyscallConn()
+		}
+	}
+	return uc, nil
+}
+
+// exchange sends req on uc and reads the response headers.
+func (t *upstreamTransport) exchange(req *http.Request, uc *upConn) (*http.Response, error) {
+	ctx := req.Context()
+	conn := uc.Conn
+	uc.requests++
+	x := &exchange{t: t, req: req, uc: uc, conn: conn}
 	x.out = *req
 	if req.Body != nil && req.Body != http.NoBody {
 		x.rb.body = req.Body
@@ -111,13 +190,26 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A client that goes away takes the upstream connection with it, as
 	// nginx closes it (and a gunicorn worker may go on regardless).
 	x.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	hasBody := x.rb.body != nil
+	if uc.reused {
+		// The last exchange's deadlines are past by now: a request with
+		// a body reads before the header timeout is armed, and one
+		// without writes through no sendConn.
+		if hasBody && t.readTimeout > 0 {
+			conn.SetReadDeadline(time.Time{}) //nolint:errcheck // a closed conn fails the read
+		}
+		if !hasBody && uc.writeDeadline {
+			conn.SetWriteDeadline(time.Time{}) //nolint:errcheck // a closed conn fails the write
+			uc.writeDeadline = false
+		}
+	}
 	x.hc.Conn = conn
 	x.hc.left.Store(maxUpstreamHeader)
 
 	// The header timeout runs from when the request is written; it is
 	// armed by whichever comes last of the write's end and nothing, and
 	// disarmed once the headers are in.
-	if req.Body == nil || req.Body == http.NoBody {
+	if !hasBody {
 		if x.writeErr = x.write(conn); x.writeErr != nil {
 			return x.fail(x.writeErr)
 		}
@@ -161,14 +253,18 @@ func (t *oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &upgraded{br: x.br, conn: conn, stop: x.stop, readTimeout: t.readTimeout, sendTimeout: t.sendTimeout}
 		return resp, nil
 	}
-	x.body = oneShotBody{body: resp.Body, x: x}
+	x.resp = resp
+	x.body = upstreamBody{body: resp.Body, x: x}
 	resp.Body = &x.body
 	return resp, nil
 }
 
-// dial connects to req's upstream: at t.addr without a lookup when that is
-// the upstream's address.
-func (t *oneShot) dial(ctx context.Context, req *http.Request) (net.Conn, error) {
+// dialConn connects to req's upstream: with t.dial when set, else at
+// t.addr without a lookup when that is the upstream's address.
+func (t *upstreamTransport) dialConn(ctx context.Context, req *http.Request) (net.Conn, error) {
+	if t.dial != nil {
+		return t.dial(ctx, "tcp", hostPort(req.URL))
+	}
 	dialer := t.dialer
 	if dialer == nil {
 		dialer = &net.Dialer{}
@@ -212,6 +308,7 @@ func (x *exchange) write(w io.Writer) error {
 func (x *exchange) writeBody() {
 	defer close(x.writerDone)
 	x.sc = sendConn{Conn: x.conn, timeout: x.t.sendTimeout}
+	x.uc.writeDeadline = x.t.sendTimeout > 0
 	err := x.write(&x.sc)
 	if x.sc.err != nil {
 		// The request writer wraps a write's error in a type of its own
@@ -244,6 +341,52 @@ func (x *exchange) fail(err error) (*http.Response, error) {
 		err = ctxErr
 	}
 	return nil, err
+}
+
+// keep reports whether the connection of x, whose response body was read
+// to its end, may serve another request, as nginx's keepalive module
+// decides when the upstream is freed: the response was HTTP/1.1 without
+// "Connection: close", its body delimited (not by the connection's close)
+// and followed by nothing, the request body all sent, no read timed out,
+// and the connection has served fewer than keepalive_requests requests
+// within keepalive_time.
+func (x *exchange) keep() bool {
+	p := x.t.pool
+	if p == nil || x.resp.Close || !x.resp.ProtoAtLeast(1, 1) || x.br.Buffered() > 0 || x.hc.timedOut.Load() {
+		return false
+	}
+	if x.writerDone != nil && !x.bodySent() {
+		return false
+	}
+	return x.uc.requests < p.maxRequests && time.Since(x.uc.start) < p.maxAge
+}
+
+// writerGrace bounds how long the end of an exchange waits for the writer
+// of a request body that was read to its end to say that it handed the
+// last bytes to the kernel.
+const writerGrace = 10 * time.Millisecond
+
+// bodySent reports whether the request body was all sent, as nginx's
+// request_body_sent says. The answer may be in before the writer says it
+// is done: once it has read the client's body to its end only its last
+// write is left, which returns at once unless the upstream answered
+// without taking the body (an early 413); then the connection closes.
+func (x *exchange) bodySent() bool {
+	select {
+	case <-x.writerDone:
+	default:
+		if !x.rb.eof.Load() {
+			return false
+		}
+		t := time.NewTimer(writerGrace)
+		defer t.Stop()
+		select {
+		case <-x.writerDone:
+		case <-t.C:
+			return false
+		}
+	}
+	return x.writeErr == nil
 }
 
 // readResponse reads the response to req from br, skipping informational
@@ -332,28 +475,48 @@ func hostPort(u *url.URL) string {
 	return u.Host
 }
 
-// oneShotBody is a response body that closes its connection when closed,
-// and gives the reader back.
-type oneShotBody struct {
+// upstreamBody is a response body that, when closed, gives its connection
+// back to the pool if the exchange ended cleanly (exchange.keep), else
+// closes it; either way it gives the reader back.
+type upstreamBody struct {
 	body io.ReadCloser
 	x    *exchange
+	eof  bool // the body was read to its end
 	once sync.Once
 }
 
 // Read reads the body, each wait for more bytes from the upstream bounded
 // by the read timeout, as nginx's proxy_read_timeout bounds the time
 // between two successive reads.
-func (b *oneShotBody) Read(p []byte) (int, error) {
-	if t := b.x.t.readTimeout; t > 0 {
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	// Bytes the response reader holds already are read without waiting:
+	// the deadline is for a read that waits on the connection (a small
+	// body came in with the headers).
+	if t := b.x.t.readTimeout; t > 0 && b.x.br.Buffered() == 0 {
 		b.x.conn.SetReadDeadline(time.Now().Add(t)) //nolint:errcheck // a closed conn fails the read
 	}
-	return b.body.Read(p)
+	n, err := b.body.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
-func (b *oneShotBody) Close() error {
+func (b *upstreamBody) Close() error {
 	b.once.Do(func() {
 		x := b.x
-		x.stop()
+		// A body the response reader knows to be empty is at its end
+		// unread.
+		done := b.eof || b.body == http.NoBody
+		// Unhooked from the client, the connection is the exchange's
+		// again, unless the client's going already closed it.
+		if x.stop() && done && x.keep() {
+			b.body.Close()
+			x.br.Reset(nil)
+			upstreamReaders.Put(x.br)
+			x.t.pool.put(x.uc)
+			return
+		}
 		// The connection first: a body not read to its end then fails at
 		// once rather than being drained, and a request body still being
 		// written stops.
@@ -407,14 +570,169 @@ func (u *upgraded) Close() error {
 type clientBody struct {
 	body io.ReadCloser
 	err  error
+	eof  atomic.Bool // the body was read to its end
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if err != nil && err != io.EOF && b.err == nil {
+	if err == io.EOF {
+		b.eof.Store(true)
+	} else if err != nil && b.err == nil {
 		b.err = err
 	}
 	return n, err
 }
 
 func (b *clientBody) Close() error { return b.body.Close() }
+
+// Defaults of nginx's upstream keepalive module, which ProxyOptions cannot
+// change.
+const (
+	// keepaliveRequests is keepalive_requests: a connection that served
+	// this many requests closes.
+	keepaliveRequests = 1000
+	// keepaliveTimeout is keepalive_timeout: an idle connection closes
+	// after it.
+	keepaliveTimeout = 60 * time.Second
+	// keepaliveTime is keepalive_time: a connection older than this closes
+	// when its request ends.
+	keepaliveTime = time.Hour
+)
+
+// upConn is a connection to the upstream and what the pool knows of it.
+type upConn struct {
+	net.Conn
+	raw      syscall.RawConn  // for the idle check; nil without one
+	peek     func(fd uintptr) // the idle check's peek, made once
+	usable   bool             // the last peek's finding
+	peekBuf  [1]byte
+	reused   bool      // it served a request before this one
+	requests int       // requests sent on it
+	start    time.Time // when it was dialled (with a pool)
+	idle     time.Time // when it went idle
+	// writeDeadline is set when a write deadline may be left on it.
+	writeDeadline bool
+}
+
+// idlePool keeps at most max idle connections, as nginx's keepalive module
+// caches them: a connection put back goes on top, a request takes the one
+// on top (the most recently used), and a connection put back when the
+// pool is full closes the one at the bottom (the least recently used). A
+// connection idle for timeout closes, as one that the upstream closed or
+// sent anything on while idle does when it is next taken: nginx watches
+// its idle connections and closes those at once.
+//
+// A nil *idlePool keeps nothing. It is safe for concurrent use.
+type idlePool struct {
+	max         int
+	timeout     time.Duration // keepalive_timeout
+	maxRequests int           // keepalive_requests
+	maxAge      time.Duration // keepalive_time
+	mu          sync.Mutex
+	ring        []*upConn // ring[(head+i)%max], i < n, oldest first
+	head, n     int
+	timer       *time.Timer // closes the connections idle for timeout
+	timerSet    bool
+	closedIdle  atomic.Int64 // idle connections closed, for tests
+}
+
+// newIdlePool returns a pool of at most max idle connections with
+// nginx's default keepalive_timeout, keepalive_requests and keepalive_time.
+func newIdlePool(max int) *idlePool {
+	p := &idlePool{max: max, timeout: keepaliveTimeout, maxRequests: keepaliveRequests, maxAge: keepaliveTime, ring: make([]*upConn, max)}
+	p.timer = time.AfterFunc(time.Hour, p.expire)
+	p.timer.Stop()
+	return p
+}
+
+// get takes the most recently used idle connection that is still usable,
+// closing those that are not; nil when there is none.
+func (p *idlePool) get() *upConn {
+	if p == nil {
+		return nil
+	}
+	for {
+		p.mu.Lock()
+		if p.n == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		p.n--
+		i := (p.head + p.n) % p.max
+		c := p.ring[i]
+		p.ring[i] = nil
+		p.mu.Unlock()
+		if idleUsable(c) && time.Since(c.idle) < p.timeout {
+			return c
+		}
+		c.Close()
+		p.closedIdle.Add(1)
+	}
+}
+
+// put makes c idle, closing the least recently used idle connection if
+// the pool is full.
+func (p *idlePool) put(c *upConn) {
+	c.idle = time.Now()
+	var evict *upConn
+	p.mu.Lock()
+	if p.n == p.max {
+		evict = p.ring[p.head]
+		p.ring[p.head] = nil
+		p.head = (p.head + 1) % p.max
+		p.n--
+	}
+	p.ring[(p.head+p.n)%p.max] = c
+	p.n++
+	if !p.timerSet {
+		p.timerSet = true
+		p.timer.Reset(p.timeout)
+	}
+	p.mu.Unlock()
+	if evict != nil {
+		evict.Close()
+		p.closedIdle.Add(1)
+	}
+}
+
+// expire closes the connections idle for the timeout, oldest first, and
+// sets the timer for the next one to be.
+func (p *idlePool) expire() {
+	var old []*upConn
+	p.mu.Lock()
+	now := time.Now()
+	for p.n > 0 {
+		c := p.ring[p.head]
+		if left := p.timeout - now.Sub(c.idle); left > 0 {
+			p.timer.Reset(left)
+			break
+		}
+		old = append(old, c)
+		p.ring[p.head] = nil
+		p.head = (p.head + 1) % p.max
+		p.n--
+	}
+	p.timerSet = p.n > 0
+	p.mu.Unlock()
+	for _, c := range old {
+		c.Close()
+		p.closedIdle.Add(1)
+	}
+}
+
+// closeAll closes every idle connection.
+func (p *idlePool) closeAll() {
+	if p == nil {
+		return
+	}
+	for c := p.get(); c != nil; c = p.get() {
+		c.Close()
+	}
+}
+
+// idle returns how many connections are idle.
+func (p *idlePool) idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}

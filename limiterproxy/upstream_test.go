@@ -170,7 +170,7 @@ func TestOneShotDialsWithoutLookup(t *testing.T) {
 		{"http://localhost:" + port, false},
 	} {
 		u := mustURL(t, tt.upstream)
-		if got := newOneShot(u, &net.Dialer{}, 0, 0).addr.IsValid(); got != tt.direct {
+		if got := newUpstreamTransport(u, &net.Dialer{}, 0, 0).addr.IsValid(); got != tt.direct {
 			t.Errorf("step %d: %s dialled without a lookup: %v, want %v", i, tt.upstream, got, tt.direct)
 		}
 		front := httptest.NewServer(NewProxy(u, ProxyOptions{}))
@@ -242,7 +242,7 @@ func BenchmarkProxyUpstream(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ln.Close()
-	go serveReturn200(ln)
+	go serveReturn200(ln, false)
 	addr := ln.Addr().String()
 
 	b.Run("proxy", func(b *testing.B) {
@@ -279,9 +279,14 @@ func BenchmarkProxyUpstream(b *testing.B) {
 	})
 }
 
-// serveReturn200 answers every connection on ln with one 200 and closes it.
-func serveReturn200(ln net.Listener) {
-	const answer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+// serveReturn200 answers every request on ln with 200 "ok\n" as nginx's
+// `return 200` does: with keepAlive on the same connection until the
+// client says "Connection: close", else once, closing the connection.
+func serveReturn200(ln net.Listener, keepAlive bool) {
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
+	if !keepAlive {
+		answer = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+	}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -291,15 +296,23 @@ func serveReturn200(ln net.Listener) {
 			defer c.Close()
 			br := bufio.NewReader(c)
 			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil {
+				closing := !keepAlive
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						return
+					}
+					if len(line) <= 2 { // the blank line that ends the headers
+						break
+					}
+					if bytes.HasPrefix(line, []byte("Connection:")) {
+						closing = true
+					}
+				}
+				if _, err := io.WriteString(c, answer); err != nil || closing {
 					return
 				}
-				if len(line) <= 2 { // the blank line that ends the headers
-					break
-				}
 			}
-			io.WriteString(c, answer) //nolint:errcheck
 		}()
 	}
 }

@@ -2,14 +2,12 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"stampede/clock"
@@ -345,121 +343,6 @@ func RejectStatuses(cfg limit.Config) []int {
 	return st
 }
 
-// checkTarget parses raw, an http URL, and refuses hosts outside loopback
-// unless allowRemote.
-// TargetError says Options.Target or BackendStatsURL is unusable: not an
-// http URL, or outside loopback without AllowRemote. It is the caller's
-// mistake, not the run's.
-type TargetError struct{ Err error }
-
-func (e *TargetError) Error() string { return e.Err.Error() }
-func (e *TargetError) Unwrap() error { return e.Err }
-
-func checkTarget(ctx context.Context, what, raw string, allowRemote bool) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("live: %s %q: want an http:// URL with a host (e.g. http://127.0.0.1:8080)", what, raw)
-	}
-	if allowRemote {
-		return u, nil
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); ip != nil {
-		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("live: %s %q is outside loopback (allow it with --allow-remote)", what, raw)
-		}
-		return u, nil
-	}
-	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
-	if err != nil {
-		return nil, fmt.Errorf("live: %s %q: %w", what, raw, err)
-	}
-	for _, ip := range ips {
-		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("live: %s %q resolves to %v, outside loopback (allow it with --allow-remote)", what, raw, ip)
-		}
-	}
-	return u, nil
-}
-
-// reachTimeout bounds reachable's connection attempt.
-const reachTimeout = 2 * time.Second
-
-// reachable reports, before a run against target starts, that nothing
-// accepts connections there, rather than letting every request of the run
-// fail the same way.
-func reachable(ctx context.Context, target *url.URL) error {
-	addr := target.Host
-	if target.Port() == "" {
-		addr = net.JoinHostPort(target.Hostname(), "80")
-	}
-	d := net.Dialer{Timeout: reachTimeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		return c.Close()
-	}
-	if ctx.Err() != nil {
-		// Interrupted before the run began: the driver returns at once and
-		// the results say so, whatever the target.
-		return nil
-	}
-	return fmt.Errorf("live: target %q: nothing accepts connections at %s (%w); start the proxy first", target.String(), addr, err)
-}
-
-// statsPoller keeps the latest backend stats fetched from a URL.
-type statsPoller struct {
-	url    *url.URL
-	every  time.Duration
-	client *http.Client
-	last   atomic.Pointer[workerpool.Stats]
-}
-
-func newStatsPoller(u *url.URL, every time.Duration) *statsPoller {
-	return &statsPoller{url: u, every: every, client: &http.Client{Timeout: 2 * time.Second}}
-}
-
-// latest returns the last stats fetched, false before the first.
-func (p *statsPoller) latest() (workerpool.Stats, bool) {
-	if s := p.last.Load(); s != nil {
-		return *s, true
-	}
-	return workerpool.Stats{}, false
-}
-
-// run fetches the stats every p.every until ctx is done. A failed fetch
-// keeps the previous stats: a sample is better late than invented.
-func (p *statsPoller) run(ctx context.Context) {
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
-		p.fetch(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (p *statsPoller) fetch(ctx context.Context) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url.String(), nil)
-	if err != nil {
-		return
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return
-	}
-	var s workerpool.Stats
-	if json.NewDecoder(resp.Body).Decode(&s) == nil {
-		p.last.Store(&s)
-	}
-}
-
 // Transports of Options.Transport.
 const (
 	// Memory serves the built-in pair on in-memory listeners
@@ -604,17 +487,13 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		ConnectTimeout: wall(sc.Proxy.ConnectTimeout),
 		SendTimeout:    wall(sc.Proxy.SendTimeout),
 		// A connection per request would spend a third of the run's CPU
-		// in connect and close; the pool works per request either way.
-		KeepAlive: true,
+		// in connect and close; the pool works per request either way,
+		// and a killed worker's request is answered 502 once, as through
+		// gunicorn, which closes every connection.
+		UpstreamKeepAlive: 1024,
+		NextUpstreamOff:   true,
+		Dial:              dialUp,
 	})
-	if dialUp != nil {
-		tr, ok := rp.Transport.(*http.Transport)
-		if !ok {
-			p.close()
-			return nil, fmt.Errorf("live: scenario %s: proxy: its keep-alive transport is a %T, not an *http.Transport to dial in memory", sc.Name, rp.Transport)
-		}
-		tr.DialContext = dialUp
-	}
 	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}

@@ -95,7 +95,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 					t.Fatal(err)
 				}
 				up, _ := url.Parse(bsrv.URL)
-				rp := limiterproxy.NewProxy(up, limiterproxy.ProxyOptions{KeepAlive: true})
+				rp := limiterproxy.NewProxy(up, limiterproxy.ProxyOptions{UpstreamKeepAlive: 1024, NextUpstreamOff: true})
 				psrv := httptest.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: sc.TimeScale})
 				defer psrv.Close()
 				target = psrv.URL

@@ -272,7 +272,7 @@ func TestReportsInBrowser(t *testing.T) {
 	}
 	cmpDir := filepath.Join(dir, "comparison")
 	c, rs := synthComparison(t, cmpDir)
-	if err := RenderComparison(cmpDir, c, rs); err != nil {
+	if err := RenderComparison(cmpDir, c, rs, ComparisonOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -217,7 +217,7 @@ func pixelStats(img image.Image) (colors int, nonWhite float64) {
 }
 
 func TestChartsDecodeAndAreDrawn(t *testing.T) {
-	charts, err := Charts(synthResults(250))
+	charts, err := runCharts(synthResults(250), formatPNG|formatSVG)
 	if err != nil {
 		t.Fatal(err)
 	}

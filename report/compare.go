@@ -113,14 +113,9 @@ func NewPoint(value Names, resultsPath string, r *Results) Point {
 		Inconclusive: r.Validity != nil && !r.Validity.Conclusive}
 }
 
-// NewComparison returns the comparison of points along axis, with its
-// recommendation.
-func NewComparison(scenario string, axis Names, points []Point) *Comparison {
-	return &Comparison{Schema: ComparisonSchema, Scenario: scenario, Axis: axis, Points: points, Recommendation: Recommend(axis, points)}
-}
-
-// NewComparisonFor is NewComparison with the recommendation chosen by the
-// scenario's objective (RecommendFor).
+// NewComparisonFor returns the comparison of points along axis, with the
+// recommendation chosen by the scenario's objective (RecommendFor; the zero
+// objective is the default).
 func NewComparisonFor(scenario string, axis Names, points []Point, obj scenarios.Recommend) *Comparison {
 	c := &Comparison{Schema: ComparisonSchema, Scenario: scenario, Axis: axis, Points: points, Recommendation: RecommendFor(axis, points, obj)}
 	if obj != (scenarios.Recommend{}) {
@@ -129,17 +124,12 @@ func NewComparisonFor(scenario string, axis Names, points []Point, obj scenarios
 	return c
 }
 
-// Recommend is RecommendFor with the default objective: protect every
-// group that has an SLO, and prefer the passing point with the widest
-// margin to a failing one. When no point passes, it names the SLOs that fail
-// at every point and takes the point that comes closest: the fewest failed
-// SLOs, then the smallest sum of relative misses (SLOResult.Miss), then the
-// earlier point. Reason is one sentence with the figures; values are
-// labelled with the last element of the axis path (per_key=4).
-func Recommend(axis Names, points []Point) Recommendation {
-	return RecommendFor(axis, points, scenarios.Recommend{})
-}
-
+// recommendClosest is the recommendation when no point passes: it names
+// the SLOs that fail at every point and takes the point that comes closest:
+// the fewest failed SLOs, then the smallest sum of relative misses
+// (SLOResult.Miss), then the earlier point. Reason is one sentence with the
+// figures; values are labelled with the last element of the axis path
+// (per_key=4).
 func recommendClosest(axis Names, points []Point) Recommendation {
 	// SLOs failing at every point, in the order of the first point.
 	var everywhere []string

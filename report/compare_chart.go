@@ -1,13 +1,21 @@
 package report
 
-// This file orders a comparison's points for its charts, and builds the
-// comparison's interactive curves and SLO lines.
+// This file draws a comparison's charts against the swept value: each
+// group's p99, ok rate and rejected share per point, as PNG and as
+// interactive curves, with the points in the order of the value (off, no
+// limit, at the right) and the SLO lines.
 
 import (
+	"errors"
+	"image/color"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // unlimited reports whether a swept value means no limit: `off`, drawn as
@@ -176,4 +184,191 @@ func comparisonInteractive(c *Comparison, points []*Results) []iChart {
 		out = append(out, ch)
 	}
 	return out
+}
+
+// pointSeries is one group's figures across the points of a comparison.
+type pointSeries struct {
+	group                string
+	p99, okRate, rejRate []float64 // NaN where the point has no such group or no data
+}
+
+// comparisonSeries collects each group's figures per point, groups in the
+// order they first appear. A point without groups in c takes them from
+// points[i], when given.
+func comparisonSeries(c *Comparison, points []*Results) []pointSeries {
+	var out []pointSeries
+	at := map[string]int{}
+	n := len(c.Points)
+	for i, p := range c.Points {
+		groups := p.Groups
+		if len(groups) == 0 && i < len(points) && points[i] != nil {
+			groups = points[i].Groups
+		}
+		for _, g := range groups {
+			j, ok := at[g.Name]
+			if !ok {
+				j = len(out)
+				at[g.Name] = j
+				s := pointSeries{group: g.Name, p99: make([]float64, n), okRate: make([]float64, n), rejRate: make([]float64, n)}
+				for k := 0; k < n; k++ {
+					s.p99[k], s.okRate[k], s.rejRate[k] = math.NaN(), math.NaN(), math.NaN()
+				}
+				out = append(out, s)
+			}
+			if g.Latency.Count > 0 {
+				out[j].p99[i] = g.Latency.P99
+			}
+			if g.Requests > 0 {
+				out[j].okRate[i] = float64(g.OK) / float64(g.Requests)
+				out[j].rejRate[i] = float64(g.Rejected) / float64(g.Requests)
+			}
+		}
+	}
+	return out
+}
+
+// pointLabels are the x-axis labels of a comparison: each point's values.
+func pointLabels(c *Comparison) []string {
+	out := make([]string, len(c.Points))
+	for i, p := range c.Points {
+		out[i] = pointLabel1(p)
+	}
+	return out
+}
+
+// recommendedIndex is the index of the recommended point, -1 if none.
+func recommendedIndex(c *Comparison) int {
+	if len(c.Recommendation.Value) == 0 {
+		return -1
+	}
+	for i, p := range c.Points {
+		if slices.Equal(p.Value, c.Recommendation.Value) {
+			return i
+		}
+	}
+	return -1
+}
+
+// comparisonCharts draws the charts of a comparison against the swept
+// value in the formats f: each group's p99 latency, ok rate and rejected
+// share. points are the points' results in c's order; they are optional,
+// used only where c lacks a point's groups.
+func comparisonCharts(c *Comparison, points []*Results, f formats) ([]Chart, error) {
+	if c == nil {
+		return nil, errors.New("report: charts of a nil comparison")
+	}
+	c, points = chartOrder(c, points)
+	series := comparisonSeries(c, points)
+	axis := strings.Join(c.Axis, " × ")
+	if axis == "" {
+		axis = "setting"
+	}
+	specs := []struct {
+		name, title, ylabel, metric string
+		pick                        func(pointSeries) []float64
+		pct, logY                   bool
+	}{
+		{"compare-p99", "p99 latency per group against " + axis, "p99 latency (model time)", "p99", func(s pointSeries) []float64 { return s.p99 }, false, true},
+		{"compare-ok", "Ok rate per group against " + axis, "ok (% of requests)", "ok_rate", func(s pointSeries) []float64 { return s.okRate }, true, false},
+		{"compare-rejected", "Rejected share per group against " + axis, "rejected (% of requests)", "rejected_rate", func(s pointSeries) []float64 { return s.rejRate }, true, false},
+	}
+	var charts []Chart
+	for _, sp := range specs {
+		slos := comparisonSLOs(c, series, sp.metric)
+		ch, err := render(sp.name, sp.title, chartWidth, chartHeight, f, func(cv draw.Canvas) {
+			drawAgainstPoints(cv, sp.title, axis, c, series, sp.pick, sp.ylabel, sp.pct, sp.logY, slos)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ch.Caption = "Each group at each setting, in the order of the swept value with off (no limit, ∞) at the right; dotted lines are SLOs, the dashed line marks the recommended point. Hover for values, drag to zoom."
+		charts = append(charts, ch)
+	}
+	return charts, nil
+}
+
+// drawAgainstPoints draws one line per group of the figure pick gives,
+// against the comparison's points as categories, marking the recommended
+// point.
+func drawAgainstPoints(c draw.Canvas, title, axis string, cmp *Comparison, series []pointSeries, pick func(pointSeries) []float64, ylabel string, pct, logY bool, slos []iLine) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, v := range pick(s) {
+			if !math.IsNaN(v) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	if !math.IsInf(lo, 1) {
+		for _, l := range slos { // in the data's unit: fractions for rates
+			y := l.Y
+			if pct {
+				y /= 100
+			}
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+		}
+	}
+	if len(cmp.Points) == 0 || math.IsInf(lo, 1) {
+		drawNoData(c, title, "no point of the comparison has data for this chart")
+		return
+	}
+	p := newPlot(title, "", axis, ylabel)
+	p.NominalX(pointLabels(cmp)...)
+	scale := 1.0
+	if pct {
+		scale = 100
+		p.Y.Min, p.Y.Max = 0, math.Min(100, math.Max(hi*100*1.1, 1))
+		if hi*100 > 80 {
+			p.Y.Max = 100
+		}
+	} else if logY && hi/math.Max(lo, 0.001) > 30 {
+		lo = math.Max(lo, 0.001)
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = msLogTicks{}
+		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	} else {
+		p.Y.Min, p.Y.Max = 0, hi*1.15+0.001
+		p.Y.Tick.Marker = msLinearTicks
+	}
+	if i := recommendedIndex(cmp); i >= 0 {
+		name := "recommended"
+		if !cmp.Recommendation.Passed {
+			name = "closest (no point passes)"
+		}
+		rl := line(plotter.XYs{{X: float64(i), Y: p.Y.Min}, {X: float64(i), Y: p.Y.Max}}, color.Gray{0x60}, 2, true)
+		p.Add(rl)
+		p.Legend.Add(name, rl)
+	}
+	p.X.Min, p.X.Max = -0.4, float64(len(cmp.Points))-0.6
+	for _, l := range slos {
+		y := l.Y
+		if logY && !pct {
+			y = math.Max(y, p.Y.Min)
+		}
+		sl := sloLine(plotter.XYs{{X: p.X.Min, Y: y}, {X: p.X.Max, Y: y}}, l.group)
+		p.Add(sl)
+		p.Legend.Add(l.Label, sl)
+	}
+	for gi, s := range series {
+		vals := pick(s)
+		var xys plotter.XYs
+		for i, v := range vals {
+			if !math.IsNaN(v) {
+				xys = append(xys, plotter.XY{X: float64(i), Y: math.Max(v*scale, p.Y.Min)})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		col := paletteColor(gi)
+		l := line(xys, col, 2.2, false)
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			continue
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: px(5), Shape: draw.CircleGlyph{}}
+		p.Add(l, sc)
+		p.Legend.Add(s.group, l, sc)
+	}
+	drawPlot(p, c)
 }

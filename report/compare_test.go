@@ -117,7 +117,7 @@ func TestNamesJSON(t *testing.T) {
 
 func TestComparisonFile(t *testing.T) {
 	points := []Point{sweepPoint("off", 15000, 900, 0, 0, 0), sweepPoint("4", 212, 1000, 4, 4, 181000)}
-	c := NewComparison("stock-balance", axis, points)
+	c := NewComparisonFor("stock-balance", axis, points, scenarios.Recommend{})
 	var buf bytes.Buffer
 	if err := WriteComparison(&buf, c); err != nil {
 		t.Fatal(err)

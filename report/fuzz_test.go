@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"io"
+	"stampede/scenarios"
 	"testing"
 )
 
@@ -30,6 +31,6 @@ func FuzzDecodeResults(f *testing.F) {
 		if m, err := MergeResults(r, r); err == nil {
 			WriteJSON(io.Discard, m)
 		}
-		NewComparison(r.Scenario, Names{"a.b"}, []Point{NewPoint(Names{"1"}, "r.json", r)})
+		NewComparisonFor(r.Scenario, Names{"a.b"}, []Point{NewPoint(Names{"1"}, "r.json", r)}, scenarios.Recommend{})
 	})
 }

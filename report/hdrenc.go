@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"runtime"
+	"sync"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -98,4 +100,21 @@ func (e *v2Encoder) encode(h *hdr.PackedHistogram) string {
 	out = append(out, e.zb.Bytes()...)
 	e.out = out
 	return base64.StdEncoding.EncodeToString(out)
+}
+
+// encodeAll calls encode(i, enc) for every i in [0, n), spread over the
+// processors, each goroutine with its own encoder, and waits for all: encode
+// must write only what i names.
+func encodeAll(n int, encode func(i int, enc *v2Encoder)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var enc v2Encoder
+			for i := w; i < n; i += workers {
+				encode(i, &enc)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -53,12 +53,12 @@ func WriteHlog(w io.Writer, r *Results) error {
 	bw := bufio.NewWriter(w)
 	stepMs := math.Round(r.Series.Step * 1000)
 	for i, iv := range r.Histograms.Intervals {
-		h, err := decode(iv.Hist)
+		st, err := iv.figures()
 		if err != nil {
 			return fmt.Errorf("writing interval log: interval %d (group %s at %gs): %w", i, iv.Group, iv.T, err)
 		}
 		start := math.Round(iv.T * 1000)
-		fmt.Fprintf(bw, "Tag=%s,%f,%f,%f,%s\n", sanitizeTag(iv.Group), start/1000, stepMs/1000, float64(h.Max())/hdr.MsToNsRatio, iv.Hist)
+		fmt.Fprintf(bw, "Tag=%s,%f,%f,%f,%s\n", sanitizeTag(iv.Group), start/1000, stepMs/1000, float64(st.max)/hdr.MsToNsRatio, iv.Hist)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing interval log: %w", err)

@@ -1,7 +1,8 @@
 package report
 
-// This file writes report.html: one self-contained page (CSS and images
-// inline, no scripts, nothing fetched) from an embedded html/template.
+// This file writes a run's report.html: one self-contained page (CSS, images
+// and the charting script inline, nothing fetched) from an embedded
+// html/template, and the views its templates see.
 
 import (
 	"bytes"
@@ -24,7 +25,7 @@ var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"count": fmtCount,
-	"ms":    fmtLatency,
+	"ms":    FormatLatency,
 	"pct":   fmtPct,
 	"secs":  fmtSeconds,
 }).ParseFS(templateFS, "templates/*.tmpl"))
@@ -42,13 +43,8 @@ func RenderReport(dir string, r *Results) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: creating report directory: %w", err)
-	}
-	for _, ch := range charts {
-		if err := writeFile(filepath.Join(dir, ch.Name+".png"), ch.PNG); err != nil {
-			return err
-		}
+	if err := writeCharts(dir, charts); err != nil {
+		return err
 	}
 	var b bytes.Buffer
 	if err := writeReport(&b, r, charts); err != nil {
@@ -57,16 +53,18 @@ func RenderReport(dir string, r *Results) error {
 	return writeFile(filepath.Join(dir, "report.html"), b.Bytes())
 }
 
-// WriteReport writes the HTML report of r to w, drawing its charts.
-func WriteReport(w io.Writer, r *Results) error {
-	if r == nil {
-		return errors.New("report: rendering nil results")
+// writeCharts creates dir if needed and writes one PNG per chart in it
+// (dir/NAME.png).
+func writeCharts(dir string, charts []Chart) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: creating report directory: %w", err)
 	}
-	charts, err := runCharts(r, formatPNG)
-	if err != nil {
-		return err
+	for _, ch := range charts {
+		if err := writeFile(filepath.Join(dir, ch.Name+".png"), ch.PNG); err != nil {
+			return err
+		}
 	}
-	return writeReport(w, r, charts)
+	return nil
 }
 
 // writeFile writes data to path through a temporary file renamed into
@@ -343,7 +341,7 @@ func sloValue(s SLOResult) string {
 	if strings.HasSuffix(metric, "_rate") {
 		return fmtPct(s.Value)
 	}
-	return fmtLatency(s.Value)
+	return FormatLatency(s.Value)
 }
 
 // summaryLine is the sentence under the verdict: what happened, in figures.
@@ -423,162 +421,11 @@ func fmtPct(f float64) string {
 	return trimFloat(100*f, 1) + "%"
 }
 
-// fmtLatency is FormatLatency: tables, summary and charts say a latency
-// the same way.
-func fmtLatency(ms float64) string { return FormatLatency(ms) }
-
-// fmtSeconds formats a duration in seconds: "45 s", "10 min", "1 h 30 min".
+// fmtSeconds formats a duration in seconds as every duration of the
+// report and the summary is written (formatSeconds), "—" for none.
 func fmtSeconds(s float64) string {
-	switch {
-	case s <= 0 || math.IsNaN(s):
+	if s <= 0 || math.IsNaN(s) {
 		return "—"
-	case s < 10:
-		return trimFloat(s, 2) + " s"
-	case s < 120:
-		return trimFloat(s, 0) + " s"
-	case s < 7200:
-		return trimFloat(s/60, 1) + " min"
 	}
-	return trimFloat(s/3600, 1) + " h"
-}
-
-// ---- the comparison report ----
-
-// RenderComparison writes dir/report.html for the comparison c, with one
-// PNG per comparison chart (dir/NAME.png). points are the points' results in
-// c's order; they may be nil. Each point's own report is linked from its
-// results path, relative to dir.
-func RenderComparison(dir string, c *Comparison, points []*Results) error {
-	if c == nil {
-		return errors.New("report: rendering a nil comparison")
-	}
-	charts, err := comparisonCharts(c, points, formatPNG)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: creating report directory: %w", err)
-	}
-	for _, ch := range charts {
-		if err := writeFile(filepath.Join(dir, ch.Name+".png"), ch.PNG); err != nil {
-			return err
-		}
-	}
-	var b bytes.Buffer
-	v := newComparisonView(dir, c, charts, comparisonInteractive(c, points))
-	if err := templates.ExecuteTemplate(&b, "comparison.html.tmpl", v); err != nil {
-		return fmt.Errorf("report: writing the comparison report: %w", err)
-	}
-	return writeFile(filepath.Join(dir, "report.html"), b.Bytes())
-}
-
-// pointRow is one point × group row of the comparison table.
-type pointRow struct {
-	First  bool // the point's first row, carrying the point's cells
-	Span   int  // rows of this point
-	Label  string
-	Passed bool
-	SLOs   string // "2 of 2 pass"
-	Report string // relative link to the point's report.html; "" if none
-	Best   bool   // the recommended point
-	Group  string
-	countsRow
-}
-
-// pointLink is one point's report link.
-type pointLink struct{ Label, Href string }
-
-// comparisonView is the comparison template's data.
-type comparisonView struct {
-	Scenario string
-	Axis     string
-	Verdict  verdictView
-	Summary  string
-	Rows     []pointRow
-	Charts   []chartView
-	Links    []pointLink
-	Live     *liveView
-}
-
-func newComparisonView(dir string, c *Comparison, charts []Chart, live []iChart) comparisonView {
-	v := comparisonView{Scenario: c.Scenario, Axis: strings.Join(c.Axis, " × "), Charts: chartViews(charts, live)}
-	v.Live, _ = newLiveView(live) // encoding floats and strings does not fail
-	if v.Scenario == "" {
-		v.Scenario = "unnamed scenario"
-	}
-	if v.Axis == "" {
-		v.Axis = "setting"
-	}
-	rec := c.Recommendation
-	value := strings.Join(rec.Value, ", ")
-	reason := strings.TrimSpace(rec.Reason)
-	if reason != "" && !strings.HasSuffix(reason, ".") {
-		reason += "."
-	}
-	switch {
-	case len(c.Points) == 0:
-		v.Verdict = verdictView{"none", "No points were run, so there is nothing to recommend."}
-	case len(rec.Value) == 0:
-		v.Verdict = verdictView{"none", strings.TrimSpace("No recommendation. " + reason)}
-	case rec.Passed:
-		v.Verdict = verdictView{"pass", strings.TrimSpace(fmt.Sprintf("Use %s = %s. %s", v.Axis, value, reason))}
-	default:
-		v.Verdict = verdictView{"fail", strings.TrimSpace(fmt.Sprintf("No setting meets every SLO; the closest is %s = %s. %s", v.Axis, value, reason))}
-	}
-	passing := 0
-	best := recommendedIndex(c)
-	for i, p := range c.Points {
-		if p.Passed {
-			passing++
-		}
-		label := strings.Join(p.Value, ", ")
-		href := pointReport(dir, p.Results)
-		if href != "" {
-			v.Links = append(v.Links, pointLink{Label: v.Axis + " = " + label, Href: href})
-		}
-		ok := 0
-		for _, s := range p.SLO {
-			if s.Pass {
-				ok++
-			}
-		}
-		slos := "no SLOs"
-		if len(p.SLO) > 0 {
-			slos = fmt.Sprintf("%d of %d pass", ok, len(p.SLO))
-		}
-		groups := p.Groups
-		if len(groups) == 0 {
-			groups = []GroupResult{{}}
-		}
-		for j, g := range groups {
-			v.Rows = append(v.Rows, pointRow{
-				First: j == 0, Span: len(groups), Label: label, Passed: p.Passed, SLOs: slos, Report: href, Best: i == best,
-				Group: g.Name, countsRow: countsRow{Name: g.Name, Tenants: g.Tenants, Counts: g.Counts, Latency: g.Latency},
-			})
-		}
-	}
-	v.Summary = fmt.Sprintf("%d settings of %s compared; %d pass every SLO.", len(c.Points), v.Axis, passing)
-	if rec.Objective != "" {
-		v.Summary += " Objective: " + rec.Objective + "."
-	}
-	return v
-}
-
-// pointReport returns the link from dir to the report.html beside a
-// point's results file, or "" when the point names no results.
-func pointReport(dir, results string) string {
-	if results == "" {
-		return ""
-	}
-	rp := filepath.Join(filepath.Dir(filepath.FromSlash(results)), "report.html")
-	if filepath.IsAbs(rp) {
-		if rel, err := filepath.Rel(dir, rp); err == nil {
-			rp = rel
-		} else if abs, err := filepath.Abs(dir); err == nil {
-			if rel, err := filepath.Rel(abs, rp); err == nil {
-				rp = rel
-			}
-		}
-	}
-	return filepath.ToSlash(rp)
+	return formatSeconds(s)
 }

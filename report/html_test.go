@@ -325,10 +325,10 @@ func TestFormats(t *testing.T) {
 		{fmtPct(0.9996), ">99.9%"},
 		{fmtPct(1), "100%"},
 		{fmtPct(0.125), "12.5%"},
-		{fmtLatency(0.42), "0.42 ms"},
-		{fmtLatency(38), "38 ms"},
-		{fmtLatency(14200), "14.2 s"},
-		{fmtLatency(150_000), "2.5 min"},
+		{FormatLatency(0.42), "0.42 ms"},
+		{FormatLatency(38), "38 ms"},
+		{FormatLatency(14200), "14.2 s"},
+		{FormatLatency(150_000), "2.5 min"},
 		{fmtSeconds(600), "10 min"},
 		{fmtSeconds(6.2), "6.2 s"},
 	} {
@@ -396,7 +396,7 @@ func TestComparisonReportGolden(t *testing.T) {
 		dir = filepath.Join(*outDir, "comparison")
 	}
 	c, rs := synthComparison(t, dir)
-	if err := RenderComparison(dir, c, rs); err != nil {
+	if err := RenderComparison(dir, c, rs, ComparisonOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
@@ -424,7 +424,7 @@ func TestComparisonReportGolden(t *testing.T) {
 
 	// An empty comparison still renders, saying so.
 	empty := t.TempDir()
-	if err := RenderComparison(empty, &Comparison{Scenario: "x", Axis: Names{"a.b"}}, nil); err != nil {
+	if err := RenderComparison(empty, &Comparison{Scenario: "x", Axis: Names{"a.b"}}, nil, ComparisonOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err = os.ReadFile(filepath.Join(empty, "report.html"))
@@ -436,7 +436,7 @@ func TestComparisonReportGolden(t *testing.T) {
 
 func TestComparisonChartsDecode(t *testing.T) {
 	c, rs := synthComparison(t, "")
-	charts, err := ComparisonCharts(c, rs)
+	charts, err := comparisonCharts(c, rs, formatPNG|formatSVG)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestComparisonChartsDecode(t *testing.T) {
 	for _, ch := range charts {
 		checkPNG(t, ch, 6, 0.01)
 	}
-	charts, err = ComparisonCharts(&Comparison{}, nil)
+	charts, err = comparisonCharts(&Comparison{}, nil, formatPNG|formatSVG)
 	if err != nil {
 		t.Fatal(err)
 	}

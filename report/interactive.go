@@ -238,11 +238,11 @@ func latencyOverTime(r *Results) (*timeLatency, bool) {
 		if !ok || b < 0 || b >= n {
 			continue
 		}
-		h, err := decode(iv.Hist)
-		if err != nil || h.TotalCount() == 0 {
+		st, err := iv.figures()
+		if err != nil || st.count == 0 {
 			continue
 		}
-		p50, p99 := float64(valueAtPercentile(h, 50))/1000, float64(valueAtPercentile(h, 99))/1000
+		p50, p99 := float64(st.p50)/1000, float64(st.p99)/1000
 		tl.p50[gi][b], tl.p99[gi][b] = p50, p99
 		tl.lo, tl.hi = math.Min(tl.lo, p50), math.Max(tl.hi, p99)
 	}

@@ -25,7 +25,8 @@ import (
 // any shard saw, and utilization is the busy worker time of all shards over
 // their total worker time. Key series keep, per bucket, the most in flight
 // any shard saw. The seed, version and command line are the first shard's;
-// a seed setting is kept only if every shard had the same.
+// a seed setting is kept only if every shard had the same. The merged run
+// is conclusive only if every shard was (mergeValidity).
 //
 // Shards of one run (each with its Shard) merge into results with their
 // RunID and no Shard; CheckShards says beforehand whether results are the
@@ -77,6 +78,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 	var engines []string
 	var busy, capacity float64
 	tally := histTally{} // by kind and name
+	var groups groupHists
 	var tenantOrder, routeOrder, groupOrder []string
 	groupTenants := map[string]int{}
 	totals := Counts{}
@@ -131,10 +133,10 @@ func MergeResults(rs ...*Results) (*Results, error) {
 			k := "g\x00" + g.Name
 			mh := tally[k]
 			if mh == nil {
-				mh = &mergedHist{h: newHist()}
+				mh = &mergedHist{group: GroupResult{Name: g.Name}}
 				tally[k] = mh
 				groupOrder = append(groupOrder, k)
-				mh.group = GroupResult{Name: g.Name}
+				groups.group(g.Name)
 			}
 			sumInto(&mh.group.Counts, g.Counts)
 			mh.group.WorkS = round(mh.group.WorkS+g.WorkS, 6)
@@ -155,21 +157,20 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		m.Tenants = append(m.Tenants, mh.tenant)
 		m.Histograms.Tenants = append(m.Histograms.Tenants, enc.encode(mh.h))
 		gk := "g\x00" + mh.tenant.Group
-		g := tally[gk]
-		if g == nil {
-			g = &mergedHist{h: newHist(), group: GroupResult{Name: mh.tenant.Group}}
-			tally[gk] = g
+		if tally[gk] == nil {
+			tally[gk] = &mergedHist{group: GroupResult{Name: mh.tenant.Group}}
 			groupOrder = append(groupOrder, gk)
 		}
-		g.h.Merge(mh.h)
+		groups.add(groups.group(mh.tenant.Group), mh.h)
 		perGroup[mh.tenant.Group]++
 	}
 	for _, k := range groupOrder {
 		g := tally[k]
 		g.group.Tenants = max(groupTenants[g.group.Name], perGroup[g.group.Name])
-		g.group.Latency = latencyOf(g.h)
+		g.group.Latency = latencyOf(groups.hists[groups.group(g.group.Name)])
 		m.Groups = append(m.Groups, g.group)
 	}
+	m.hists = &groups
 	for _, k := range routeOrder {
 		mh := tally[k]
 		mh.route.Latency = latencyOf(mh.h)
@@ -190,6 +191,7 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		m.Histograms.Intervals = ivs
 	}
 
+	m.Validity = mergeValidity(rs)
 	for _, s := range first.SLO {
 		m.SLO = append(m.SLO, evaluateSLO(sloOf(s), m.Groups))
 	}
@@ -197,6 +199,49 @@ func MergeResults(rs ...*Results) (*Results, error) {
 		m.SLO = []SLOResult{}
 	}
 	return m, nil
+}
+
+// mergeValidity combines the shards' validity verdicts: the merged run is
+// conclusive only if every shard is; the reasons are every shard's, each
+// naming its shard; the suggested time scale is the smallest any shard
+// suggests (the one every machine holds); failures the delay cannot explain
+// are every shard's; the figures are the worst any shard saw, counts
+// summed. Nil when no shard has a verdict (results written before it
+// existed).
+func mergeValidity(rs []*Results) *Validity {
+	var m *Validity
+	for i, r := range rs {
+		v := r.Validity
+		if v == nil {
+			continue
+		}
+		if m == nil {
+			m = &Validity{Conclusive: true, Reasons: []string{}}
+		}
+		m.Conclusive = m.Conclusive && v.Conclusive
+		for _, reason := range v.Reasons {
+			m.Reasons = append(m.Reasons, fmt.Sprintf("shard %d: %s", i+1, reason))
+		}
+		if s := v.SuggestedTimeScale; s > 0 && (m.SuggestedTimeScale == 0 || s < m.SuggestedTimeScale) {
+			m.SuggestedTimeScale = s
+		}
+		for _, u := range v.Unexplained {
+			if !containsString(m.Unexplained, u) {
+				m.Unexplained = append(m.Unexplained, u)
+			}
+		}
+		m.BudgetMS = max(m.BudgetMS, v.BudgetMS)
+		m.LatenessP99MS = max(m.LatenessP99MS, v.LatenessP99MS)
+		m.LongestStallMS = max(m.LongestStallMS, v.LongestStallMS)
+		m.StallsOverBudget += v.StallsOverBudget
+		m.TimersP99MS = max(m.TimersP99MS, v.TimersP99MS)
+		m.TareDriftMS = max(m.TareDriftMS, v.TareDriftMS)
+		m.CPUSteal = max(m.CPUSteal, v.CPUSteal)
+		m.CgroupThrottled += v.CgroupThrottled
+		m.CgroupThrottledWallMS += v.CgroupThrottledWallMS
+		m.CPUPerRequestUS = max(m.CPUPerRequestUS, v.CPUPerRequestUS)
+	}
+	return m
 }
 
 // mergedHist accumulates one tenant, route or group across shards.
@@ -392,7 +437,7 @@ func mergeIntervals(rs []*Results, groups []GroupResult) ([]IntervalSnapshot, er
 	var enc v2Encoder
 	out := make([]IntervalSnapshot, 0, len(ks))
 	for _, k := range ks {
-		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: enc.encode(acc[k])})
+		out = append(out, IntervalSnapshot{Group: k.group, T: float64(k.t) / 1000, Hist: enc.encode(acc[k]), stats: intervalFigures(acc[k])})
 	}
 	return out, nil
 }

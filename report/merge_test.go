@@ -190,3 +190,34 @@ func TestMergeResultsErrors(t *testing.T) {
 		t.Errorf("one result: got %p, %v; want it back unchanged", m, err)
 	}
 }
+
+// TestMergeValidity: merged shards are conclusive only if every shard is,
+// with every shard's reasons and the smallest suggested time scale.
+func TestMergeValidity(t *testing.T) {
+	sc := recScenario()
+	a := record(sc, miniRun()).Results(RunInfo{Engine: "live", Validity: &Validity{Conclusive: true, Reasons: []string{}, SuggestedTimeScale: 0.05, LatenessP99MS: 2}})
+	b := record(sc, miniRun()).Results(RunInfo{Engine: "live", Validity: &Validity{Conclusive: false, Reasons: []string{"sends late 40 ms at p99"}, SuggestedTimeScale: 0.02, LatenessP99MS: 40, StallsOverBudget: 2}})
+	c := record(sc, miniRun()).Results(RunInfo{Engine: "live", Validity: &Validity{Conclusive: false, Reasons: []string{"a stall of 90 ms"}, SuggestedTimeScale: 0.03, StallsOverBudget: 1}})
+	for i, tc := range []struct {
+		rs         []*Results
+		conclusive bool
+		reasons    []string
+		scale      float64
+	}{
+		{[]*Results{a, a}, true, []string{}, 0.05},
+		{[]*Results{a, b, c}, false, []string{"shard 2: sends late 40 ms at p99", "shard 3: a stall of 90 ms"}, 0.02},
+	} {
+		m, err := MergeResults(tc.rs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := m.Validity
+		if v == nil || v.Conclusive != tc.conclusive || !reflect.DeepEqual(v.Reasons, tc.reasons) || v.SuggestedTimeScale != tc.scale {
+			t.Errorf("step %d: merged validity %+v, want conclusive %v, reasons %q, suggested time scale %g", i, v, tc.conclusive, tc.reasons, tc.scale)
+		}
+	}
+	m, _ := MergeResults(a, b, c)
+	if v := m.Validity; v.LatenessP99MS != 40 || v.StallsOverBudget != 3 {
+		t.Errorf("merged figures: lateness p99 %g ms, %d stalls over budget; want the worst shard's 40 ms and the sum 3", v.LatenessP99MS, v.StallsOverBudget)
+	}
+}

@@ -58,7 +58,7 @@ func protectedSLOs(p Point, obj scenarios.Recommend) []SLOResult {
 
 // RecommendFor chooses among points by obj. A point qualifies when it
 // passes every SLO of the protected group; when none does, the
-// recommendation is the closest point, as Recommend says. Among the
+// recommendation is the closest point (recommendClosest). Among the
 // qualifying points, strictest takes the first in the order of the swept
 // value (off, no limit, last), loosest the last, and the default the one
 // farthest, in steps along that order, from a point that does not qualify,

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"stampede/limit"
 	"stampede/scenarios"
 	"stampede/workerpool"
 	"stampede/workload"
@@ -42,79 +42,6 @@ const (
 	maxKeyCandidates = 64
 	KeepKeys         = 10
 )
-
-// Series are the time series of a run, in model time. Buckets are indexed
-// from the start of the run; a result falls in the bucket of the moment it
-// ended (intended send time + latency), the moment a server operator sees it.
-type Series struct {
-	Step    float64         `json:"step_s"`  // width of one bucket, model seconds
-	Groups  []GroupSeries   `json:"groups"`  // outcomes per bucket per group
-	Backend []BackendSample `json:"backend"` // busy workers and queue length
-	Keys    []KeySeries     `json:"keys"`    // in-flight per key, the busiest keys
-	Limit   int             `json:"limit"`   // the first limit_conn's per-key limit, 0 if none
-
-	// Hosts are the busiest hosts' requests in flight as their clients
-	// saw them, for runs that sampled no limiter keys (limit_req only, or
-	// no limit at all); left out otherwise. Beyond the v1 contract.
-	Hosts []HostSeries `json:"hosts,omitempty"`
-}
-
-// HostSeries is one host's mean number of requests in flight per series
-// bucket, from the first bucket on: the time its tenants' sent requests
-// (all but dropped arrivals) spent between their intended send and their
-// end, divided by the bucket's width. Tenants names the tenants that share
-// the host.
-type HostSeries struct {
-	Host     string    `json:"host"`
-	Tenants  []string  `json:"tenants"`
-	InFlight []float64 `json:"in_flight"`
-}
-
-// GroupSeries is one group's outcome counts per bucket: Counts[b][o] for
-// bucket b and workload.Outcome o. Every group has the same number of buckets.
-type GroupSeries struct {
-	Name   string                         `json:"name"`
-	Counts [][workload.NumOutcomes]uint32 `json:"counts"`
-}
-
-// BackendSample is the backend's state in one bucket: the most busy workers
-// and the longest queue sampled in the bucket starting at T. Buckets without
-// a sample are left out.
-type BackendSample struct {
-	T      float64 `json:"t"` // model seconds from the start
-	Busy   int     `json:"busy"`
-	Queued int     `json:"queued"`
-}
-
-// KeySeries is one limiter key's in-flight count over time: the most
-// requests in flight seen in each bucket starting at T[i] in which keys were
-// sampled (0 when the key was idle).
-type KeySeries struct {
-	Key      string    `json:"key"`
-	T        []float64 `json:"t"`
-	InFlight []int     `json:"in_flight"`
-}
-
-// Snapshots are the run's HdrHistograms, encoded, so that shards of one run
-// merge exactly (stampede report a.json b.json). Each string is an
-// HdrHistogram V2 compressed, base64 encoding (Histogram.Encode with
-// V2CompressedEncodingCookieBase) of model-time microseconds.
-type Snapshots struct {
-	Tenants []string `json:"tenants"` // one per tenant, in the order of Results.Tenants
-	Routes  []string `json:"routes"`
-
-	// Intervals are the per-group histograms of each series bucket that
-	// holds ok responses, in bucket order then group order: what
-	// histograms.hlog is written from.
-	Intervals []IntervalSnapshot `json:"intervals,omitempty"`
-}
-
-// IntervalSnapshot is one group's latency histogram over one series bucket.
-type IntervalSnapshot struct {
-	Group string  `json:"group"`
-	T     float64 `json:"t"` // bucket start, model seconds
-	Hist  string  `json:"h"`
-}
 
 // RunInfo is what the engine knows at the end of a run.
 type RunInfo struct {
@@ -172,6 +99,10 @@ type Recorder struct {
 	tHist  []*hdr.PackedHistogram
 	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
 	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
+	// tReq is, per tenant and bucket of their intended send, the requests
+	// limit_req let through and how many of those it delayed first; nil
+	// without limit_req, and per tenant until one passed.
+	tReq   [][]reqCount
 	rTally []tally
 	rHist  []*hdr.Histogram // dense: few routes, every result records into one
 	other  tally            // results naming no known tenant
@@ -342,6 +273,9 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
 	r.tWork = make([]time.Duration, len(r.tenants))
 	r.tBusy = make([][]float32, len(r.tenants))
+	if hasReqLimits(sc.Proxy.Limits) {
+		r.tReq = make([][]reqCount, len(r.tenants))
+	}
 	for i := range r.tHist {
 		r.tHist[i] = newHist()
 	}
@@ -432,6 +366,9 @@ func (r *Recorder) Add(res *workload.Result) {
 	if o != workload.Dropped {
 		r.noteInFlight(ti, res.Intended, end)
 	}
+	if r.tReq != nil && o != workload.Dropped && o != workload.Rejected {
+		r.notePassed(ti, res.Intended, res.Delayed)
+	}
 	if ok {
 		r.tHist[ti].RecordValue(us) // in range by micros
 	}
@@ -480,6 +417,38 @@ func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
 	}
 }
 
+// reqCount is one tenant's requests limit_req passed on in one bucket, and
+// how many of them it delayed first.
+type reqCount struct{ passed, delayed uint32 }
+
+// hasReqLimits reports whether c has a limit_req anywhere.
+func hasReqLimits(c limit.Config) bool {
+	if len(c.Req) > 0 {
+		return true
+	}
+	for _, l := range c.Locations {
+		if len(l.Req) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// notePassed counts a request of tenant ti, meant to be sent at model time
+// at, that limit_req passed on, delayed or not.
+func (r *Recorder) notePassed(ti int, at time.Duration, delayed bool) {
+	b := r.bucket(at)
+	rc := r.tReq[ti]
+	if b >= len(rc) {
+		rc = append(rc, make([]reqCount, b+1-len(rc))...)
+		r.tReq[ti] = rc
+	}
+	rc[b].passed++
+	if delayed {
+		rc[b].delayed++
+	}
+}
+
 // Merge adds o's records to r. Both must be for the same scenario; Merge
 // panics when their tenants, routes or steps differ.
 func (r *Recorder) Merge(o *Recorder) {
@@ -495,6 +464,15 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 		for b, v := range o.tBusy[i] {
 			r.tBusy[i][b] += v
+		}
+		if r.tReq != nil && len(o.tReq[i]) > 0 {
+			if n := len(o.tReq[i]); len(r.tReq[i]) < n {
+				r.tReq[i] = append(r.tReq[i], make([]reqCount, n-len(r.tReq[i]))...)
+			}
+			for b, c := range o.tReq[i] {
+				r.tReq[i][b].passed += c.passed
+				r.tReq[i][b].delayed += c.delayed
+			}
 		}
 	}
 	for i := range o.rTally {
@@ -650,276 +628,6 @@ func (r *Recorder) pruneKeys(n int) {
 	for _, k := range ks[min(n, len(ks)):] {
 		delete(r.keys, k.key)
 	}
-}
-
-// Results builds results.json from what was recorded, evaluating the
-// scenario's SLOs. It does not change the recorder.
-func (r *Recorder) Results(info RunInfo) *Results {
-	sc := r.sc
-	model := info.Model
-	if model == 0 {
-		model = max(sc.Duration, r.lastEnd)
-	}
-	res := &Results{
-		Schema:         Schema,
-		Scenario:       sc.Name,
-		Engine:         info.Engine,
-		TimeScale:      sc.TimeScale,
-		ModelDurationS: round(model.Seconds(), 3),
-		WallDurationS:  round(info.Wall.Seconds(), 3),
-		Interrupted:    info.Interrupted,
-		Settings:       map[string]string{},
-		Seed:           sc.Seed,
-		Version:        info.Version,
-		CommandLine:    info.CommandLine,
-		StartUnixMS:    startMS(info.Start),
-		TareMS:         float64(info.Tare.Microseconds()) / 1000,
-		Histograms:     &Snapshots{},
-		Validity:       info.Validity,
-		TimeScaleAuto:  info.TimeScaleAuto,
-	}
-	if res.Validity == nil {
-		res.Validity = &Validity{Conclusive: true, Reasons: []string{}}
-	}
-	if l := info.SendLateness; l.Sends > 0 {
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		res.SendLateness = &SendLateness{Sends: l.Sends, Early: l.Early, P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
-	}
-	for k, v := range sc.Settings {
-		res.Settings[k] = v
-	}
-
-	var enc v2Encoder
-	total := r.other
-	groupTally := make([]tally, len(r.groups))
-	groupWork := make([]time.Duration, len(r.groups))
-	groupHist := make([]*hdr.PackedHistogram, len(r.groups))
-	for i := range groupHist {
-		groupHist[i] = newHist()
-	}
-	res.Tenants = make([]TenantResult, len(r.tenants))
-	res.Histograms.Tenants = make([]string, len(r.tenants))
-	for i, t := range r.tenants {
-		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), WorkS: workSeconds(r.tWork[i]), Latency: latencyOf(r.tHist[i])}
-		res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
-		g := r.tGroup[i]
-		groupTally[g].merge(&r.tTally[i])
-		groupWork[g] += r.tWork[i]
-		groupHist[g].Merge(r.tHist[i])
-		total.merge(&r.tTally[i])
-	}
-	res.Totals = total.counts()
-	res.Groups = make([]GroupResult, len(r.groups))
-	for i, g := range r.groups {
-		res.Groups[i] = GroupResult{Name: g.name, Tenants: g.tenants, Counts: groupTally[i].counts(), WorkS: workSeconds(groupWork[i]), Latency: latencyOf(groupHist[i])}
-	}
-	res.Routes = make([]RouteResult, len(r.rTally))
-	res.Histograms.Routes = make([]string, len(r.rTally))
-	for i, rt := range sc.Backend.Routes {
-		if i >= len(r.rTally) {
-			break
-		}
-		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(packed(r.rHist[i]))}
-		res.Histograms.Routes[i] = encodeDense(r.rHist[i])
-	}
-
-	workers := info.Backend.Workers
-	if workers == 0 {
-		workers = sc.Backend.Workers
-	}
-	res.Backend = BackendResult{Workers: workers, BusyMax: info.Backend.BusyMax, QueueMax: info.Backend.QueueMax}
-	if workers > 0 && model > 0 {
-		res.Backend.Utilization = round(float64(info.Backend.BusyTime)/(float64(workers)*float64(model)), 4)
-	}
-
-	res.Series = r.series()
-	for _, s := range res.Series.Backend {
-		res.Backend.BusyMax = max(res.Backend.BusyMax, s.Busy)
-		res.Backend.QueueMax = max(res.Backend.QueueMax, s.Queued)
-	}
-	n := 0
-	if len(res.Series.Groups) > 0 {
-		n = len(res.Series.Groups[0].Counts)
-	}
-	for b := 0; b < n; b++ {
-		for _, g := range r.groups {
-			if b < len(g.hists) && g.hists[b] != nil && g.hists[b].TotalCount() > 0 {
-				res.Histograms.Intervals = append(res.Histograms.Intervals, IntervalSnapshot{
-					Group: g.name, T: round((time.Duration(b) * r.step).Seconds(), 3), Hist: enc.encode(g.hists[b]),
-				})
-			}
-		}
-	}
-	res.SLO = EvaluateSLOs(sc.SLO, res.Groups)
-	return res
-}
-
-// series builds the exported time series. Every group gets the same number
-// of buckets: the planned ones, or up to the last one used.
-func (r *Recorder) series() *Series {
-	s := &Series{Step: r.step.Seconds(), Groups: []GroupSeries{}, Backend: []BackendSample{}, Keys: []KeySeries{}}
-	if len(r.sc.Proxy.Limits.Conn) > 0 {
-		s.Limit = r.sc.Proxy.Limits.Conn[0].PerKey
-	}
-	n := r.planned
-	for _, g := range r.groups {
-		for b := len(g.counts) - 1; b >= n; b-- {
-			if g.counts[b] != ([numOutcomes]uint32{}) {
-				n = b + 1
-				break
-			}
-		}
-	}
-	for _, g := range r.groups {
-		c := make([][numOutcomes]uint32, n)
-		copy(c, g.counts)
-		s.Groups = append(s.Groups, GroupSeries{Name: g.name, Counts: c})
-	}
-	sec := func(b int) float64 { return round((time.Duration(b) * r.step).Seconds(), 3) }
-	for b, bb := range r.backend {
-		if bb.set {
-			s.Backend = append(s.Backend, BackendSample{T: sec(b), Busy: bb.busy, Queued: bb.queued})
-		}
-	}
-	ks := r.rankedKeys()
-	for _, k := range ks[:min(KeepKeys, len(ks))] {
-		kser := KeySeries{Key: k.key, T: []float64{}, InFlight: []int{}}
-		for b, sampled := range r.keySampled {
-			if !sampled {
-				continue
-			}
-			v := 0
-			if b < len(k.inflight) {
-				v = int(k.inflight[b])
-			}
-			kser.T = append(kser.T, sec(b))
-			kser.InFlight = append(kser.InFlight, v)
-		}
-		s.Keys = append(s.Keys, kser)
-	}
-	if len(s.Keys) == 0 {
-		s.Hosts = r.hostSeries(n)
-	}
-	return s
-}
-
-// hostSeries returns the KeepKeys hosts whose requests were most in flight
-// at their busiest, over n buckets.
-func (r *Recorder) hostSeries(n int) []HostSeries {
-	type hostAcc struct {
-		HostSeries
-		peak, sum float64
-	}
-	at := map[string]*hostAcc{}
-	var hosts []*hostAcc
-	step := r.step.Seconds()
-	for i, t := range r.tenants {
-		busy := r.tBusy[i]
-		if len(busy) == 0 {
-			continue
-		}
-		h := at[t.Host]
-		if h == nil {
-			h = &hostAcc{HostSeries: HostSeries{Host: t.Host, InFlight: make([]float64, n)}}
-			at[t.Host] = h
-			hosts = append(hosts, h)
-		}
-		h.Tenants = append(h.Tenants, t.Name)
-		for b, v := range busy[:min(len(busy), n)] {
-			h.InFlight[b] += float64(v)
-		}
-	}
-	for _, h := range hosts {
-		for b, v := range h.InFlight {
-			v = round(v/step, 3)
-			h.InFlight[b] = v
-			h.peak = max(h.peak, v)
-			h.sum += v
-		}
-	}
-	sort.SliceStable(hosts, func(i, j int) bool {
-		a, b := hosts[i], hosts[j]
-		if a.peak != b.peak {
-			return a.peak > b.peak
-		}
-		if a.sum != b.sum {
-			return a.sum > b.sum
-		}
-		return a.Host < b.Host
-	})
-	var out []HostSeries
-	for _, h := range hosts[:min(KeepKeys, len(hosts))] {
-		out = append(out, h.HostSeries)
-	}
-	return out
-}
-
-// latencyOf summarises h (microseconds) in milliseconds with 3 decimals,
-// its percentiles by the reference libraries' rule (valueAtPercentile). An
-// empty histogram gives all zeros.
-func latencyOf(h *hdr.PackedHistogram) Latency {
-	n := h.TotalCount()
-	if n == 0 {
-		return Latency{}
-	}
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return Latency{
-		Count: uint64(n),
-		Min:   ms(h.Min()),
-		Mean:  math.Round(h.Mean()) / 1000,
-		P50:   ms(valueAtPercentile(h, 50)),
-		P90:   ms(valueAtPercentile(h, 90)),
-		P95:   ms(valueAtPercentile(h, 95)),
-		P99:   ms(valueAtPercentile(h, 99)),
-		P999:  ms(valueAtPercentile(h, 99.9)),
-		Max:   ms(h.Max()),
-	}
-}
-
-// encode returns h's V2 compressed, base64 encoding. Encoding a histogram
-// of the recorder's geometry does not fail; if it ever did, the snapshot is
-// left empty and merging it reports the problem.
-func encode(h *hdr.PackedHistogram) string {
-	b, err := h.Encode()
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// encodeDense is encode for a dense histogram: the same bytes as a packed
-// histogram of the same counts.
-func encodeDense(h *hdr.Histogram) string {
-	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// decode reads one snapshot string.
-func decode(s string) (*hdr.PackedHistogram, error) {
-	return hdr.DecodePacked([]byte(s))
-}
-
-// startMS returns t in milliseconds since the Unix epoch, 0 for the zero
-// time.
-func startMS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// workSeconds converts worker time to results.json's work_s: seconds to the
-// microsecond, so that shards whose worker times are whole microseconds sum
-// to exactly what one run gives.
-func workSeconds(d time.Duration) float64 { return round(d.Seconds(), 6) }
-
-// round rounds f to d decimals.
-func round(f float64, d int) float64 {
-	p := math.Pow(10, float64(d))
-	return math.Round(f*p) / p
 }
 
 var _ workload.Sink = (*Recorder)(nil)

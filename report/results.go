@@ -1,7 +1,6 @@
-// Package report records results (HdrHistograms and time series) and renders
-// them: results.json, HDR interval logs, PNG/SVG charts, one self-contained
-// HTML report, comparisons and SLO verdicts.
 package report
+
+// This file holds results.json: its types, and reading and writing it.
 
 import (
 	"bytes"
@@ -163,6 +162,24 @@ type Results struct {
 	StartAt    string     `json:"start_at,omitempty"`
 	Series     *Series    `json:"series,omitempty"`
 	Histograms *Snapshots `json:"histograms,omitempty"`
+
+	// hists are the groups' histograms as the Recorder or a merge built
+	// them, so that the charts need not decode every tenant's snapshot
+	// again; nil for results read from a file.
+	hists *groupHists
+	// passed are the requests limit_req passed on and delayed per tenant
+	// over time, for the tenants it delayed most, as the Recorder saw
+	// them; nil without limit_req and for results read from a file (the
+	// contract of results.json does not carry them).
+	passed []passedSeries
+}
+
+// passedSeries is one tenant's requests limit_req passed on per model
+// second in each series bucket, and those of them it delayed first.
+type passedSeries struct {
+	tenant, host    string
+	passed, delayed []float64
+	delayedTotal    uint64
 }
 
 // Validity is the live engine's verdict on its own run, apart from the SLO

@@ -131,7 +131,7 @@ func formatSeconds(s float64) string { return formatMs(s * 1000) }
 
 // formatPercent formats a fraction as a percentage with up to 3 decimals.
 func formatPercent(f float64) string {
-	return trimZeros(strconv.FormatFloat(f*100, 'f', 3, 64)) + "%"
+	return trimFloat(f*100, 3) + "%"
 }
 
 // sig3 formats v with 3 significant digits (more for v ≥ 1000), without
@@ -149,20 +149,13 @@ func sig3(v float64) string {
 	default:
 		d = 3
 	}
-	return trimZeros(strconv.FormatFloat(v, 'f', d, 64))
-}
-
-func trimZeros(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-	}
-	return s
+	return trimFloat(v, d)
 }
 
 // behindWarn is how far behind its schedule, in model time at the 99th
-// percentile, the live generator may send before the summary warns that the
-// machine could not play the scenario at its time scale.
+// percentile, the live generator of a run without a validity verdict (older
+// results) may send before the summary warns that the machine could not
+// play the scenario at its time scale.
 const behindWarn = 100.0 // ms
 
 // writeGenerator writes what the live engine says of its own measurement:
@@ -178,8 +171,10 @@ func writeGenerator(b *strings.Builder, r *Results) {
 	}
 	fmt.Fprintf(b, "live engine: tare %.3f ms wall off every latency; sends late p50 %.3f ms, p99 %.3f ms wall (%s model)\n",
 		r.TareMS, l.P50, l.P99, formatMs(l.P99/scale))
-	if p99 := l.P99 / scale; p99 > behindWarn && (r.Validity == nil || r.Validity.Conclusive) {
-		// A run with a validity verdict says it in its banner instead.
+	if p99 := l.P99 / scale; p99 > behindWarn && r.Validity == nil {
+		// Only results written before the validity verdict existed: the
+		// verdict is the one rule, and an inconclusive run says why in
+		// its banner.
 		fmt.Fprintf(b, "warning: the generator sent %s of model time behind its schedule at p99; this machine could not play the scenario at time scale %g, and latencies include that delay (try a larger time_scale)\n",
 			formatMs(p99), r.TimeScale)
 	}

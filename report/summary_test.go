@@ -57,15 +57,24 @@ func TestFormatMs(t *testing.T) {
 func TestWriteSummaryLiveGenerator(t *testing.T) {
 	for i, tt := range []struct {
 		late workload.Lateness
-		want string
+		// noVerdict: results written before the validity verdict
+		// existed; only those still get the old lateness warning.
+		noVerdict bool
+		want      string
 	}{
-		{workload.Lateness{Sends: 10, P50: -2 * time.Microsecond, P99: 120 * time.Microsecond},
+		{workload.Lateness{Sends: 10, P50: -2 * time.Microsecond, P99: 120 * time.Microsecond}, false,
 			"live engine: tare 0.612 ms wall off every latency; sends late p50 -0.002 ms, p99 0.120 ms wall (12 ms model)\n"},
-		{workload.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond},
+		// Conclusive by its verdict: the verdict is the one rule, no warning.
+		{workload.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}, false,
+			"live engine: tare 0.612 ms wall off every latency; sends late p50 1.000 ms, p99 3.000 ms wall (300 ms model)\n"},
+		{workload.Lateness{Sends: 10, P50: time.Millisecond, P99: 3 * time.Millisecond}, true,
 			"live engine: tare 0.612 ms wall off every latency; sends late p50 1.000 ms, p99 3.000 ms wall (300 ms model)\n" +
 				"warning: the generator sent 300 ms of model time behind its schedule at p99; this machine could not play the scenario at time scale 0.01, and latencies include that delay (try a larger time_scale)\n"},
 	} {
 		res := record(recScenario(), miniRun()).Results(RunInfo{Engine: "live", Tare: 612 * time.Microsecond, SendLateness: tt.late, Backend: statsOf(8, 8, 3, 0)})
+		if tt.noVerdict {
+			res.Validity = nil
+		}
 		var buf bytes.Buffer
 		if err := WriteSummary(&buf, res); err != nil {
 			t.Fatal(err)
@@ -88,7 +97,7 @@ func TestBackendNotMeasured(t *testing.T) {
 		t.Errorf("summary of an unmeasured backend:\n%s\nwant \"backend: not measured\" and no zeros", got)
 	}
 	buf.Reset()
-	if err := WriteReport(&buf, res); err != nil {
+	if err := writeHTML(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

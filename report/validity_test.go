@@ -24,7 +24,7 @@ func TestValidityBanner(t *testing.T) {
 			t.Fatal(err)
 		}
 		var html bytes.Buffer
-		if err := WriteReport(&html, res); err != nil {
+		if err := writeHTML(&html, res); err != nil {
 			t.Fatal(err)
 		}
 		s, h := sum.String(), html.String()

@@ -45,7 +45,7 @@ var (
 	topKeys     = []string{"name", "description", "duration", "time_scale", "seed", "backend", "proxy", "tenants", "slo", "sweep", "trace", "recommend"}
 	backendKeys = []string{"workers", "backlog", "timeout", "on_client_abort", "routes", "threads", "boot", "max_requests", "max_requests_jitter", "backlog_overflow"}
 	routeKeys   = []string{"name", "path", "service"}
-	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout", "locations", "send_timeout", "client_body_timeout", "client_header_timeout"}
+	proxyKeys   = []string{"read_timeout", "limit_conn", "limit_req", "connect_timeout", "locations", "send_timeout", "client_body_timeout", "client_header_timeout", "upstream_keepalive"}
 	locKeys     = []string{"path", "limit_conn", "limit_req"}
 	connKeys    = []string{"key", "per_key", "zone", "status", "dry_run"}
 	reqKeys     = []string{"key", "rate", "burst", "delay", "nodelay", "zone", "status", "dry_run"}

@@ -127,6 +127,7 @@ func (s *Scenario) node() (*yaml.Node, error) {
 		kv("send_timeout", durNode(s.Proxy.SendTimeout, "")),
 		kv("client_body_timeout", durNode(s.Proxy.ClientBodyTimeout, "")),
 		kv("client_header_timeout", durNode(s.Proxy.ClientHeaderTimeout, "")),
+		kv("upstream_keepalive", keepAliveNode(s.Proxy.UpstreamKeepAlive)),
 	)
 
 	var tenants []*yaml.Node

@@ -36,6 +36,7 @@ func (d *decoder) proxy(n *yaml.Node, p *Proxy) {
 			f.d.fail(f.get(t.key), join(path, t.key), nil, "%v: want a duration above 0, e.g. 60s (nginx cannot turn it off)", *t.dst)
 		}
 	}
+	f.upstreamKeepAlive(p)
 	for _, en := range d.list(f.get("limit_conn"), join(path, "limit_conn"), "{key: $host, per_key: 4}") {
 		if c, ok := d.connSpec(en.node, en.path); ok {
 			p.Limits.Conn = append(p.Limits.Conn, c)

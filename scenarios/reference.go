@@ -42,6 +42,7 @@ var Reference = []RefKey{
 	{"proxy.send_timeout", "duration", "60s", "30s"},
 	{"proxy.client_body_timeout", "duration", "60s", "30s"},
 	{"proxy.client_header_timeout", "duration", "60s", "30s"},
+	{"proxy.upstream_keepalive", "integer 0-4096: idle upstream connections kept, 0 for none", "0", "32"},
 	{"proxy.limit_conn.key", "nginx variable", "$host", "$binary_remote_addr"},
 	{"proxy.limit_conn.per_key", "integer or off", "", "4"},
 	{"proxy.limit_conn.zone", "size", "10m", "10m"},

@@ -87,6 +87,9 @@ type Proxy struct {
 	// proxy_send_timeout, client_body_timeout and client_header_timeout;
 	// a decoded scenario has each above 0 (default 60s).
 	SendTimeout, ClientBodyTimeout, ClientHeaderTimeout time.Duration
+	// UpstreamKeepAlive is nginx's `upstream { keepalive N; }`: the idle
+	// upstream connections kept; 0 (the default) opens one per request.
+	UpstreamKeepAlive int
 }
 
 // TenantGroup is Count tenants that share a load description.

@@ -31,6 +31,7 @@ type request struct {
 	user     int32    // closed model: the user; -1 for open
 	route    int16
 	done     bool          // the result is out
+	delayed  bool          // limit_req held it (Result.Delayed)
 	inUse    bool          // allocated
 	intended time.Duration // when the client meant to send it
 	client   time.Duration // the client's deadline; never when none
@@ -140,6 +141,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 			return
 		case d.Delay > 0:
 			e.stats.Delayed++
+			r.delayed = true
 			e.schedule(r, now+d.Delay, evDelayEnd)
 			return
 		}
@@ -301,6 +303,7 @@ func (e *engine) finish(r *request, now time.Duration, o workload.Outcome, statu
 		Intended: r.intended,
 		Latency:  now - r.intended,
 		Work:     e.work(&r.job, now),
+		Delayed:  r.delayed,
 	}
 	e.emit()
 	if r.user >= 0 && !e.stopping {

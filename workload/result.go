@@ -60,7 +60,11 @@ type Result struct {
 	Tenant  int32   // index into the scenario's expanded tenants
 	Route   int16   // index into the scenario's backend routes
 	Outcome Outcome // how it ended
-	Status  int16   // the HTTP status, 0 when none came back
+	// Delayed says limit_req held the request before passing it on; false
+	// when it did not, or when the engine cannot know (the live driver:
+	// the proxy does not say). It fills what would be padding.
+	Delayed bool
+	Status  int16 // the HTTP status, 0 when none came back
 	// Late is how long after Intended the live driver sent the request,
 	// in microseconds of wall time, negative when it sent early; zero
 	// from the simulator and for requests never sent. It fills what would

@@ -7,7 +7,9 @@
 //
 // For every request it dials the upstream, writes a minimal HTTP/1.0 GET,
 // reads the answer with http.ReadResponse and copies its status and body
-// back. It limits nothing, forwards no headers and knows no timeouts; it is
+// back. With -keepalive N it keeps up to N idle upstream connections and
+// speaks HTTP/1.1 on them instead: the floor under a proxy with nginx's
+// upstream keepalive. It limits nothing, forwards no headers and knows no timeouts; it is
 // not a proxy to use. -server nethttp (the default) serves clients with
 // net/http's server, as stampede proxy does; -server raw serves them with
 // a bare loop over http.ReadRequest, without net/http's server, its
@@ -31,7 +33,11 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:18483", "address to serve on")
 	upstream := flag.String("upstream", "127.0.0.1:18480", "host:port of the upstream")
 	server := flag.String("server", "nethttp", "nethttp or raw")
+	keepAlive := flag.Int("keepalive", 0, "idle upstream connections kept; 0 dials one per request")
 	flag.Parse()
+	if *keepAlive > 0 {
+		idle = make(chan *upConn, *keepAlive)
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -64,9 +70,21 @@ func main() {
 	}
 }
 
-// roundTrip sends r's Host to upstream on a new connection and returns the
-// answer's status and body.
+// upConn is an upstream connection kept with its reader.
+type upConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+// idle holds the kept upstream connections (-keepalive); nil keeps none.
+var idle chan *upConn
+
+// roundTrip sends r's Host to upstream on a new connection, or with
+// -keepalive on a kept one, and returns the answer's status and body.
 func roundTrip(d *net.Dialer, upstream string, r *http.Request) (int, []byte, error) {
+	if idle != nil {
+		return keptRoundTrip(d, upstream, r)
+	}
 	c, err := d.DialContext(r.Context(), "tcp", upstream)
 	if err != nil {
 		return 0, nil, err
@@ -104,4 +122,54 @@ func serveRaw(c net.Conn, d *net.Dialer, upstream string) {
 			return
 		}
 	}
+}
+
+// keptRoundTrip is roundTrip over a kept connection: a reused one that
+// fails (the upstream closed it while idle) is dropped for the next, and
+// only a new one's failure is an error.
+func keptRoundTrip(d *net.Dialer, upstream string, r *http.Request) (int, []byte, error) {
+	for {
+		var c *upConn
+		reused := true
+		select {
+		case c = <-idle:
+		default:
+			nc, err := d.DialContext(r.Context(), "tcp", upstream)
+			if err != nil {
+				return 0, nil, err
+			}
+			c, reused = &upConn{Conn: nc, br: bufio.NewReader(nc)}, false
+		}
+		status, body, keep, err := exchange(c, r)
+		if err != nil {
+			c.Close()
+			if reused {
+				continue
+			}
+			return 0, nil, err
+		}
+		if !keep {
+			c.Close()
+			return status, body, nil
+		}
+		select {
+		case idle <- c:
+		default:
+			c.Close()
+		}
+		return status, body, nil
+	}
+}
+
+// exchange writes a minimal HTTP/1.1 GET on c and reads the answer.
+func exchange(c *upConn, r *http.Request) (status int, body []byte, keep bool, err error) {
+	if _, err := io.WriteString(c, "GET "+r.URL.RequestURI()+" HTTP/1.1\r\nHost: "+r.Host+"\r\n\r\n"); err != nil {
+		return 0, nil, false, err
+	}
+	resp, err := http.ReadResponse(c.br, r)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	body, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, body, !resp.Close, err
 }

@@ -18,17 +18,19 @@ func init() { commands = append(commands, newCompareCmd) }
 
 func newCompareCmd() *cobra.Command {
 	var (
-		f      runFlags
-		sf     shardFlags
-		sweeps []string
+		f            runFlags
+		sf           shardFlags
+		sweeps       []string
+		pointReports bool
 	)
 	c := &cobra.Command{
 		Use:   "compare SCENARIO --sweep PATH=V1,V2,...",
 		Short: "Play a scenario once per limit setting and recommend one",
 		Long: `compare plays the scenario once per point of a sweep (one --sweep is an axis,
 two make a grid; without --sweep the file's sweep: block is used), writes each
-point's results under -o DIR, then comparison.json and a comparison report.html
-whose recommendation is the point that passes every SLO farthest from a
+point's results (results.json, histograms.hlog; with --point-reports also its
+own report.html and charts) under -o DIR, then comparison.json and a comparison
+report.html whose recommendation is the point that passes every SLO farthest from a
 point that fails one. A recommend: block in the file changes that objective:
 recommend: {protect: GROUP, prefer: strictest|loosest} asks only GROUP's SLOs
 to pass and takes the strictest (or loosest) such setting; off is the loosest.
@@ -109,6 +111,10 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				}
 				return cmp
 			}
+			// Each point is written beside the engine, so the next point
+			// plays meanwhile; its own report is drawn only when asked for.
+			pw := newPointWriter(pointReports)
+			defer pw.wait()
 			for _, i := range mine {
 				p := points[i]
 				res, err := play(c.Context(), scs[i], playOptions{
@@ -124,10 +130,11 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				}
 				sh.stamp(res, runID)
 				sub := filepath.Join(dir, p.dir)
-				if err := writeRun(sub, res); err != nil {
-					return err
-				}
 				if err != nil || res.Interrupted {
+					pw.write(sub, res)
+					if werr := pw.wait(); werr != nil {
+						return werr
+					}
 					// The cut-off point is written but left out of the
 					// comparison: a run stopped before its overload
 					// would pass its SLOs and be recommended.
@@ -138,9 +145,13 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 					}
 					return exitCodeError{exitInterrupted, fmt.Sprintf("interrupted at point %s: %d of %d points compared in %s", p.label, len(cps), len(mine), dir)}
 				}
+				pw.write(sub, res)
 				cps = append(cps, report.NewPoint(p.values, filepath.ToSlash(filepath.Join(p.dir, "results.json")), res))
 				results = append(results, res)
 				played = append(played, i)
+			}
+			if err := pw.wait(); err != nil {
+				return err
 			}
 			cmp := newComparison()
 			depends := recommendConclusive(cmp, names, base.Recommend)
@@ -160,8 +171,11 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 			}
 			fmt.Fprintf(w, "\nobjective: %s\nrecommendation: %s\n", cmp.Recommendation.Objective, cmp.Recommendation.Reason)
 			fmt.Fprintf(w, "wrote %s\n", filepath.Join(dir, "report.html"))
+			if !pointReports {
+				fmt.Fprintf(w, "each point's results.json is under %s; compare --point-reports also draws each point's own report (or: stampede report POINT/results.json -o POINT)\n", dir)
+			}
 			if depends {
-				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (see each point's report for the time_scale it can hold)"}
+				return exitCodeError{exitInconclusive, "inconclusive: the recommendation depends on points the live engine could not play faithfully on this machine (each point's results.json says why and the time_scale it can hold; --point-reports draws its report)"}
 			}
 			if !cmp.Recommendation.Passed {
 				return exitCodeError{exitSLO, "no point passes every SLO"}
@@ -171,6 +185,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 	}
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")
+	c.Flags().BoolVar(&pointReports, "point-reports", false, "also render each point's own report.html and charts (the comparison links each point's results.json otherwise)")
 	sf.register(c, false)
 	registerCompletion(c)
 	return c
@@ -218,12 +233,60 @@ func recommendConclusive(cmp *report.Comparison, names report.Names, obj scenari
 }
 
 func writeComparison(dir string, cmp *report.Comparison, results []*report.Results) error {
-	return writeSet(dir, func(dir string) error {
-		if err := writeFile(filepath.Join(dir, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
+	return writeSet(dir, func(tmp string) error {
+		if err := writeFile(filepath.Join(tmp, "comparison.json"), func(f *os.File) error { return report.WriteComparison(f, cmp) }); err != nil {
 			return err
 		}
-		return report.RenderComparison(dir, cmp, results)
+		return report.RenderComparison(tmp, cmp, results, report.ComparisonOptions{
+			// The points are written before the comparison: link the
+			// reports that are there.
+			HasReport: func(res string) bool {
+				_, err := os.Stat(filepath.Join(dir, filepath.Dir(filepath.FromSlash(res)), "report.html"))
+				return err == nil
+			},
+		})
 	})
+}
+
+// pointWriter writes each point's output (results.json, histograms.hlog,
+// and when asked for its own report) on one goroutine beside the engine, so
+// that encoding and drawing a point is off the path of the next point's
+// play. It holds at most one point waiting.
+type pointWriter struct {
+	reports bool
+	work    chan func() error
+	done    chan struct{}
+	err     error // the first error writing a point; read after done
+}
+
+func newPointWriter(reports bool) *pointWriter {
+	w := &pointWriter{reports: reports, work: make(chan func() error, 1), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for f := range w.work {
+			if err := f(); err != nil && w.err == nil {
+				w.err = err
+			}
+		}
+	}()
+	return w
+}
+
+// write hands a point's results to the writer for dir; the error is
+// wait's. res must not change afterwards.
+func (w *pointWriter) write(dir string, res *report.Results) {
+	w.work <- func() error { return writeRunSet(dir, res, w.reports) }
+}
+
+// wait waits for every point handed to write and returns the first error
+// writing one. It may be called more than once; write may not follow it.
+func (w *pointWriter) wait() error {
+	if w.work != nil {
+		close(w.work)
+		w.work = nil
+		<-w.done
+	}
+	return w.err
 }
 
 // distinctAxes refuses a path swept twice: its points would be played

@@ -80,7 +80,9 @@ func TestImportCLI(t *testing.T) {
 		// Both engines play the trace: every arrival, once.
 		for _, engine := range []string{"sim", "live"} {
 			runDir := filepath.Join(dir, "run-"+engine)
-			if code, so, se := runCLI(t, ctx, "run", out, "--engine", engine, "--set", "time_scale=0.05", "--no-progress", "-o", runDir); code != 0 {
+			// A busy machine makes the live run inconclusive (exit 4): its
+			// SLO verdicts decide nothing, and its counts still stand.
+			if code, so, se := runCLI(t, ctx, "run", out, "--engine", engine, "--set", "time_scale=0.05", "--no-progress", "-o", runDir); code != 0 && !(code == 4 && engine == "live") {
 				t.Fatalf("run --engine %s on the imported file: exit %d\n%s%s", engine, code, so, se)
 			}
 			data, err := os.ReadFile(filepath.Join(runDir, "results.json"))

@@ -23,7 +23,9 @@ func newNginxConfigCmd() *cobra.Command {
 		Short: "Print the nginx configuration equivalent to a scenario's proxy",
 		Long: `nginx-config prints a complete nginx.conf with the scenario's limit_conn and
 limit_req limits and read timeout, proxying to --upstream. Run it with
-nginx -p DIR -c nginx.conf -e stderr.
+nginx -p DIR -c nginx.conf -e stderr. With proxy.upstream_keepalive N it
+writes an upstream block with keepalive N, proxy_http_version 1.1 and an
+empty Connection header.
 
 --time-scale writes it for a live run played F times real time: rates divided
 by F and timeouts multiplied (use the scenario's time_scale, e.g. 0.01, to put
@@ -38,7 +40,8 @@ add_header lines (HSTS and the like); --headers=false leaves the
 X-Stampede-* headers out for production.`,
 		Example: `  stampede nginx-config scenarios/stock-balance.yaml > nginx.conf
   stampede nginx-config scenarios/stock-balance.yaml --upstream 127.0.0.1:8000 --set proxy.limit_conn.per_key=2
-  stampede nginx-config scenarios/stock-balance.yaml --snippet --headers=false`,
+  stampede nginx-config scenarios/stock-balance.yaml --snippet --headers=false
+  stampede nginx-config scenarios/stock-balance.yaml --set proxy.upstream_keepalive=32`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if timeScale <= 0 || math.IsInf(timeScale, 0) || math.IsNaN(timeScale) {
@@ -61,6 +64,7 @@ X-Stampede-* headers out for production.`,
 				NoHeaders:      !headers,
 				SendTimeout:    sc.Proxy.SendTimeout, ClientBodyTimeout: sc.Proxy.ClientBodyTimeout,
 				ClientHeaderTimeout: sc.Proxy.ClientHeaderTimeout,
+				UpstreamKeepAlive:   sc.Proxy.UpstreamKeepAlive,
 			})
 			return asUsage(err)
 		},

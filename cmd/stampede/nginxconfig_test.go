@@ -45,7 +45,13 @@ func TestNginxConfigPassesNginxT(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, headers := range []bool{true, false} {
-			opts := limiterproxy.NginxOptions{ReadTimeout: sc.Proxy.ReadTimeout, NoHeaders: !headers}
+			// With headers, upstream keep-alive too: its upstream block
+			// goes in the http {} part.
+			keepAlive := 0
+			if headers {
+				keepAlive = 32
+			}
+			opts := limiterproxy.NginxOptions{ReadTimeout: sc.Proxy.ReadTimeout, NoHeaders: !headers, UpstreamKeepAlive: keepAlive}
 			var whole, snip bytes.Buffer
 			if err := limiterproxy.WriteNginx(&whole, sc.Proxy.Limits, opts); err != nil {
 				t.Fatalf("%s: WriteNginx: %v", f, err)

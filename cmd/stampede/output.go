@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"stampede/report"
 )
 
 // setManifest is the file that marks a directory's set of output complete
@@ -137,4 +139,22 @@ func readManifest(path string) []string {
 		}
 	}
 	return out
+}
+
+// writeRunSet writes a run's results.json and histograms.hlog as one set,
+// and withReport its report.html and charts (without, stampede report
+// renders them later from the results).
+func writeRunSet(dir string, res *report.Results, withReport bool) error {
+	return writeSet(dir, func(dir string) error {
+		if err := writeFile(filepath.Join(dir, "results.json"), func(f *os.File) error { return report.WriteJSON(f, res) }); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, "histograms.hlog"), func(f *os.File) error { return report.WriteHlog(f, res) }); err != nil {
+			return err
+		}
+		if !withReport {
+			return nil
+		}
+		return report.RenderReport(dir, res)
+	})
 }

@@ -35,6 +35,7 @@ type proxyFlags struct {
 	metrics                                 string
 	printNginx                              bool
 	maxConns                                int
+	keepAlive                               int // nginx's upstream keepalive N
 }
 
 func newProxyCmd() *cobra.Command {
@@ -81,6 +82,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.StringVar(&f.metrics, "metrics", "", "address to serve /metrics (Prometheus) and /debug/keys (busiest keys, JSON) on")
 	fl.BoolVar(&f.printNginx, "print-nginx", false, "print the equivalent nginx.conf and exit")
 	fl.IntVar(&f.maxConns, "max-conns", 4096, "most client connections served at once")
+	fl.IntVar(&f.keepAlive, "upstream-keepalive", 0, "nginx's upstream keepalive N: idle upstream connections kept for the next requests (HTTP/1.1); 0 opens one per request, nginx's default")
 	return cmd
 }
 
@@ -145,6 +147,9 @@ func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 			return cfg, nil, usagef("%s %v: want a duration above 0, e.g. 60s (nginx cannot turn it off)", t.flag, t.d)
 		}
 	}
+	if f.keepAlive < 0 || f.keepAlive > limiterproxy.MaxUpstreamKeepAlive {
+		return cfg, nil, usagef("--upstream-keepalive %d: want 0 (off, nginx's default) to %d, e.g. 32", f.keepAlive, limiterproxy.MaxUpstreamKeepAlive)
+	}
 	if f.maxConns < 1 {
 		return cfg, nil, usagef("--max-conns %d: want at least 1", f.maxConns)
 	}
@@ -184,6 +189,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 			Listen: f.listen, Upstream: upstream.Host, ReadTimeout: f.readTimeout,
 			ConnectTimeout: f.connTimeout,
 			SendTimeout:    f.sendTimeout, ClientBodyTimeout: f.bodyTimeout, ClientHeaderTimeout: f.headerTimeout,
+			UpstreamKeepAlive: f.keepAlive,
 		}))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -191,8 +197,11 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	stderr := cmd.ErrOrStderr()
 	metrics := limiterproxy.NewMetrics(policy)
 	h := &limiterproxy.Handler{
-		Policy:  policy,
-		Next:    limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{ReadTimeout: f.readTimeout, ConnectTimeout: f.connTimeout, SendTimeout: f.sendTimeout}),
+		Policy: policy,
+		Next: limiterproxy.NewProxy(upstream, limiterproxy.ProxyOptions{
+			ReadTimeout: f.readTimeout, ConnectTimeout: f.connTimeout, SendTimeout: f.sendTimeout,
+			UpstreamKeepAlive: f.keepAlive,
+		}),
 		Metrics: metrics,
 	}
 	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns, ReadHeaderTimeout: f.headerTimeout, ClientBodyTimeout: f.bodyTimeout}

@@ -30,6 +30,8 @@ func TestProxyBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "-1"}, "--upstream-keepalive -1: want 0"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "5000"}, "--upstream-keepalive 5000"},
 		{[]string{"proxy", "--frobnicate"}, "unknown flag"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
@@ -50,6 +52,24 @@ func TestProxyPrintNginx(t *testing.T) {
 		"listen 127.0.0.1:8088;",
 		"proxy_pass http://127.0.0.1:9009;",
 		"proxy_read_timeout 60s;")
+}
+
+// TestProxyPrintNginxKeepAlive checks that --upstream-keepalive is
+// exported as nginx's upstream keepalive and what it needs.
+func TestProxyPrintNginxKeepAlive(t *testing.T) {
+	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009", "--upstream-keepalive", "16", "--print-nginx")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"upstream stampede_upstream {\n        server 127.0.0.1:9009;\n        keepalive 16;\n    }",
+		"proxy_pass http://stampede_upstream;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
+		"--upstream-keepalive 16",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestProxyBusyPort(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,9 @@ DIR.
 
 It writes DIR/results.json, DIR/histograms.hlog and DIR/report.html and prints the
 summary. Exit status: 2 for unreadable or invalid input or results that are not
-shards of one run, 3 when an SLO of the (merged) results fails.`,
+shards of one run, 3 when an SLO of the (merged) results fails, 4 when they
+are inconclusive (a shard's live engine could not play its part faithfully;
+the merged results are conclusive only if every shard's are).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
@@ -76,16 +77,11 @@ shards of one run, 3 when an SLO of the (merged) results fails.`,
 				return err
 			}
 			fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(out, "report.html"))
-			var failed []string
-			for _, s := range res.SLO {
-				if !s.Pass {
-					failed = append(failed, s.Name)
-				}
-			}
-			if len(failed) > 0 {
-				return exitCodeError{exitSLO, fmt.Sprintf("%d SLO(s) failed: %s", len(failed), strings.Join(failed, "; "))}
-			}
-			return nil
+			// As run judges: the validity verdict first, then the SLOs.
+			// A shard cut short is merged as it is; its exit is not 130.
+			judged := *res
+			judged.Interrupted = false
+			return verdict(&judged)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "output directory (required)")

@@ -128,17 +128,7 @@ func newRunCmd() *cobra.Command {
 // writeRun writes a run's results.json, histograms.hlog and report into dir.
 // They are written as one set (writeSet): a kill leaves the old set or
 // the new one.
-func writeRun(dir string, res *report.Results) error {
-	return writeSet(dir, func(dir string) error {
-		if err := writeFile(filepath.Join(dir, "results.json"), func(f *os.File) error { return report.WriteJSON(f, res) }); err != nil {
-			return err
-		}
-		if err := writeFile(filepath.Join(dir, "histograms.hlog"), func(f *os.File) error { return report.WriteHlog(f, res) }); err != nil {
-			return err
-		}
-		return report.RenderReport(dir, res)
-	})
-}
+func writeRun(dir string, res *report.Results) error { return writeRunSet(dir, res, true) }
 
 // writeFile writes path through a temporary file, so an interrupted write
 // never leaves half a file behind.

@@ -91,7 +91,11 @@ func TestShardsThroughNginx(t *testing.T) {
 		}
 	}
 	mergedDir := t.TempDir()
-	if code, _, stderr := runCLI(t, ctx, append(append([]string{"report"}, inputs...), "-o", mergedDir)...); code != exitOK {
+	if code, _, stderr := runCLI(t, ctx, append(append([]string{"report"}, inputs...), "-o", mergedDir)...); code == exitInconclusive {
+		// The merged run is conclusive only if every shard was; a busy
+		// machine makes it inconclusive, which decides nothing here.
+		t.Skipf("the shards were inconclusive on this machine: %s", stderr)
+	} else if code != exitOK {
 		t.Fatalf("report of the shards: exit %d: %s", code, stderr)
 	}
 	merged, err := report.ReadResults(filepath.Join(mergedDir, "results.json"))
