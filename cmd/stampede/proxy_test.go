@@ -57,19 +57,10 @@ func TestProxyPrintNginx(t *testing.T) {
 // TestProxyPrintNginxKeepAlive checks that --upstream-keepalive is
 // exported as nginx's upstream keepalive and what it needs.
 func TestProxyPrintNginxKeepAlive(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009", "--upstream-keepalive", "16", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9009", "--upstream-keepalive", "16", "--print-nginx"},
 		"upstream stampede_upstream {\n        server 127.0.0.1:9009;\n        keepalive 16;\n    }",
 		"proxy_pass http://stampede_upstream;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
-		"--upstream-keepalive 16",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"--upstream-keepalive 16")
 }
 
 func TestProxyBusyPort(t *testing.T) {
