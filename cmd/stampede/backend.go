@@ -214,6 +214,7 @@ func parseRoute(s string) (fakebackend.Route, error) {
 }
 
 func runBackend(cmd *cobra.Command, f *backendFlags) error {
+	defer tuneLiveGC()()
 	opts, err := backendOptions(f, cmd.Flags().Changed)
 	if err != nil {
 		return err

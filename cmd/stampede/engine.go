@@ -46,6 +46,7 @@ func play(ctx context.Context, sc *scenarios.Scenario, o playOptions) (*report.R
 		info, err = sim.Run(ctx, sc, t, sim.Options{Sampler: rec, Version: version(), CommandLine: o.commandLine})
 		view.Stop()
 	} else {
+		defer tuneLiveGC()()
 		counters := new(loadgen.Counters)
 		view := showProgress(o.progressOut, o.progress, title, sc.Duration, t, func() time.Duration { return counters.Snapshot().Elapsed })
 		info, err = live.Run(ctx, sc, t, live.Options{

@@ -176,6 +176,7 @@ func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 }
 
 func runProxy(cmd *cobra.Command, f proxyFlags) error {
+	defer tuneLiveGC()()
 	cfg, upstream, err := proxyConfig(f)
 	if err != nil {
 		return err
