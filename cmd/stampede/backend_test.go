@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,15 +44,8 @@ func TestBackendBadFlags(t *testing.T) {
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"extra"}, `unknown command "extra"`},
 	}
-	for i, c := range cases {
-		var stdout, stderr bytes.Buffer
-		code := run(t.Context(), append([]string{"backend"}, c.args...), strings.NewReader(""), &stdout, &stderr)
-		if code != exitUsage {
-			t.Errorf("step %d: backend %v: exit %d, want %d (stderr %q)", i, c.args, code, exitUsage, stderr.String())
-		}
-		if !strings.Contains(stderr.String(), c.want) {
-			t.Errorf("step %d: backend %v: stderr %q, want it to contain %q", i, c.args, stderr.String(), c.want)
-		}
+	for _, c := range cases {
+		runRefused(t, c.want, append([]string{"backend"}, c.args...)...)
 	}
 }
 
@@ -128,48 +118,15 @@ func TestBackendOptions(t *testing.T) {
 	}
 }
 
-// lineWriter is a concurrency-safe buffer that hands on its first line.
-type lineWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	first chan string
-	sent  bool
-}
+// firstLineRE matches the first line of a command's stderr.
+var firstLineRE = regexp.MustCompile(`\A(.*)\n`)
 
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if s := w.buf.String(); !w.sent && strings.Contains(s, "\n") {
-		w.sent = true
-		w.first <- s[:strings.Index(s, "\n")]
-	}
-	return len(p), nil
-}
-
-func (w *lineWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
+// TestBackendServes runs `stampede backend` in-process and holds it to its
+// flags: the line that says where it listens, service times, the timeout,
+// the stats; startCLI checks that it exits 0 once its context is done.
 func TestBackendServes(t *testing.T) {
-	ctx, stop := context.WithCancel(t.Context())
-	defer stop()
-	stderr := &lineWriter{first: make(chan string, 1)}
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"backend", "--listen", "127.0.0.1:0", "--workers", "3", "--backlog", "5", "--timeout", "2m",
-			"--route", "/slow=10m", "--route", "/=2s", "--time-scale", "0.001"}, strings.NewReader(""), io.Discard, stderr)
-	}()
-	var line string
-	select {
-	case line = <-stderr.first:
-	case code := <-exit:
-		t.Fatalf("backend exited %d before listening: %s", code, stderr.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("backend printed nothing in 10s")
-	}
+	line := startCLI(t, firstLineRE, "backend", "--listen", "127.0.0.1:0", "--workers", "3", "--backlog", "5", "--timeout", "2m",
+		"--route", "/slow=10m", "--route", "/=2s", "--time-scale", "0.001")[1]
 	m := regexp.MustCompile(`^backend listening on (127\.0\.0\.1:\d+) \(3 workers, backlog 5, timeout 2m0s\)$`).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("first line %q, want backend listening on 127.0.0.1:PORT (3 workers, backlog 5, timeout 2m0s)", line)
@@ -199,16 +156,6 @@ func TestBackendServes(t *testing.T) {
 	if err != nil || s.Workers != 3 || s.Backlog != 5 || s.Served != 1 || s.Killed != 1 {
 		t.Errorf("step 3: stats %+v (%v), want 3 workers, backlog 5, 1 served, 1 killed", s, err)
 	}
-
-	stop()
-	select {
-	case code := <-exit:
-		if code != exitOK {
-			t.Errorf("step 4: exit %d after ctx done, want 0; stderr %q", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("step 4: backend still running 10s after ctx done")
-	}
 }
 
 func TestBackendBusyPort(t *testing.T) {
@@ -217,11 +164,10 @@ func TestBackendBusyPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var stderr bytes.Buffer
-	code := run(t.Context(), []string{"backend", "--listen", ln.Addr().String()}, strings.NewReader(""), io.Discard, &stderr)
+	code, _, stderr := runCLI(t, t.Context(), "backend", "--listen", ln.Addr().String())
 	want := "stampede: listen " + ln.Addr().String() + ": address already in use"
-	if code != exitError || !strings.Contains(stderr.String(), want) {
-		t.Errorf("backend on a busy port: exit %d stderr %q, want %d and %q", code, stderr.String(), exitError, want)
+	if code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("backend on a busy port: exit %d stderr %q, want %d and %q", code, stderr, exitError, want)
 	}
 }
 

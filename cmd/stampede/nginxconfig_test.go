@@ -15,16 +15,7 @@ import (
 
 // stockNginx is an nginx.conf as an operator has one, with the two parts of
 // --snippet pasted where they go.
-const stockNginx = `pid nginx.pid;
-events { worker_connections 768; }
-http {
-    access_log off;
-    client_body_temp_path client_body_temp;
-    proxy_temp_path proxy_temp;
-    fastcgi_temp_path fastcgi_temp;
-    uwsgi_temp_path uwsgi_temp;
-    scgi_temp_path scgi_temp;
-    add_header Strict-Transport-Security "max-age=31536000" always;
+var stockNginx = nginxtest.Conf(`    add_header Strict-Transport-Security "max-age=31536000" always;
 
 HTTP_PART
 
@@ -35,9 +26,7 @@ HTTP_PART
 SERVER_PART
 
 ROOT_LOCATION
-    }
-}
-`
+    }`)
 
 // TestNginxConfigPassesNginxT checks every scenario's export, whole and as
 // a snippet pasted into stockNginx, with and without the headers, with

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -11,37 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"stampede/fakebackend"
 	"stampede/workerpool"
 )
-
-// proxyOutput collects a command's output while a test reads it.
-type proxyOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *proxyOutput) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *proxyOutput) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func runProxyCLI(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestProxyBadFlags(t *testing.T) {
 	tests := []struct {
@@ -63,21 +36,14 @@ func TestProxyBadFlags(t *testing.T) {
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
 	}
-	for i, tt := range tests {
-		code, _, stderr := runProxyCLI(tt.args...)
-		if code != exitUsage || !strings.Contains(stderr, tt.want) {
-			t.Errorf("step %d: %v: exit %d, stderr %q; want exit 2 and %q", i, tt.args, code, stderr, tt.want)
-		}
+	for _, tt := range tests {
+		runRefused(t, tt.want, tt.args...)
 	}
 }
 
 func TestProxyPrintNginx(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
-		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+	runWant(t, []string{"proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
+		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx"},
 		"limit_conn_zone $host zone=stampede_conn0:10m;",
 		"limit_req_zone $binary_remote_addr zone=stampede_req0:10m rate=10r/s;",
 		"limit_conn stampede_conn0 4;",
@@ -85,30 +51,16 @@ func TestProxyPrintNginx(t *testing.T) {
 		"limit_conn_status 429;",
 		"listen 127.0.0.1:8088;",
 		"proxy_pass http://127.0.0.1:9009;",
-		"proxy_read_timeout 60s;",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"proxy_read_timeout 60s;")
 }
 
 // TestProxyPrintNginxKeepAlive checks that --upstream-keepalive is
 // exported as nginx's upstream keepalive and what it needs.
 func TestProxyPrintNginxKeepAlive(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009", "--upstream-keepalive", "16", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9009", "--upstream-keepalive", "16", "--print-nginx"},
 		"upstream stampede_upstream {\n        server 127.0.0.1:9009;\n        keepalive 16;\n    }",
 		"proxy_pass http://stampede_upstream;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
-		"--upstream-keepalive 16",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"--upstream-keepalive 16")
 }
 
 func TestProxyBusyPort(t *testing.T) {
@@ -117,7 +69,7 @@ func TestProxyBusyPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	code, _, stderr := runProxyCLI("proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
+	code, _, stderr := runCLI(t, t.Context(), "proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
 	want := "listen " + ln.Addr().String() + ": address already in use"
 	if code != exitError || !strings.Contains(stderr, want) {
 		t.Errorf("busy port: exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
@@ -130,32 +82,7 @@ var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
 // returns its URL.
 func startProxyCLI(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr proxyOutput
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("stampede proxy exited %d: %s", code, stderr.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("stampede proxy exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stampede proxy did not say where it listens: %q", stderr.String())
-		}
-	}
+	return startCLI(t, listeningRE, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)[1]
 }
 
 func concurrentGets(t *testing.T, base string, hosts []string) map[int]int {
@@ -266,55 +193,28 @@ func TestNginxConfigCommand(t *testing.T) {
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runProxyCLI("nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("nginx-config output lacks %q:\n%s", want, out)
-		}
-	}
-	if code, _, stderr := runProxyCLI("nginx-config", filepath.Join(dir, "missing.yaml")); code != exitUsage {
-		t.Errorf("missing file: exit %d (%s), want 2", code, stderr)
-	}
-	if code, _, stderr := runProxyCLI("nginx-config", path, "--time-scale", "-1"); code != exitUsage || !strings.Contains(stderr, "--time-scale") {
-		t.Errorf("--time-scale -1: exit %d (%s), want 2 naming the flag", code, stderr)
-	}
+	runWant(t, []string{"nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01"},
+		"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01")
+	runRefused(t, "missing.yaml", "nginx-config", filepath.Join(dir, "missing.yaml"))
+	runRefused(t, "--time-scale", "nginx-config", path, "--time-scale", "-1")
 }
 
 func TestProxyPrintNginxLocations(t *testing.T) {
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9009",
+	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "$host=8", "--limit-conn", "/api/method/stock_balance,/api/method/general_ledger:$host=4",
-		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{
+		"--limit-req", "/api/method/login:$binary_remote_addr$arg_usr=5r/m,burst=3", "--print-nginx"},
 		"limit_conn stampede_conn0 8;  # limit_conn[0]",
 		"location /api/method/stock_balance {\n            limit_conn stampede_l0_conn0 4;  # locations[0].limit_conn[0]",
 		"location /api/method/general_ledger {\n            limit_conn stampede_l0_conn0 4;",
 		"location /api/method/login {\n            limit_req zone=stampede_l1_req0 burst=3;  # locations[1].limit_req[0]",
 		"limit_req_zone $binary_remote_addr$arg_usr zone=stampede_l1_req0:10m rate=5r/m;",
-		"location / {",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+		"location / {")
 }
 
 func TestNginxConfigSnippet(t *testing.T) {
 	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
-	code, out, stderr := runProxyCLI("nginx-config", path, "--snippet", "--headers=false")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--snippet lacks %q:\n%s", want, out)
-		}
-	}
+	out := runWant(t, []string{"nginx-config", path, "--snippet", "--headers=false"},
+		"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own")
 	for _, bad := range []string{"X-Stampede", "worker_processes", "server {\n"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("--snippet --headers=false has %q:\n%s", bad, out)

@@ -11,21 +11,14 @@ import (
 // exit 2, and exported by --print-nginx and nginx-config.
 func TestProxyTimeoutFlags(t *testing.T) {
 	for _, flag := range []string{"--send-timeout", "--client-body-timeout", "--client-header-timeout"} {
-		code, _, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:1", flag, "0s")
+		code, _, stderr := runCLI(t, t.Context(), "proxy", "--upstream", "http://127.0.0.1:1", flag, "0s")
 		if code != 2 || !strings.Contains(stderr, flag+" 0s: want a duration above 0") {
 			t.Errorf("%s 0s: exit %d, stderr %q; want 2 and the flag named", flag, code, stderr)
 		}
 	}
-	code, out, stderr := runProxyCLI("proxy", "--upstream", "http://127.0.0.1:9000", "--print-nginx",
-		"--read-timeout", "2s", "--send-timeout", "3s", "--client-body-timeout", "4s", "--client-header-timeout", "5s")
-	if code != 0 {
-		t.Fatalf("--print-nginx: exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"proxy_read_timeout 2s;", "proxy_send_timeout 3s;", "client_body_timeout 4s;", "client_header_timeout 5s;"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("--print-nginx lacks %q:\n%s", want, out)
-		}
-	}
+	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9000", "--print-nginx",
+		"--read-timeout", "2s", "--send-timeout", "3s", "--client-body-timeout", "4s", "--client-header-timeout", "5s"},
+		"proxy_read_timeout 2s;", "proxy_send_timeout 3s;", "client_body_timeout 4s;", "client_header_timeout 5s;")
 
 	dir := t.TempDir()
 	file := filepath.Join(dir, "s.yaml")
@@ -38,13 +31,6 @@ tenants: [{group: g, host: h.example.com, load: {rate: 1/s}}]
 	if err := os.WriteFile(file, []byte(sc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr = runProxyCLI("nginx-config", file, "--time-scale", "0.5")
-	if code != 0 {
-		t.Fatalf("nginx-config: exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"proxy_send_timeout 3500ms;", "client_body_timeout 4s;", "client_header_timeout 4500ms;"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("nginx-config --time-scale 0.5 lacks %q:\n%s", want, out)
-		}
-	}
+	runWant(t, []string{"nginx-config", file, "--time-scale", "0.5"},
+		"proxy_send_timeout 3500ms;", "client_body_timeout 4s;", "client_header_timeout 4500ms;")
 }

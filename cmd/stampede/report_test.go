@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,12 +57,6 @@ func writeShard(t *testing.T, sc *scenarios.Scenario, n, xOK, xRej int) string {
 	return p
 }
 
-func reportCLI(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = run(context.Background(), append([]string{"report"}, args...), strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestReportCommandMergesShards(t *testing.T) {
 	sc := shardScenario("mini")
 	a := writeShard(t, sc, 30, 4, 4) // user-x 4/8: passes
@@ -83,7 +76,7 @@ func TestReportCommandMergesShards(t *testing.T) {
 	}
 	for i, c := range cases {
 		dir := filepath.Join(t.TempDir(), "out")
-		code, stdout, stderr := reportCLI(append(c.inputs, "-o", dir)...)
+		code, stdout, stderr := runCLI(t, t.Context(), append(append([]string{"report"}, c.inputs...), "-o", dir)...)
 		if code != c.code {
 			t.Errorf("step %d: %s: exit %d, want %d; stderr: %s", i, c.name, code, c.code, stderr)
 		}
@@ -134,11 +127,8 @@ func TestReportCommandBadInput(t *testing.T) {
 		{"negative count", []string{negative, "-o", out}, "totals.requests"},
 		{"different scenarios", []string{good, other, "-o", out}, `is scenario "other", `},
 	}
-	for i, c := range cases {
-		code, _, stderr := reportCLI(c.args...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("step %d: %s: exit %d, stderr %q; want exit 2 and a message containing %q", i, c.name, code, stderr, c.want)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runRefused(t, c.want, append([]string{"report"}, c.args...)...) })
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("bad input still wrote %s (%v)", out, err)

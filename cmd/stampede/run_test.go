@@ -14,15 +14,6 @@ import (
 	"stampede/scenarios"
 )
 
-// runCLI runs the command line in-process and returns its exit status and
-// output.
-func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(ctx, args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 // miniScenario is a small scenario that simulates in milliseconds: one noisy
 // tenant with four long requests and a limit of two, and quiet tenants.
 const miniScenario = `name: mini
@@ -59,17 +50,19 @@ func writeScenario(t *testing.T, body string) string {
 	return p
 }
 
-func readResults(t *testing.T, path string) *report.Results {
+// readJSON reads the JSON file at path into a T, and fails the test at
+// once when it cannot.
+func readJSON[T any](t *testing.T, path string) *T {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r report.Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return &r
+	return &v
 }
 
 func group(t *testing.T, r *report.Results, name string) report.GroupResult {
@@ -86,16 +79,13 @@ func group(t *testing.T, r *report.Results, name string) report.GroupResult {
 func TestRunSim(t *testing.T) {
 	sc := writeScenario(t, miniScenario)
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-	if code != exitOK {
-		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
+	stdout, _ := runExit(t, t.Context(), exitOK, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
 	for _, f := range []string{"results.json", "histograms.hlog", "report.html"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", f, err)
 		}
 	}
-	r := readResults(t, filepath.Join(out, "results.json"))
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if r.Schema != report.Schema || r.Engine != "sim" || r.Interrupted {
 		t.Errorf("schema %q engine %q interrupted %v, want %q sim false", r.Schema, r.Engine, r.Interrupted, report.Schema)
 	}
@@ -116,12 +106,9 @@ func TestRunSLOFailureExits3(t *testing.T) {
 	out := t.TempDir()
 	// Without the limit the noisy tenant's four reports hold all four
 	// workers and the quiet tenants wait.
-	code, stdout, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress",
+	_, stderr := runExit(t, t.Context(), exitSLO, "run", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--set", "proxy.limit_conn.per_key=off")
-	if code != exitSLO {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitSLO, stdout, stderr)
-	}
-	r := readResults(t, filepath.Join(out, "results.json"))
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if r.Settings["proxy.limit_conn.per_key"] != "off" {
 		t.Errorf("settings = %v, want the override recorded", r.Settings)
 	}
@@ -135,11 +122,8 @@ func TestRunInterruptedExits130(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	code, _, stderr := runCLI(t, ctx, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-	if code != exitInterrupted {
-		t.Fatalf("exit %d, want %d; stderr: %s", code, exitInterrupted, stderr)
-	}
-	r := readResults(t, filepath.Join(out, "results.json"))
+	runExit(t, ctx, exitInterrupted, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
+	r := readJSON[report.Results](t, filepath.Join(out, "results.json"))
 	if !r.Interrupted {
 		t.Errorf("results.json: interrupted = false, want true")
 	}
@@ -172,13 +156,7 @@ func TestRunBadUsage(t *testing.T) {
 		{"compare bad value", []string{"compare", good, "--sweep", "proxy.limit_conn.per_key=2,zero"}, "zero"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, context.Background(), append(tc.args, "-o", t.TempDir())...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr: %s", code, exitUsage, stderr)
-			}
-			if !strings.Contains(stderr, tc.want) {
-				t.Errorf("stderr %q does not mention %q", stderr, tc.want)
-			}
+			runRefused(t, tc.want, append(tc.args, "-o", t.TempDir())...)
 		})
 	}
 }
@@ -186,19 +164,9 @@ func TestRunBadUsage(t *testing.T) {
 func TestCompareSim(t *testing.T) {
 	sc := writeScenario(t, miniScenario)
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, context.Background(), "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
+	runExit(t, t.Context(), exitOK, "compare", sc, "--engine", "sim", "-o", out, "--no-progress",
 		"--sweep", "proxy.limit_conn.per_key=off,1,2,4")
-	if code != exitOK {
-		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "comparison.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c report.Comparison
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := readJSON[report.Comparison](t, filepath.Join(out, "comparison.json"))
 	if c.Schema != report.ComparisonSchema || len(c.Points) != 4 {
 		t.Fatalf("schema %q with %d points, want %q with 4", c.Schema, len(c.Points), report.ComparisonSchema)
 	}
@@ -243,9 +211,7 @@ func TestRunSimDeterministic(t *testing.T) {
 	var outs [2][]byte
 	for i := range outs {
 		out := t.TempDir()
-		if code, _, stderr := runCLI(t, context.Background(), "run", sc, "--engine", "sim", "-o", out, "--no-progress"); code != exitOK {
-			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
-		}
+		runExit(t, t.Context(), exitOK, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
 		b, err := os.ReadFile(filepath.Join(out, "results.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -267,31 +233,10 @@ func TestRunSimDeterministic(t *testing.T) {
 var wallRE = regexp.MustCompile(`"(wall_duration_s|start_unix_ms)": [0-9.e+-]+`)
 
 func TestRunHelpAndFlagSuggestions(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"run", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("run --help exits %d, want 0", code)
+	stdout := runWant(t, []string{"run", "--help"}, "Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL")
+	if strings.Contains(stdout, "--target stampede") {
+		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", stdout)
 	}
-	for _, want := range []string{"Exit status:", "130", "inconclusive", "Examples:", "--target URL", "--backend-stats URL"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("run --help lacks %q", want)
-		}
-	}
-	if strings.Contains(out.String(), "--target stampede") {
-		t.Errorf("run --help names --target's value after a backquoted phrase:\n%s", out.String())
-	}
-	out.Reset()
-	errb.Reset()
-	if code := run(context.Background(), []string{"run", "--engin", "sim", "x.yaml"}, strings.NewReader(""), &out, &errb); code != exitUsage {
-		t.Errorf("a mistyped flag exits %d, want %d", code, exitUsage)
-	}
-	if !strings.Contains(errb.String(), "did you mean --engine?") {
-		t.Errorf("a mistyped flag says %q, want a suggestion of --engine", errb.String())
-	}
-	out.Reset()
-	if code := run(context.Background(), []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("completing --sweep exits %d: %s", code, errb.String())
-	}
-	if !strings.Contains(out.String(), "proxy.limit_conn.per_key=") {
-		t.Errorf("completing --sweep proxy.limit_conn.p gives %q, want proxy.limit_conn.per_key=", out.String())
-	}
+	runRefused(t, "did you mean --engine?", "run", "--engin", "sim", "x.yaml")
+	runWant(t, []string{"__complete", "compare", "../../scenarios/stock-balance.yaml", "--sweep", "proxy.limit_conn.p"}, "proxy.limit_conn.per_key=")
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,35 +48,18 @@ tenants:
 func TestShardsThroughNginx(t *testing.T) {
 	nginxtest.Require(t)
 	sc := writeScenario(t, shardNginxScenario)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 
 	// stampede backend --scenario, on a port of its choosing.
-	var backendErr proxyOutput
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"backend", "--scenario", sc, "--listen", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &backendErr)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	upstream := ""
-	listening := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
-	for deadline := time.Now().Add(10 * time.Second); upstream == ""; {
-		if m := listening.FindStringSubmatch(backendErr.String()); m != nil {
-			upstream = m[1]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stampede backend did not say where it listens: %s", backendErr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	upstream := startCLI(t, regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`), "backend", "--scenario", sc, "--listen", "127.0.0.1:0")[1]
 	// stampede nginx-config, for the scenario's time scale.
 	target := nginxtest.Start(t, func(w io.Writer, listen string) error {
-		var errb bytes.Buffer
-		if code := run(ctx, []string{"nginx-config", sc, "--listen", listen, "--upstream", upstream, "--time-scale", "0.2"}, strings.NewReader(""), w, &errb); code != 0 {
-			return fmt.Errorf("nginx-config: exit %d: %s", code, errb.String())
+		code, conf, stderr := runCLI(t, ctx, "nginx-config", sc, "--listen", listen, "--upstream", upstream, "--time-scale", "0.2")
+		if code != 0 {
+			return fmt.Errorf("nginx-config: exit %d: %s", code, stderr)
 		}
-		return nil
+		_, err := io.WriteString(w, conf)
+		return err
 	})
 
 	wholeDir := t.TempDir()
@@ -101,9 +81,7 @@ func TestShardsThroughNginx(t *testing.T) {
 		dir := filepath.Join(base, fmt.Sprintf("shard-%d", i))
 		inputs[i] = filepath.Join(dir, "results.json")
 		wg.Go(func() {
-			var out, errb bytes.Buffer
-			codes[i] = run(ctx, []string{"run", sc, "--target", target, "--shard", fmt.Sprintf("%d/3", i), "--start-at", start, "-o", dir, "--no-progress"}, strings.NewReader(""), &out, &errb)
-			errs[i] = errb.String()
+			codes[i], _, errs[i] = runCLI(t, ctx, "run", sc, "--target", target, "--shard", fmt.Sprintf("%d/3", i), "--start-at", start, "-o", dir, "--no-progress")
 		})
 	}
 	wg.Wait()

@@ -19,16 +19,11 @@ func TestCompareShardsJoin(t *testing.T) {
 	sc := writeScenario(t, miniScenario)
 	sweep := []string{"--sweep", "proxy.limit_conn.per_key=off,1,2,3,4,6"}
 	whole := t.TempDir()
-	if code, _, stderr := runCLI(t, context.Background(), append([]string{"compare", sc, "--engine", "sim", "-o", whole, "--no-progress"}, sweep...)...); code != exitOK {
-		t.Fatalf("whole sweep: exit %d: %s", code, stderr)
-	}
+	runExit(t, t.Context(), exitOK, append([]string{"compare", sc, "--engine", "sim", "-o", whole, "--no-progress"}, sweep...)...)
 	var dirs []string
 	for i := range 3 {
 		d := filepath.Join(t.TempDir(), "shard-"+string(rune('0'+i)))
-		code, stdout, stderr := runCLI(t, context.Background(), append([]string{"compare", sc, "--engine", "sim", "-o", d, "--no-progress", "--shard", string(rune('0'+i)) + "/3"}, sweep...)...)
-		if code != exitOK {
-			t.Fatalf("shard %d: exit %d: %s", i, code, stderr)
-		}
+		stdout, _ := runExit(t, t.Context(), exitOK, append([]string{"compare", sc, "--engine", "sim", "-o", d, "--no-progress", "--shard", string(rune('0'+i)) + "/3"}, sweep...)...)
 		if !strings.Contains(stdout, "2 of 6 points") {
 			t.Errorf("shard %d: stdout does not say it played 2 of 6 points:\n%s", i, stdout)
 		}
@@ -36,15 +31,9 @@ func TestCompareShardsJoin(t *testing.T) {
 	}
 	joined := filepath.Join(t.TempDir(), "joined")
 	// Shards in any order; a missing one is named.
-	code, _, stderr := runCLI(t, context.Background(), "report", "--comparison", dirs[2], dirs[0], "-o", joined)
-	if code != exitUsage || !strings.Contains(stderr, "lacks shard 1/3") {
-		t.Errorf("two of three shards: exit %d, stderr %q; want 2 and the missing shard named", code, stderr)
-	}
+	runRefused(t, "lacks shard 1/3", "report", "--comparison", dirs[2], dirs[0], "-o", joined)
 	// As a shell without globbing passes it: the pattern itself.
-	code, stdout, stderr := runCLI(t, context.Background(), "report", "--comparison", filepath.Join(filepath.Dir(dirs[0]), "..", "*", "shard-*")+"/", "-o", joined)
-	if code != exitOK {
-		t.Fatalf("join: exit %d: %s\n%s", code, stderr, stdout)
-	}
+	runExit(t, t.Context(), exitOK, "report", "--comparison", filepath.Join(filepath.Dir(dirs[0]), "..", "*", "shard-*")+"/", "-o", joined)
 	want, err := os.ReadFile(filepath.Join(whole, "comparison.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -161,9 +150,6 @@ func TestRunShardRefusals(t *testing.T) {
 		{"duplicate sweep value", []string{"compare", sc, "--engine", "sim", "--sweep", "proxy.limit_conn.per_key=1,2,1"}, "the value 1 twice"},
 		{"axis twice", []string{"compare", sc, "--engine", "sim", "--sweep", "backend.workers=1,2", "--sweep", "backend.workers=4"}, "given twice"},
 	} {
-		code, _, stderr := runCLI(t, context.Background(), append(tc.args, "-o", t.TempDir())...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, code, stderr, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) { runRefused(t, tc.want, append(tc.args, "-o", t.TempDir())...) })
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"stampede/internal/testproc"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,7 +12,7 @@ import (
 // TestSecondSignal: a SIGHUP interrupts like Ctrl-C, and a second signal
 // does not kill the process while it writes the partial results.
 func TestSecondSignal(t *testing.T) {
-	var w proxyOutput
+	var w testproc.Output
 	ctx, stop := notifyContext(&w)
 	defer stop()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,29 +36,28 @@ func TestValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), c.args, strings.NewReader(""), &stdout, &stderr)
+			code, stdout, stderr := runCLI(t, t.Context(), c.args...)
 			if code != c.code {
-				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout.String(), stderr.String())
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout, stderr)
 			}
 			for _, s := range c.stdout {
-				if !strings.Contains(stdout.String(), s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
 				}
 			}
 			for _, s := range c.stderr {
-				if !strings.Contains(stderr.String(), s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
 				}
 			}
-			if c.code != 0 && stdout.Len() != 0 {
-				t.Errorf("a failed validate printed to stdout:\n%s", stdout.String())
+			if c.code != 0 && stdout != "" {
+				t.Errorf("a failed validate printed to stdout:\n%s", stdout)
 			}
 			if c.roundTrip {
-				if stderr.Len() != 0 {
-					t.Errorf("stderr = %q, want nothing", stderr.String())
+				if stderr != "" {
+					t.Errorf("stderr = %q, want nothing", stderr)
 				}
-				if _, err := scenarios.Parse("printed.yaml", stdout.Bytes()); err != nil {
+				if _, err := scenarios.Parse("printed.yaml", []byte(stdout)); err != nil {
 					t.Errorf("the printed scenario does not load: %v", err)
 				}
 			}
@@ -69,13 +66,5 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateReference(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"validate", "--reference"}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("validate --reference exits %d: %s", code, errb.String())
-	}
-	for _, want := range []string{"KEY", "proxy.limit_conn.per_key", "tenants[].load.rate", "recommend.prefer", "2048"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("validate --reference lacks %q", want)
-		}
-	}
+	runWant(t, []string{"validate", "--reference"}, "KEY", "proxy.limit_conn.per_key", "tenants[].load.rate", "recommend.prefer", "2048")
 }

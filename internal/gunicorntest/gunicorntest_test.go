@@ -1,9 +1,9 @@
 package gunicorntest
 
 import (
-	"io"
-	"net/http"
 	"testing"
+
+	"stampede/internal/testproc"
 )
 
 // TestStart serves a fixed answer from a WSGI app under gunicorn and checks
@@ -16,16 +16,7 @@ func TestStart(t *testing.T) {
 	if n := s.ReadyCount(); n != 2 {
 		t.Errorf("ReadyCount = %d, want 2", n)
 	}
-	resp, err := http.Get("http://" + s.Addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || string(body) != "gunicorntest\n" {
-		t.Errorf("GET /: %d %q, want 200 %q", resp.StatusCode, body, "gunicorntest\n")
+	if status, body := testproc.Get(t, "http://"+s.Addr+"/"); status != 200 || body != "gunicorntest\n" {
+		t.Errorf("GET /: %d %q, want 200 %q", status, body, "gunicorntest\n")
 	}
 }

@@ -3,34 +3,23 @@ package nginxtest
 import (
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"stampede/internal/testproc"
 	"stampede/internal/tool"
 )
 
-// DebianPath is where Debian installs nginx. Path looks there first.
-const DebianPath = "/usr/sbin/nginx"
-
-// RequireEnv is the environment variable that, set to 1, makes Require fail
-// a test that it would otherwise skip for want of nginx.
-const RequireEnv = "STAMPEDE_REQUIRE_NGINX"
-
-// program is nginx as tests look for it.
-var program = tool.Program{Name: "nginx", DebianPath: DebianPath, Package: "nginx", RequireEnv: RequireEnv}
-
-// Path returns the nginx binary: DebianPath when it is there, else nginx
-// from PATH. ok is false when there is neither.
-func Path() (path string, ok bool) { return program.Path() }
+// program is nginx as tests look for it: Debian's /usr/sbin/nginx, else nginx
+// from PATH; STAMPEDE_REQUIRE_NGINX=1 makes its absence a failure.
+var program = tool.Program{Name: "nginx", DebianPath: "/usr/sbin/nginx", Package: "nginx", RequireEnv: "STAMPEDE_REQUIRE_NGINX"}
 
 // Require returns the nginx binary. When there is none it skips the test,
-// saying why, or fails it when RequireEnv is set to 1.
+// saying why, or fails it when STAMPEDE_REQUIRE_NGINX is set to 1.
 func Require(t testing.TB) string {
 	t.Helper()
 	return program.Require(t)
@@ -46,16 +35,8 @@ func Start(t testing.TB, conf func(w io.Writer, listen string) error) string {
 	t.Helper()
 	nginx := Require(t)
 	dir := t.TempDir()
-	// nginx takes its port from the configuration: find a free one. Another
-	// process may take it before nginx does; nginx then fails to bind and
-	// says so below.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
+	// nginx takes its port from the configuration.
+	addr := testproc.FreeAddr(t)
 	var cfg bytes.Buffer
 	if err := conf(&cfg, addr); err != nil {
 		t.Fatal(err)
@@ -64,71 +45,31 @@ func Start(t testing.TB, conf func(w io.Writer, listen string) error) string {
 	if err := os.WriteFile(confPath, cfg.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	var out lockedBuffer
 	cmd := exec.Command(nginx, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", nginx, err)
-	}
-	// exited is closed once nginx has exited, with waitErr set, so that both
-	// the wait below and the cleanup may see it.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		// SIGQUIT would wait for the requests in flight; the test is over.
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("nginx configuration:\n%s\nnginx's output:\n%s", cfg.String(), out.String())
-		}
-	})
-
+	// SIGTERM: SIGQUIT would wait for the requests in flight; the test is over.
+	p := testproc.Start(t, cmd, syscall.SIGTERM, "nginx configuration:\n"+cfg.String())
 	// nginx says nothing when it is ready: it is when its port answers.
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	retry := time.NewTicker(20 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		select {
-		case <-exited:
-			t.Fatalf("nginx exited before listening on %s: %v", addr, waitErr)
-		case <-deadline.C:
-			t.Fatalf("nginx did not listen on %s within 10 s", addr)
-		case <-retry.C:
-		}
+	if err := p.Wait(10*time.Second, func() bool { return testproc.Dials(addr) }); err != nil {
+		t.Fatalf("nginx did not listen on %s: %v", addr, err)
 	}
+	return "http://" + addr
 }
 
-// lockedBuffer is a bytes.Buffer that nginx's output copier may write while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// Conf returns a whole nginx.conf whose http {} block holds http, after
+// the settings every test's nginx needs: the pid file and the temporary
+// files under nginx's prefix (Start's temporary directory), no access log
+// and nginx's default events {}.
+func Conf(http string) string {
+	return `pid nginx.pid;
+events {}
+http {
+    access_log off;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+` + http + `
 }
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+`
 }

@@ -1,51 +1,36 @@
 package nginxtest
 
 import (
-	"fmt"
 	"io"
-	"net/http"
+	"strings"
 	"testing"
+
+	"stampede/internal/testproc"
 )
 
-// TestStart serves a fixed answer from nginx and checks it comes back on
-// the URL Start returns.
+// TestStart serves a fixed answer from nginx, configured by Conf, and
+// checks it comes back on the URL Start returns.
 func TestStart(t *testing.T) {
 	base := Start(t, func(w io.Writer, listen string) error {
-		_, err := fmt.Fprintf(w, `pid nginx.pid;
-events {}
-http {
-	access_log off;
-	client_body_temp_path client_body_temp;
-	proxy_temp_path proxy_temp;
-	fastcgi_temp_path fastcgi_temp;
-	uwsgi_temp_path uwsgi_temp;
-	scgi_temp_path scgi_temp;
-	server {
-		listen %s;
-		location / { return 200 "nginxtest\n"; }
-	}
-}
-`, listen)
+		_, err := io.WriteString(w, Conf(`    server {
+        listen `+listen+`;
+        location / { return 200 "nginxtest\n"; }
+    }`))
 		return err
 	})
-	resp, err := http.Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || string(body) != "nginxtest\n" {
-		t.Fatalf("GET %s/ = %d %q, want 200 %q", base, resp.StatusCode, body, "nginxtest\n")
+	if status, body := testproc.Get(t, base+"/"); status != 200 || body != "nginxtest\n" {
+		t.Fatalf("GET %s/ = %d %q, want 200 %q", base, status, body, "nginxtest\n")
 	}
 }
 
-// TestPath checks that Path and Require agree on the binary.
-func TestPath(t *testing.T) {
-	got := Require(t)
-	if path, ok := Path(); !ok || path != got {
-		t.Fatalf("Path() = %q, %v; Require = %q, want the same path and true", path, ok, got)
+// TestConf checks that Conf puts its argument inside http {}, after the
+// temporary paths Start's prefix needs.
+func TestConf(t *testing.T) {
+	got := Conf("    BODY")
+	http := strings.Index(got, "http {\n")
+	temp := strings.Index(got, "scgi_temp_path scgi_temp;")
+	body := strings.Index(got, "    BODY\n}\n")
+	if !strings.HasPrefix(got, "pid nginx.pid;\n") || http < 0 || temp < http || body < temp || !strings.HasSuffix(got, "    BODY\n}\n") {
+		t.Errorf("Conf(\"    BODY\") =\n%s\nwant the pid file, then http { the temporary paths, BODY }", got)
 	}
 }

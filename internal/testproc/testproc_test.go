@@ -1,0 +1,81 @@
+package testproc
+
+import (
+	"errors"
+	"net"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestStartWaitStop runs a child that says it is ready and then waits to
+// be stopped, waits for its word, and checks that the end of the test
+// stops it.
+func TestStartWaitStop(t *testing.T) {
+	var p *Process
+	t.Run("child", func(t *testing.T) {
+		p = Start(t, exec.Command("sh", "-c", "echo ready; exec sleep 60"), syscall.SIGTERM, "sh that sleeps")
+		if err := p.Wait(StopWithin, func() bool { return strings.Contains(p.Log(), "ready\n") }); err != nil {
+			t.Fatalf("Wait for the child's word: %v (output %q)", err, p.Log())
+		}
+	})
+	select {
+	case <-p.exited:
+	default:
+		t.Fatal("the child still runs after its test ended")
+	}
+	if p.err == nil {
+		t.Errorf("the child exited cleanly; want it ended by the stop signal")
+	}
+}
+
+// TestWaitExited checks that Wait gives up when the child exits first, and
+// says how it ended.
+func TestWaitExited(t *testing.T) {
+	p := Start(t, exec.Command("sh", "-c", "echo bye; exit 3"), syscall.SIGTERM, "sh that exits")
+	err := p.Wait(StopWithin, func() bool { return false })
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("Wait on a child that exits 3 = %v, want ErrExited with exit status 3", err)
+	}
+	if got := p.Log(); got != "bye\n" {
+		t.Errorf("Log() = %q, want %q", got, "bye\n")
+	}
+}
+
+// TestWaitWithin checks that Wait gives up after within when nothing
+// comes, and returns at once when ready already holds.
+func TestWaitWithin(t *testing.T) {
+	calls := 0
+	err := Wait(pollEvery, nil, func() bool { calls++; return false })
+	if err == nil || errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "not within") {
+		t.Errorf("Wait that never gets ready = %v, want a time-out", err)
+	}
+	if calls < 1 {
+		t.Errorf("Wait asked %d times, want at least once", calls)
+	}
+	if err := Wait(0, nil, func() bool { return true }); err != nil {
+		t.Errorf("Wait when already ready = %v, want nil", err)
+	}
+}
+
+// TestFreeAddrDials checks that FreeAddr gives a loopback address one can
+// listen on, and that Dials sees the listener, and no longer once it is
+// closed.
+func TestFreeAddrDials(t *testing.T) {
+	addr := FreeAddr(t)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("FreeAddr() = %q, want 127.0.0.1:PORT", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on FreeAddr's %s: %v", addr, err)
+	}
+	if !Dials(addr) {
+		t.Errorf("Dials(%s) = false with a listener there", addr)
+	}
+	ln.Close()
+	if Dials(addr) {
+		t.Errorf("Dials(%s) = true after the listener closed", addr)
+	}
+}
