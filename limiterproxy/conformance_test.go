@@ -366,20 +366,10 @@ func writeLayers(w io.Writer, listen, upstream, zones, front, behind string) err
 	}
 	inner := ln.Addr().String()
 	ln.Close()
-	_, err = fmt.Fprintf(w, `pid nginx.pid;
-events { }
-http {
-    access_log off;
-    client_body_temp_path client_body_temp;
-    proxy_temp_path proxy_temp;
-    fastcgi_temp_path fastcgi_temp;
-    uwsgi_temp_path uwsgi_temp;
-    scgi_temp_path scgi_temp;
-    %s
+	_, err = io.WriteString(w, nginxtest.Conf(fmt.Sprintf(`    %s
     server { listen %s; location / { %s proxy_pass http://%s; proxy_set_header Host $host; } }
-    server { listen %s; location / { %s proxy_pass http://%s; proxy_set_header Host $host; } }
-}
-`, zones, listen, front, inner, inner, behind, upstream)
+    server { listen %s; location / { %s proxy_pass http://%s; proxy_set_header Host $host; } }`,
+		zones, listen, front, inner, inner, behind, upstream)))
 	return err
 }
 

@@ -1,15 +1,14 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
-	"sync"
 	"testing"
 
 	"stampede/fakebackend"
 	"stampede/internal/nginxtest"
+	"stampede/internal/testproc"
 	"stampede/limiterproxy"
 	"stampede/report"
 	"stampede/scenarios"
@@ -101,7 +100,7 @@ func startScenarioBackend(t *testing.T, sc *scenarios.Scenario) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var errorLog syncBuffer
+	var errorLog testproc.Output
 	done := make(chan error, 1)
 	go func() { done <- b.Serve(ctx, ln, &errorLog) }()
 	t.Cleanup(func() {
@@ -109,7 +108,7 @@ func startScenarioBackend(t *testing.T, sc *scenarios.Scenario) string {
 		if err := <-done; err != nil {
 			t.Errorf("fake backend: %v", err)
 		}
-		if t.Failed() && errorLog.Len() > 0 {
+		if t.Failed() && errorLog.String() != "" {
 			t.Logf("fake backend's log:\n%s", errorLog.String())
 		}
 	})
@@ -128,29 +127,4 @@ func startNginxFor(t *testing.T, sc *scenarios.Scenario, backend string) string 
 			TimeScale:   sc.TimeScale,
 		})
 	})
-}
-
-// syncBuffer is a bytes.Buffer that a server's error log may write while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
