@@ -275,6 +275,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	info := report.RunInfo{
 		Validity:      validity,
 		TimeScaleAuto: auto,
+		TimeScale:     scale,
 		Tare:          tare,
 		SendLateness:  m.lateness,
 		Engine:        Engine,

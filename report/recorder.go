@@ -63,6 +63,9 @@ type RunInfo struct {
 	Validity *Validity
 	// TimeScaleAuto says the live engine chose the time scale itself.
 	TimeScaleAuto bool
+	// TimeScale is the time scale the run played at; zero means the
+	// scenario's (the sim's, and a live run at the scale the file gave).
+	TimeScale float64
 	// SendLateness is the live generator's; zero Sends (the sim) leaves it
 	// out of the results.
 	SendLateness workload.Lateness

@@ -26,7 +26,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		Schema:         Schema,
 		Scenario:       sc.Name,
 		Engine:         info.Engine,
-		TimeScale:      sc.TimeScale,
+		TimeScale:      cmp.Or(info.TimeScale, sc.TimeScale),
 		ModelDurationS: round(model.Seconds(), 3),
 		WallDurationS:  round(info.Wall.Seconds(), 3),
 		Interrupted:    info.Interrupted,

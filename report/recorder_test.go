@@ -474,3 +474,17 @@ func TestRecorderWork(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderTimeScalePlayed checks that results carry the time scale the
+// run played at when the engine says (a live run whose time_scale: auto
+// calibration chose it), and the scenario's otherwise.
+func TestRecorderTimeScalePlayed(t *testing.T) {
+	sc := recScenario()
+	if got := record(sc, miniRun()).Results(RunInfo{Engine: "sim"}).TimeScale; got != sc.TimeScale {
+		t.Errorf("no scale from the engine: time_scale %v, want the scenario's %v", got, sc.TimeScale)
+	}
+	res := record(sc, miniRun()).Results(RunInfo{Engine: "live", TimeScale: 0.2, TimeScaleAuto: true})
+	if res.TimeScale != 0.2 || !res.TimeScaleAuto {
+		t.Errorf("scale 0.2 chosen by the engine: time_scale %v, auto %v; want 0.2, true", res.TimeScale, res.TimeScaleAuto)
+	}
+}
