@@ -31,11 +31,11 @@ func TestJudge(t *testing.T) {
 	}
 	const scale = 0.03 // 100 ms of model time is 3 ms of wall time
 	stalls := func(n int, each time.Duration) loadgen.Stalls {
-		ls := make([]time.Duration, n)
-		for i := range ls {
-			ls[i] = each
+		var s loadgen.Stalls
+		for range n {
+			s.Add(each)
 		}
-		return loadgen.StallsOf(ls...)
+		return s
 	}
 	for _, c := range []struct {
 		step       string

@@ -19,7 +19,7 @@ type Stalls struct {
 	Longest time.Duration
 	// Total is the wall time of all stalls of at least StallMin.
 	Total time.Duration
-	// lengths holds each stall of at least StallMin, longest first, at
+	// lengths holds each stall of at least StallMin, in the order they came, at
 	// most maxStalls of them, for Over.
 	lengths []time.Duration
 	// dropped is the wall time of stalls past maxStalls, kept out of
@@ -41,25 +41,33 @@ func (s Stalls) Over(d time.Duration) (time.Duration, int) {
 	var t time.Duration
 	n := 0
 	for _, l := range s.lengths {
-		if l <= d {
-			break
+		if l > d {
+			t += l
+			n++
 		}
-		t += l
-		n++
 	}
 	return t + s.dropped, n
+}
+
+// Add records one stall of length gap, which the caller measured to be at
+// least StallMin. The zero Stalls holds none.
+func (s *Stalls) Add(gap time.Duration) {
+	s.Count++
+	s.Total += gap
+	s.Longest = max(s.Longest, gap)
+	if len(s.lengths) < maxStalls {
+		s.lengths = append(s.lengths, gap)
+	} else {
+		s.dropped += gap
+	}
 }
 
 // stallRecorder records stalls from the scheduler goroutine; summary may be
 // called from any goroutine. The zero value is ready to use.
 type stallRecorder struct {
-	mu      sync.Mutex
-	count   uint64
-	longest time.Duration
-	total   time.Duration
-	lengths []time.Duration
-	dropped time.Duration
-	last    time.Time // the scheduler's previous send; scheduler only
+	mu     sync.Mutex
+	stalls Stalls
+	last   time.Time // the scheduler's previous send; scheduler only
 }
 
 // sent records a send made at now that was intended at due.
@@ -74,34 +82,14 @@ func (r *stallRecorder) sent(due, now time.Time) {
 		return
 	}
 	r.mu.Lock()
-	r.count++
-	r.total += gap
-	r.longest = max(r.longest, gap)
-	if len(r.lengths) < maxStalls {
-		r.lengths = append(r.lengths, gap)
-	} else {
-		r.dropped += gap
-	}
+	r.stalls.Add(gap)
 	r.mu.Unlock()
 }
 
 func (r *stallRecorder) summary() Stalls {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Stalls{Count: r.count, Longest: r.longest, Total: r.total, lengths: slices.Clone(r.lengths), dropped: r.dropped}
-	slices.SortFunc(s.lengths, func(a, b time.Duration) int { return int(b - a) })
+	s := r.stalls
+	s.lengths = slices.Clone(s.lengths)
 	return s
-}
-
-// StallsOf returns the summary of stalls of the given lengths, as a run
-// that measured them would give it.
-func StallsOf(lengths ...time.Duration) Stalls {
-	var r stallRecorder
-	for _, l := range lengths {
-		r.count++
-		r.total += l
-		r.longest = max(r.longest, l)
-		r.lengths = append(r.lengths, l)
-	}
-	return r.summary()
 }

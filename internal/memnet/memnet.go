@@ -1,23 +1,7 @@
-// Package memnet is an in-memory network for HTTP servers and clients in
-// one process: a net.Listener whose connections are in-memory pipes,
-// carrying the same HTTP/1.1 bytes through the same net/http servers as
-// loopback TCP, without the kernel's system calls.
-//
-// A Listener models a listening socket's accept queue: a bounded queue of
-// connections that are established (Dial has returned) but not yet
-// accepted. When the queue is full a dial is either refused at once (Linux
-// with tcp_abort_on_overflow=1 resets the connection) or, as Linux does by
-// default, its SYN is dropped and retransmitted on a schedule the caller
-// supplies, until the dial's context ends.
-//
-// Connections are built on channels, so a goroutine blocked on one is
-// durably blocked in the sense of testing/synctest: code served over
-// memnet can run under a fake clock, which loopback sockets cannot.
 package memnet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -247,12 +231,6 @@ func (a Addr) Network() string { return Network }
 
 // String returns the address as host:port.
 func (a Addr) String() string { return netip.AddrPort(a).String() }
-
-// IsRefused reports whether err is a dial refused by a full accept queue or
-// a closed listener.
-func IsRefused(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
-}
 
 // String describes the listener for errors and logs.
 func (l *Listener) String() string { return fmt.Sprintf("memnet listener %s", l.addr) }

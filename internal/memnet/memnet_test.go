@@ -271,3 +271,9 @@ func TestPipe(t *testing.T) {
 		}
 	})
 }
+
+// IsRefused reports whether err is a dial refused by a full accept queue or
+// a closed listener.
+func IsRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
