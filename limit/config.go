@@ -34,6 +34,11 @@ const DefaultStatus = 503 // Service Unavailable
 // and the simulator agree with the proxy without importing it.
 const DefaultConnectTimeout = 60 * time.Second
 
+// MaxUpstreamKeepAlive bounds the idle upstream connections a proxy keeps
+// (nginx's `upstream { keepalive N; }`): more idle connections than that
+// would hold the upstream's sockets for nothing.
+const MaxUpstreamKeepAlive = 4096
+
 // DefaultZone is the zone size the scenario and CLI use when none is given.
 const DefaultZone = "10m"
 

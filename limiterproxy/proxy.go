@@ -22,7 +22,7 @@ const DefaultConnectTimeout = limit.DefaultConnectTimeout
 // upstream connections than the proxy serves clients at once by default
 // (and than the exported nginx.conf's worker_connections) could never
 // fill.
-const MaxUpstreamKeepAlive = 4096
+const MaxUpstreamKeepAlive = limit.MaxUpstreamKeepAlive
 
 // DialFunc opens a connection to address on network, as
 // net.Dialer.DialContext does.

@@ -3,14 +3,14 @@ package scenarios
 import (
 	"go.yaml.in/yaml/v3"
 
-	"stampede/limiterproxy"
+	"stampede/limit"
 )
 
 // upstreamKeepAlive reads proxy.upstream_keepalive, nginx's
 // `upstream { keepalive N; }`: from 0, nginx's default of a connection per
-// request, to limiterproxy.MaxUpstreamKeepAlive.
+// request, to limit.MaxUpstreamKeepAlive.
 func (f *fields) upstreamKeepAlive(p *Proxy) {
-	f.integer("upstream_keepalive", "32", 0, limiterproxy.MaxUpstreamKeepAlive, &p.UpstreamKeepAlive)
+	f.integer("upstream_keepalive", "32", 0, limit.MaxUpstreamKeepAlive, &p.UpstreamKeepAlive)
 }
 
 // keepAliveNode writes proxy.upstream_keepalive, saying what 0 means.
