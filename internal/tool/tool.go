@@ -3,6 +3,7 @@ package tool
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -40,4 +41,24 @@ func (p Program) Require(t testing.TB) string {
 	}
 	t.Skipf("%s is neither at %s nor in PATH (apt-get install %s); set %s=1 to make this a failure", p.Name, p.DebianPath, p.Package, p.RequireEnv)
 	return ""
+}
+
+// Deps returns what `go list -deps` lists for the package in the test's
+// working directory, the package itself included. It skips the test where
+// go is not on PATH and fails it where go list fails.
+func Deps(t testing.TB) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH:", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 2 {
+		t.Fatalf("go list -deps lists %q, want the package and its dependencies", deps)
+	}
+	return deps
 }
