@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -186,8 +187,11 @@ func TestServeBacklogOverflowTCP(t *testing.T) {
 	if s := b.Stats(); s.Served != 4 || s.Refused != 0 {
 		t.Errorf("stats %+v: want 4 served, none refused", s)
 	}
-	if q := <-queued; q != 1 {
-		t.Errorf("the kernel's accept queue seen at %d, want 1 (listen backlog 0 holds one)", q)
+	// Listen backlog 0 holds one connection, but Linux checks a full
+	// accept queue without a lock: handshakes completing on several CPUs at
+	// once may each find room, so the queue can overshoot by one per CPU.
+	if q := <-queued; q < 1 || q > 1+runtime.NumCPU() {
+		t.Errorf("the kernel's accept queue seen at %d, want 1 (listen backlog 0 holds one) up to %d (one more per CPU racing)", q, 1+runtime.NumCPU())
 	}
 }
 
