@@ -31,6 +31,16 @@ type nginxRule struct {
 
 func (r nginxRule) name() string { return r.prefix + limit.LimitName(r.kind, r.index) }
 
+// zoneDirective is r's limit_req_zone or limit_conn_zone directive, without
+// its semicolon.
+func (r nginxRule) zoneDirective() string {
+	d := r.kind + "_zone " + r.key + " zone=" + r.zone + ":" + r.size
+	if r.kind == "limit_req" {
+		d += " rate=" + r.rate
+	}
+	return d
+}
+
 // nginxScope is the server's limits or one location's own.
 type nginxScope struct {
 	prefix    string // "" for the server, "locations[1]." for a location
