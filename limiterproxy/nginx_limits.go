@@ -93,25 +93,11 @@ func writeLimits(p func(int, string, ...any), in int, sc, server *nginxScope, in
 		}
 		p(in, "limit_req zone=%s%s;  # %s", r.zone, d, r.name())
 	}
-	if len(sc.req) > 0 {
-		p(in, "limit_req_status %d;", sc.req[0].status)
-		if sc.req[0].dryRun {
-			p(in, "limit_req_dry_run on;")
-		} else if inLoc && len(server.req) > 0 && server.req[0].dryRun {
-			p(in, "limit_req_dry_run off;")
-		}
-	}
+	writeLocationSettings(p, in, sc.req, server.req, inLoc)
 	for _, r := range sc.conn {
 		p(in, "limit_conn %s %d;  # %s", r.zone, r.perKey, r.name())
 	}
-	if len(sc.conn) > 0 {
-		p(in, "limit_conn_status %d;", sc.conn[0].status)
-		if sc.conn[0].dryRun {
-			p(in, "limit_conn_dry_run on;")
-		} else if inLoc && len(server.conn) > 0 && server.conn[0].dryRun {
-			p(in, "limit_conn_dry_run off;")
-		}
-	}
+	writeLocationSettings(p, in, sc.conn, server.conn, inLoc)
 	if !headers || (inLoc && len(sc.req)+len(sc.conn) == 0) {
 		// A location with no limits of its own and no add_header keeps
 		// the server's add_header lines.
@@ -222,6 +208,23 @@ func sameLocationSettings(rules []nginxRule) error {
 		}
 	}
 	return nil
+}
+
+// writeLocationSettings writes the status and dry-run directives of rules,
+// one scope's limits of one kind, which sameLocationSettings has found to
+// agree. In a location (inLoc), a dry run switched on by the server's rules
+// of that kind is switched off again where the location's own are enforced.
+func writeLocationSettings(p func(int, string, ...any), in int, rules, serverRules []nginxRule, inLoc bool) {
+	if len(rules) == 0 {
+		return
+	}
+	f := rules[0]
+	p(in, "%s_status %d;", f.kind, f.status)
+	if f.dryRun {
+		p(in, "%s_dry_run on;", f.kind)
+	} else if inLoc && len(serverRules) > 0 && serverRules[0].dryRun {
+		p(in, "%s_dry_run off;", f.kind)
+	}
 }
 
 // writeStatusMaps writes the maps from $limit_conn_status or
