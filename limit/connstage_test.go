@@ -95,53 +95,53 @@ func TestConnStageSkipped(t *testing.T) {
 }
 
 func TestConnStageDryRun(t *testing.T) {
-	// Every limit in dry run, as nginx's limit_conn_dry_run on: over the
-	// first, the request goes on holding nothing and the second limit is
-	// not consulted.
-	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}})
-	held := runConnSteps(t, p, []connStep{
-		{[]string{"k", "a"}, Passed, -1, true},
-		{[]string{"k", "b"}, RejectedDryRun, 0, true},
-		{[]string{"k", "b"}, RejectedDryRun, 0, true},
-	})
-	if inFlight(p, 0, "k") != 1 || inFlight(p, 1, "b") != 0 || held[1].Len() != 0 {
-		t.Errorf("all dry run: InFlight(k) = %d, InFlight(b) = %d, the rejected request holds %d; want 1, 0 and 0", inFlight(p, 0, "k"), inFlight(p, 1, "b"), held[1].Len())
+	tests := []struct {
+		name  string
+		conn  []ConnSpec
+		steps []connStep
+		// After the steps: the requests in flight under limit i for
+		// key[i], and the slots the second request holds.
+		key         [2]string
+		want        [2]int
+		secondHolds int
+	}{
+		// Every limit in dry run, as nginx's limit_conn_dry_run on: over
+		// the first, the request goes on holding nothing and the second
+		// limit is not consulted.
+		{"all dry run", []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}, []connStep{
+			{[]string{"k", "a"}, Passed, -1, true},
+			{[]string{"k", "b"}, RejectedDryRun, 0, true},
+			{[]string{"k", "b"}, RejectedDryRun, 0, true},
+		}, [2]string{"k", "b"}, [2]int{1, 0}, 0},
+		// A dry-run limit before an enforced one never switches it off:
+		// the enforced limit decides as if the dry-run one were not
+		// there, and the dry-run limit sees what it admitted.
+		{"dry run first", []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1}}, []connStep{
+			{[]string{"k", "a"}, Passed, -1, true},
+			{[]string{"k", "b"}, RejectedDryRun, 0, true},
+			{[]string{"k", "b"}, Rejected, 1, false},
+		}, [2]string{"k", "b"}, [2]int{1, 1}, 1},
+		// The second limit in dry run: the slot the first took is kept.
+		{"dry run second", []ConnSpec{{Key: "$host", PerKey: 2}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}, []connStep{
+			{[]string{"k", "a"}, Passed, -1, true},
+			{[]string{"k", "a"}, RejectedDryRun, 1, true},
+			{[]string{"k", "a"}, Rejected, 0, false},
+		}, [2]string{"k", "a"}, [2]int{2, 1}, 1},
 	}
-	for i := range held {
-		held[i].Release()
-	}
-
-	// A dry-run limit before an enforced one never switches it off: the
-	// enforced limit decides as if the dry-run one were not there, and the
-	// dry-run limit sees what it admitted.
-	p = mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 1, DryRun: true}, {Key: "$remote_addr", PerKey: 1}}})
-	held = runConnSteps(t, p, []connStep{
-		{[]string{"k", "a"}, Passed, -1, true},
-		{[]string{"k", "b"}, RejectedDryRun, 0, true},
-		{[]string{"k", "b"}, Rejected, 1, false},
-	})
-	if inFlight(p, 0, "k") != 1 || inFlight(p, 1, "b") != 1 || held[1].Len() != 1 {
-		t.Errorf("dry run first: InFlight(k) = %d, InFlight(b) = %d, the dry-run rejected request holds %d; want 1, 1 and 1", inFlight(p, 0, "k"), inFlight(p, 1, "b"), held[1].Len())
-	}
-	for i := range held {
-		held[i].Release()
-	}
-
-	// The second limit in dry run: the slot the first took is kept.
-	p = mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 2}, {Key: "$remote_addr", PerKey: 1, DryRun: true}}})
-	held = runConnSteps(t, p, []connStep{
-		{[]string{"k", "a"}, Passed, -1, true},
-		{[]string{"k", "a"}, RejectedDryRun, 1, true},
-		{[]string{"k", "a"}, Rejected, 0, false},
-	})
-	if inFlight(p, 0, "k") != 2 || inFlight(p, 1, "a") != 1 {
-		t.Errorf("after a dry-run reject by the second limit: InFlight(k) = %d, InFlight(a) = %d, want 2 and 1", inFlight(p, 0, "k"), inFlight(p, 1, "a"))
-	}
-	for i := range held {
-		held[i].Release()
-	}
-	if inFlight(p, 0, "k") != 0 || inFlight(p, 1, "a") != 0 {
-		t.Errorf("after release: counts %d %d, want 0 0", inFlight(p, 0, "k"), inFlight(p, 1, "a"))
+	for _, tt := range tests {
+		p := mustPolicy(t, Config{Conn: tt.conn})
+		held := runConnSteps(t, p, tt.steps)
+		counts := func() [2]int { return [2]int{inFlight(p, 0, tt.key[0]), inFlight(p, 1, tt.key[1])} }
+		if got := counts(); got != tt.want || held[1].Len() != tt.secondHolds {
+			t.Errorf("%s: InFlight(%s), InFlight(%s) = %v, the second request holds %d; want %v and %d",
+				tt.name, tt.key[0], tt.key[1], got, held[1].Len(), tt.want, tt.secondHolds)
+		}
+		for i := range held {
+			held[i].Release()
+		}
+		if got := counts(); got != [2]int{} {
+			t.Errorf("%s: after release: InFlight(%s), InFlight(%s) = %v, want [0 0]", tt.name, tt.key[0], tt.key[1], got)
+		}
 	}
 }
 

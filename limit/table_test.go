@@ -12,26 +12,23 @@ import (
 // slots: probe runs wrap around and deletions shift entries back.
 func TestTable(t *testing.T) {
 	t.Run("conn", func(t *testing.T) {
-		checkTable(t, func(key string, h uint64) *connEntry {
-			e := &connEntry{tableEntry: tableEntry{key: key, h: h}}
-			if head(e) != &e.tableEntry {
-				t.Fatalf("the table reads %p for the entry at %p, want %p", head(e), e, &e.tableEntry)
-			}
-			return e
+		checkTable(t, func(te tableEntry) (*connEntry, *tableEntry) {
+			e := &connEntry{tableEntry: te}
+			return e, &e.tableEntry
 		})
 	})
 	t.Run("req", func(t *testing.T) {
-		checkTable(t, func(key string, h uint64) *reqEntry {
-			e := &reqEntry{tableEntry: tableEntry{key: key, h: h}}
-			if head(e) != &e.tableEntry {
-				t.Fatalf("the table reads %p for the entry at %p, want %p", head(e), e, &e.tableEntry)
-			}
-			return e
+		checkTable(t, func(te tableEntry) (*reqEntry, *tableEntry) {
+			e := &reqEntry{tableEntry: te}
+			return e, &e.tableEntry
 		})
 	})
 }
 
-func checkTable[E entries, P tabled[E]](t *testing.T, mk func(key string, h uint64) P) {
+// checkTable runs the random steps over the entries mk makes; mk returns
+// an entry holding te and the address of its tableEntry, which head must
+// read.
+func checkTable[E entries, P tabled[E]](t *testing.T, mk func(te tableEntry) (P, *tableEntry)) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	tb := newTable[E, P]()
 	ref := map[string]P{}
@@ -48,7 +45,10 @@ func checkTable[E entries, P tabled[E]](t *testing.T, mk func(key string, h uint
 			if rng.IntN(2) == 0 {
 				h = uint64(1<<31-1-rng.IntN(3)) << 32 // the last slots: runs wrap around
 			}
-			e := mk(k, h)
+			e, te := mk(tableEntry{key: k, h: h})
+			if head(e) != te {
+				t.Fatalf("step %d: the table reads %p for the entry at %p, want %p", step, head(e), e, te)
+			}
 			tb.insert(e)
 			ref[k] = e
 		} else if got := tb.find(head(e).h, k); got != e {
