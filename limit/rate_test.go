@@ -1,8 +1,11 @@
 package limit
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"stampede/internal/parsetest"
 )
 
 func TestParseRate(t *testing.T) {
@@ -49,20 +52,11 @@ func TestRateString(t *testing.T) {
 }
 
 func FuzzParseRate(f *testing.F) {
-	for _, s := range []string{"10r/s", "30r/m", "1r/m", "0r/s", "10", "r/s", "9223372036854775807r/s"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		r, err := ParseRate(s)
-		if err != nil {
-			return
-		}
+	seeds := []string{"10r/s", "30r/m", "1r/m", "0r/s", "10", "r/s", "9223372036854775807r/s"}
+	parsetest.Fuzz(f, "ParseRate", seeds, ParseRate, func(_ string, r Rate) error {
 		if r <= 0 {
-			t.Fatalf("ParseRate(%q) = %d, want > 0", s, r)
+			return errors.New("want > 0")
 		}
-		r2, err := ParseRate(r.String())
-		if err != nil || r2 != r {
-			t.Fatalf("ParseRate(%q) = %d; its String %q reads back as %d, %v", s, r, r.String(), r2, err)
-		}
-	})
+		return nil
+	}, Rate.String)
 }

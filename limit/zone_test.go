@@ -2,6 +2,7 @@ package limit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"stampede/internal/nginxtest"
+	"stampede/internal/parsetest"
 )
 
 // zoneKey is the i-th distinct key a zone is filled with: 6 bytes, so
@@ -310,20 +312,14 @@ func TestZoneModel(t *testing.T) {
 }
 
 func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"10m", "512k", "1048576", "", "m", "9223372036854775807", "8796093022208m"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
-		if err != nil {
-			return
-		}
+	seeds := []string{"10m", "512k", "1048576", "", "m", "9223372036854775807", "8796093022208m"}
+	parsetest.Fuzz(f, "ParseSize", seeds, ParseSize, func(s string, n int64) error {
 		if n < 0 {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
+			return errors.New("negative")
 		}
-		digits := strings.TrimRight(s, "kKmM")
-		if len(s)-len(digits) > 1 {
-			t.Fatalf("ParseSize(%q) accepted two units", s)
+		if digits := strings.TrimRight(s, "kKmM"); len(s)-len(digits) > 1 {
+			return errors.New("two units accepted")
 		}
-	})
+		return nil
+	}, nil)
 }

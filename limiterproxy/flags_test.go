@@ -1,9 +1,11 @@
 package limiterproxy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"stampede/internal/parsetest"
 	"stampede/limit"
 )
 
@@ -20,14 +22,7 @@ func TestParseConnFlag(t *testing.T) {
 		{"$host$binary_remote_addr=1", limit.ConnSpec{Key: "$host$binary_remote_addr", PerKey: 1}},
 	}
 	for i, tt := range tests {
-		got, err := ParseConnFlag(tt.in)
-		if err != nil {
-			t.Errorf("step %d: ParseConnFlag(%q): %v", i, tt.in, err)
-			continue
-		}
-		if got != tt.want {
-			t.Errorf("step %d: ParseConnFlag(%q) = %+v, want %+v", i, tt.in, got, tt.want)
-		}
+		checkParsedFlag(t, i, "ParseConnFlag", ParseConnFlag, tt.in, tt.want)
 	}
 }
 
@@ -49,13 +44,7 @@ func TestParseConnFlagErrors(t *testing.T) {
 	}
 	for i, tt := range tests {
 		_, err := ParseConnFlag(tt.in)
-		if err == nil {
-			t.Errorf("step %d: ParseConnFlag(%q) succeeded, want an error containing %q", i, tt.in, tt.want)
-			continue
-		}
-		if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "e.g.") {
-			t.Errorf("step %d: ParseConnFlag(%q) = %q, want it to contain %q and an example", i, tt.in, err, tt.want)
-		}
+		checkFlagError(t, i, "ParseConnFlag", tt.in, err, tt.want)
 	}
 }
 
@@ -71,14 +60,7 @@ func TestParseReqFlag(t *testing.T) {
 		{"$http_x_tenant=2r/s,zone=1m,status=429,dry_run", limit.ReqSpec{Key: "$http_x_tenant", Rate: "2r/s", Zone: "1m", Status: 429, DryRun: true}},
 	}
 	for i, tt := range tests {
-		got, err := ParseReqFlag(tt.in)
-		if err != nil {
-			t.Errorf("step %d: ParseReqFlag(%q): %v", i, tt.in, err)
-			continue
-		}
-		if got != tt.want {
-			t.Errorf("step %d: ParseReqFlag(%q) = %+v, want %+v", i, tt.in, got, tt.want)
-		}
+		checkParsedFlag(t, i, "ParseReqFlag", ParseReqFlag, tt.in, tt.want)
 	}
 }
 
@@ -99,57 +81,55 @@ func TestParseReqFlagErrors(t *testing.T) {
 	}
 	for i, tt := range tests {
 		_, err := ParseReqFlag(tt.in)
-		if err == nil {
-			t.Errorf("step %d: ParseReqFlag(%q) succeeded, want an error containing %q", i, tt.in, tt.want)
-			continue
-		}
-		if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "e.g.") {
-			t.Errorf("step %d: ParseReqFlag(%q) = %q, want it to contain %q and an example", i, tt.in, err, tt.want)
-		}
+		checkFlagError(t, i, "ParseReqFlag", tt.in, err, tt.want)
+	}
+}
+
+// checkParsedFlag checks that step i's flag in parses, with parse (named name),
+// to want.
+func checkParsedFlag[S comparable](t *testing.T, i int, name string, parse func(string) (S, error), in string, want S) {
+	t.Helper()
+	got, err := parse(in)
+	if err != nil {
+		t.Errorf("step %d: %s(%q): %v", i, name, in, err)
+	} else if got != want {
+		t.Errorf("step %d: %s(%q) = %+v, want %+v", i, name, in, got, want)
+	}
+}
+
+// checkFlagError checks that step i's flag in was refused with an error
+// that contains want and an example of a good flag.
+func checkFlagError(t *testing.T, i int, name, in string, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("step %d: %s(%q) succeeded, want an error containing %q", i, name, in, want)
+	} else if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "e.g.") {
+		t.Errorf("step %d: %s(%q) = %q, want it to contain %q and an example", i, name, in, err, want)
 	}
 }
 
 // FuzzParseConnFlag checks that ParseConnFlag never panics and that what it
-// accepts formats back to a flag that parses to the same spec.
+// accepts is in range and formats back to a flag that parses to the same
+// spec.
 func FuzzParseConnFlag(f *testing.F) {
-	for _, s := range []string{"$host=4", "host=4,zone=10m,status=429,dry_run", "$http_x_tenant=1", "$host$remote_addr=3,zone=64k", "=", ",,", "$=1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		spec, err := ParseConnFlag(s)
-		if err != nil {
-			return
-		}
+	seeds := []string{"$host=4", "host=4,zone=10m,status=429,dry_run", "$http_x_tenant=1", "$host$remote_addr=3,zone=64k", "=", ",,", "$=1"}
+	parsetest.Fuzz(f, "ParseConnFlag", seeds, ParseConnFlag, func(_ string, spec limit.ConnSpec) error {
 		if spec.PerKey < 1 || (spec.Status != 0 && (spec.Status < 400 || spec.Status > 599)) {
-			t.Fatalf("ParseConnFlag(%q) = %+v: out of range", s, spec)
+			return errors.New("out of range")
 		}
-		back := FormatConnFlag(spec)
-		again, err := ParseConnFlag(back)
-		if err != nil || again != spec {
-			t.Fatalf("ParseConnFlag(%q) = %+v; formatted %q parses to %+v, %v", s, spec, back, again, err)
-		}
-	})
+		return nil
+	}, FormatConnFlag)
 }
 
 // FuzzParseReqFlag is FuzzParseConnFlag for ParseReqFlag.
 func FuzzParseReqFlag(f *testing.F) {
-	for _, s := range []string{"$binary_remote_addr=10r/s,burst=20,nodelay", "host=30r/m,delay=8,burst=12", "$host=1r/s,status=429,dry_run,zone=1m", "$host=r/s", "$host=99999999999999999999r/s"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		spec, err := ParseReqFlag(s)
-		if err != nil {
-			return
-		}
+	seeds := []string{"$binary_remote_addr=10r/s,burst=20,nodelay", "host=30r/m,delay=8,burst=12", "$host=1r/s,status=429,dry_run,zone=1m", "$host=r/s", "$host=99999999999999999999r/s"}
+	parsetest.Fuzz(f, "ParseReqFlag", seeds, ParseReqFlag, func(_ string, spec limit.ReqSpec) error {
 		if spec.Burst < 0 || spec.Delay < 0 || (spec.NoDelay && spec.Delay != 0) {
-			t.Fatalf("ParseReqFlag(%q) = %+v: out of range", s, spec)
+			return errors.New("out of range")
 		}
-		back := FormatReqFlag(spec)
-		again, err := ParseReqFlag(back)
-		if err != nil || again != spec {
-			t.Fatalf("ParseReqFlag(%q) = %+v; formatted %q parses to %+v, %v", s, spec, back, again, err)
-		}
-	})
+		return nil
+	}, FormatReqFlag)
 }
 
 func TestSplitLocationFlag(t *testing.T) {
