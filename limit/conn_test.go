@@ -155,50 +155,43 @@ func TestConnLimiterConcurrent(t *testing.T) {
 	l := NewConnLimiter(perKey, MinZone)
 	var mu sync.Mutex
 	held := map[string]int{}
-	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			var mine []Slot
-			var keys []string
-			for i := 0; i < rounds; i++ {
-				key := fmt.Sprintf("hot%d", rng.IntN(4))
-				if rng.IntN(4) == 0 {
-					key = fmt.Sprintf("cold%d", rng.IntN(1000))
-				}
-				s, v := l.Acquire(key)
-				if v == Passed {
-					mu.Lock()
-					held[key]++
-					if held[key] > perKey {
-						t.Errorf("key %s has %d slots held, limit %d", key, held[key], perKey)
-					}
-					mu.Unlock()
-					mine = append(mine, s)
-					keys = append(keys, key)
-				}
-				if len(mine) > 0 && (rng.IntN(2) == 0 || len(mine) > 4) {
-					j := rng.IntN(len(mine))
-					mu.Lock()
-					held[keys[j]]--
-					mu.Unlock()
-					mine[j].Release()
-					mine[j].Release()
-					mine = append(mine[:j], mine[j+1:]...)
-					keys = append(keys[:j], keys[j+1:]...)
-				}
+	runConcurrently(goroutines, 1, func(_ int, rng *rand.Rand) {
+		var mine []Slot
+		var keys []string
+		for i := 0; i < rounds; i++ {
+			key := fmt.Sprintf("hot%d", rng.IntN(4))
+			if rng.IntN(4) == 0 {
+				key = fmt.Sprintf("cold%d", rng.IntN(1000))
 			}
-			for i := range mine {
+			s, v := l.Acquire(key)
+			if v == Passed {
 				mu.Lock()
-				held[keys[i]]--
+				held[key]++
+				if held[key] > perKey {
+					t.Errorf("key %s has %d slots held, limit %d", key, held[key], perKey)
+				}
 				mu.Unlock()
-				mine[i].Release()
+				mine = append(mine, s)
+				keys = append(keys, key)
 			}
-		}(g)
-	}
-	wg.Wait()
+			if len(mine) > 0 && (rng.IntN(2) == 0 || len(mine) > 4) {
+				j := rng.IntN(len(mine))
+				mu.Lock()
+				held[keys[j]]--
+				mu.Unlock()
+				mine[j].Release()
+				mine[j].Release()
+				mine = append(mine[:j], mine[j+1:]...)
+				keys = append(keys[:j], keys[j+1:]...)
+			}
+		}
+		for i := range mine {
+			mu.Lock()
+			held[keys[i]]--
+			mu.Unlock()
+			mine[i].Release()
+		}
+	})
 	if l.Len() != 0 || l.ZoneBytes() != 0 {
 		t.Fatalf("after all goroutines: Len %d ZoneBytes %d, want 0 0", l.Len(), l.ZoneBytes())
 	}

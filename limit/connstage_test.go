@@ -172,35 +172,28 @@ func TestConnStageManySlots(t *testing.T) {
 // releasing in random order, and checks every count comes back to zero.
 func TestConnStageConcurrent(t *testing.T) {
 	p := mustPolicy(t, Config{Conn: []ConnSpec{{Key: "$host", PerKey: 3}, {Key: "$binary_remote_addr", PerKey: 2, Zone: "32k"}}})
-	var wg sync.WaitGroup
 	var passed, rejected sync.Map
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 5))
-			var mine []Slots
-			for i := 0; i < 1500; i++ {
-				keys := []string{fmt.Sprintf("site%d", rng.IntN(5)), fmt.Sprintf("ip%d", rng.IntN(500))}
-				s, d := p.ConnStage(keys)
-				if d.Verdict == Passed {
-					mine = append(mine, s)
-					passed.Store(g, true)
-				} else {
-					rejected.Store(g, true)
-				}
-				for len(mine) > 0 && rng.IntN(3) != 0 {
-					j := rng.IntN(len(mine))
-					mine[j].Release()
-					mine = append(mine[:j], mine[j+1:]...)
-				}
+	runConcurrently(16, 5, func(g int, rng *rand.Rand) {
+		var mine []Slots
+		for i := 0; i < 1500; i++ {
+			keys := []string{fmt.Sprintf("site%d", rng.IntN(5)), fmt.Sprintf("ip%d", rng.IntN(500))}
+			s, d := p.ConnStage(keys)
+			if d.Verdict == Passed {
+				mine = append(mine, s)
+				passed.Store(g, true)
+			} else {
+				rejected.Store(g, true)
 			}
-			for i := range mine {
-				mine[i].Release()
+			for len(mine) > 0 && rng.IntN(3) != 0 {
+				j := rng.IntN(len(mine))
+				mine[j].Release()
+				mine = append(mine[:j], mine[j+1:]...)
 			}
-		}(g)
-	}
-	wg.Wait()
+		}
+		for i := range mine {
+			mine[i].Release()
+		}
+	})
 	for i, r := range p.Conn {
 		if r.Limiter.Len() != 0 || r.Limiter.ZoneBytes() != 0 {
 			t.Errorf("limit_conn[%d]: %d keys, %d bytes after the run; want 0 0", i, r.Limiter.Len(), r.Limiter.ZoneBytes())

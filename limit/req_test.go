@@ -274,25 +274,18 @@ func TestReqLimiterHashCollisions(t *testing.T) {
 
 func TestReqLimiterConcurrent(t *testing.T) {
 	l := NewReqLimiter(mustRate(t, "100r/s"), 10, 0, true, 1<<20)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	passed := map[string]int{}
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 3))
-			for i := 0; i < 2000; i++ {
-				k := fmt.Sprintf("k%d", rng.IntN(20))
-				if l.Allow(k, t0).Verdict == Passed {
-					mu.Lock()
-					passed[k]++
-					mu.Unlock()
-				}
+	runConcurrently(8, 3, func(_ int, rng *rand.Rand) {
+		for i := 0; i < 2000; i++ {
+			k := fmt.Sprintf("k%d", rng.IntN(20))
+			if l.Allow(k, t0).Verdict == Passed {
+				mu.Lock()
+				passed[k]++
+				mu.Unlock()
 			}
-		}(g)
-	}
-	wg.Wait()
+		}
+	})
 	// All at one instant: every key admits exactly 1 + burst.
 	for k, n := range passed {
 		if n != 11 {

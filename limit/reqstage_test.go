@@ -3,7 +3,6 @@ package limit
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 )
@@ -204,19 +203,12 @@ func TestReqStageConcurrent(t *testing.T) {
 		{Key: "$host", Rate: "10r/s", Burst: 5, Zone: "32k"},
 		{Key: "$binary_remote_addr", Rate: "5r/s", Burst: 3, NoDelay: true, Zone: "32k"},
 	}})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 8))
-			for i := 0; i < 3000; i++ {
-				keys := []string{fmt.Sprintf("h%d", rng.IntN(300)), fmt.Sprintf("a%d", rng.IntN(300))}
-				p.ReqStage(ms(i*10), keys)
-			}
-		}(g)
-	}
-	wg.Wait()
+	runConcurrently(8, 8, func(_ int, rng *rand.Rand) {
+		for i := 0; i < 3000; i++ {
+			keys := []string{fmt.Sprintf("h%d", rng.IntN(300)), fmt.Sprintf("a%d", rng.IntN(300))}
+			p.ReqStage(ms(i*10), keys)
+		}
+	})
 	for i, r := range p.Req {
 		l := r.Limiter
 		if l.ZoneBytes() > reqZoneBudget(MinZone) || l.Len() == 0 {
