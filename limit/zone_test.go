@@ -35,22 +35,31 @@ func connCapacity(size int64) int {
 	}
 }
 
-// reqCapacity sends n distinct keys once each through a limit_req of
-// 1r/m, then each again, newest first, and returns how many are rejected
-// before the first that passes: how many keys the zone still remembers
-// when the oldest are evicted one by one (nginx's limit_req evicts the
-// least recently used node when its zone is full).
-func reqCapacity(size int64, n int) int {
-	l := NewReqLimiter(1000/60, 0, 0, false, size)
-	now := time.Unix(1_000_000, 0)
+// rememberedKeys sends n distinct keys once each (first set), then each
+// again, newest first, and returns how many are refused before the first
+// that passes: how many keys a limit_req of 1r/m still remembers when the
+// oldest are evicted one by one (nginx's limit_req evicts the least
+// recently used node when its zone is full). send sends zoneKey(i) and
+// reports whether it passed.
+func rememberedKeys(n int, send func(i int, first bool) (passed bool)) int {
 	for i := 0; i < n; i++ {
-		l.Allow(zoneKey(i), now)
+		send(i, true)
 	}
 	held := 0
-	for i := n - 1; i >= 0 && l.Allow(zoneKey(i), now).Verdict == Rejected; i-- {
+	for i := n - 1; i >= 0 && !send(i, false); i-- {
 		held++
 	}
 	return held
+}
+
+// reqCapacity is rememberedKeys for a ReqLimiter of 1r/m with a zone of
+// size bytes.
+func reqCapacity(size int64, n int) int {
+	l := NewReqLimiter(1000/60, 0, 0, false, size)
+	now := time.Unix(1_000_000, 0)
+	return rememberedKeys(n, func(i int, _ bool) bool {
+		return l.Allow(zoneKey(i), now).Verdict != Rejected
+	})
 }
 
 // TestZoneCapacity holds the keys a zone takes to what nginx 1.22 takes,
@@ -223,7 +232,8 @@ func nginxConnCapacity(t *testing.T, addr string, n int) int {
 	return n - int(rejected.Load())
 }
 
-// nginxReqCapacity does at nginx what reqCapacity does to a ReqLimiter.
+// nginxReqCapacity is rememberedKeys for nginx at addr, whose zone is
+// made by writeZoneNginx.
 func nginxReqCapacity(t *testing.T, addr string, n int) int {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -241,16 +251,13 @@ func nginxReqCapacity(t *testing.T, addr string, n int) int {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for i := 0; i < n; i++ {
-		if s := get(i); s != 200 {
+	return rememberedKeys(n, func(i int, first bool) bool {
+		s := get(i)
+		if first && s != 200 {
 			t.Fatalf("first request for %s: status %d, want 200", zoneKey(i), s)
 		}
-	}
-	held := 0
-	for i := n - 1; i >= 0 && get(i) == 503; i-- {
-		held++
-	}
-	return held
+		return s != 503
+	})
 }
 
 func TestParseSize(t *testing.T) {
