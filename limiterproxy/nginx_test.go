@@ -2,20 +2,18 @@ package limiterproxy
 
 import (
 	"bytes"
-	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"stampede/internal/golden"
 	"stampede/internal/nginxtest"
 	"stampede/limit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var nginxCases = []struct {
 	name string
@@ -60,53 +58,28 @@ var nginxCases = []struct {
 	}, NginxOptions{NoHeaders: true}},
 }
 
-// TestWriteNginxSnippetGolden holds the snippet form to its golden file.
-func TestWriteNginxSnippetGolden(t *testing.T) {
-	for _, tc := range nginxCases[len(nginxCases)-2:] {
-		var buf bytes.Buffer
-		if err := WriteNginxSnippet(&buf, tc.cfg, tc.opts); err != nil {
-			t.Fatalf("%s: WriteNginxSnippet: %v", tc.name, err)
-		}
-		golden := filepath.Join("testdata", "nginx", tc.name+".snippet")
-		if *update {
-			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test -run TestWriteNginxSnippetGolden -update)", err)
-		}
-		if got := buf.String(); got != string(want) {
-			t.Errorf("WriteNginxSnippet differs from %s (rerun with -update if intended):\n%s", golden, lineDiff(string(want), got))
-		}
-	}
-}
-
+// TestWriteNginxGolden holds the whole configuration of every case, and
+// the snippet form of the last two, to their golden files.
 func TestWriteNginxGolden(t *testing.T) {
-	for _, tc := range nginxCases {
-		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := WriteNginx(&buf, tc.cfg, tc.opts); err != nil {
-				t.Fatalf("WriteNginx: %v", err)
-			}
-			golden := filepath.Join("testdata", "nginx", tc.name+".conf")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
+	forms := []struct {
+		name  string
+		write func(io.Writer, limit.Config, NginxOptions) error
+		ext   string
+		last  int // how many of the last cases this form is held to
+	}{
+		{"WriteNginx", WriteNginx, ".conf", len(nginxCases)},
+		{"WriteNginxSnippet", WriteNginxSnippet, ".snippet", 2},
+	}
+	for _, f := range forms {
+		for _, tc := range nginxCases[len(nginxCases)-f.last:] {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
+				var buf bytes.Buffer
+				if err := f.write(&buf, tc.cfg, tc.opts); err != nil {
+					t.Fatalf("%s: %v", f.name, err)
 				}
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestWriteNginxGolden -update)", err)
-			}
-			if got := buf.String(); got != string(want) {
-				t.Errorf("WriteNginx differs from %s (rerun with -update if intended):\n%s", golden, lineDiff(string(want), got))
-			}
-		})
+				golden.Check(t, filepath.Join("testdata", "nginx", tc.name+f.ext), buf.Bytes())
+			})
+		}
 	}
 }
 
@@ -214,25 +187,4 @@ func TestNginxRate(t *testing.T) {
 			t.Errorf("step %d: nginxRate(%v) = %q, %t; want %q, %t", i, tt.mr, got, exact, tt.want, tt.exact)
 		}
 	}
-}
-
-// lineDiff shows the first lines where want and got differ.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
-			shown++
-		}
-	}
-	return b.String()
 }
