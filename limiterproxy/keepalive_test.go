@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -225,12 +226,38 @@ type kaScenario struct {
 }
 
 func kaSeq(method, path string, times int) func(testing.TB, *kaUpstream, string) ([]int, string) {
+	req := method + " " + path
+	return kaSends(req, slices.Repeat([]string{req}, times)...)
+}
+
+// kaSends plays reqs ("GET /ok") one after another and observes the
+// request observe.
+func kaSends(observe string, reqs ...string) func(testing.TB, *kaUpstream, string) ([]int, string) {
 	return func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
 		var st []int
-		for range times {
+		for _, r := range reqs {
+			method, path, _ := strings.Cut(r, " ")
 			st = append(st, kaSend(t, base, method, path))
 		}
-		return st, method + " " + path
+		return st, observe
+	}
+}
+
+// kaAfterIdleClosed plays GET /ok, has the upstream close the connection
+// the proxy keeps idle, and then plays method /ok, which it observes; with
+// settled, only once the proxy's end of that connection has gone too.
+func kaAfterIdleClosed(method string, settled bool) func(testing.TB, *kaUpstream, string) ([]int, string) {
+	return func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
+		st := []int{kaSend(t, base, "GET", "/ok")}
+		u.waitOpen(t, 1)
+		if n := u.closeIdle(); n != 1 {
+			t.Errorf("the upstream closed %d idle connections, want 1", n)
+		}
+		if settled {
+			u.waitOpen(t, 0)
+		}
+		st = append(st, kaSend(t, base, method, "/ok"))
+		return st, method + " /ok"
 	}
 }
 
@@ -265,47 +292,22 @@ var kaScenarios = []kaScenario{
 	}, kaObservation{[]int{200, 200, 200, 200, 200, 200}, 4, 2, 4}},
 	// The upstream closes the idle kept connection: the next request
 	// goes on a new one, unharmed.
-	{"upstream-closes-idle", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		st := []int{kaSend(t, base, "GET", "/ok")}
-		u.waitOpen(t, 1)
-		if n := u.closeIdle(); n != 1 {
-			t.Errorf("the upstream closed %d idle connections, want 1", n)
-		}
-		st = append(st, kaSend(t, base, "GET", "/ok"))
-		return st, "GET /ok"
-	}, kaObservation{[]int{200, 200}, 2, 1, 2}},
+	{"upstream-closes-idle", 2, kaAfterIdleClosed("GET", false), kaObservation{[]int{200, 200}, 2, 1, 2}},
 	// The same with a POST, which would not go again: the closed idle
 	// connection must not be taken at all.
-	{"upstream-closes-idle-post", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		st := []int{kaSend(t, base, "GET", "/ok")}
-		u.waitOpen(t, 1)
-		if n := u.closeIdle(); n != 1 {
-			t.Errorf("the upstream closed %d idle connections, want 1", n)
-		}
-		u.waitOpen(t, 0)
-		st = append(st, kaSend(t, base, "POST", "/ok"))
-		return st, "POST /ok"
-	}, kaObservation{[]int{200, 200}, 2, 1, 1}},
+	{"upstream-closes-idle-post", 2, kaAfterIdleClosed("POST", true), kaObservation{[]int{200, 200}, 2, 1, 1}},
 	// An upstream that sends more than the response: its connection is
 	// not reused.
-	{"more-than-asked", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		return []int{kaSend(t, base, "GET", "/chatty"), kaSend(t, base, "GET", "/ok")}, "GET /chatty"
-	}, kaObservation{[]int{200, 200}, 2, 1, 1}},
+	{"more-than-asked", 2, kaSends("GET /chatty", "GET /chatty", "GET /ok"), kaObservation{[]int{200, 200}, 2, 1, 1}},
 	// A reused connection dropped before any response byte: a GET goes
 	// again on a new connection, as nginx's proxy_next_upstream does.
-	{"reused-dropped-get", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		return []int{kaSend(t, base, "GET", "/ok"), kaSend(t, base, "GET", "/flaky")}, "GET /flaky"
-	}, kaObservation{[]int{200, 200}, 2, 1, 2}},
+	{"reused-dropped-get", 2, kaSends("GET /flaky", "GET /ok", "GET /flaky"), kaObservation{[]int{200, 200}, 2, 1, 2}},
 	// ... but a POST is not sent twice: 502.
-	{"reused-dropped-post", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		return []int{kaSend(t, base, "GET", "/ok"), kaSend(t, base, "POST", "/flaky")}, "POST /flaky"
-	}, kaObservation{[]int{200, 502}, 1, 0, 1}},
+	{"reused-dropped-post", 2, kaSends("POST /flaky", "GET /ok", "POST /flaky"), kaObservation{[]int{200, 502}, 1, 0, 1}},
 	// A GET dropped on a reused connection, then on the new one it went
 	// again on: 502, the request seen twice; a new connection's failure
 	// is not retried.
-	{"dropped-twice", 2, func(t testing.TB, u *kaUpstream, base string) ([]int, string) {
-		return []int{kaSend(t, base, "GET", "/ok"), kaSend(t, base, "GET", "/drop")}, "GET /drop"
-	}, kaObservation{[]int{200, 502}, 2, 0, 2}},
+	{"dropped-twice", 2, kaSends("GET /drop", "GET /ok", "GET /drop"), kaObservation{[]int{200, 502}, 2, 0, 2}},
 	// A new connection dropped: 502 at once, seen once.
 	{"fresh-dropped", 2, kaSeq("GET", "/drop", 1), kaObservation{[]int{502}, 1, 0, 1}},
 }
