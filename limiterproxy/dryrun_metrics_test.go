@@ -21,19 +21,11 @@ func TestDryRunMetricsHoldNothing(t *testing.T) {
 	if got := st.policy.Conn[1].Limiter.InFlight("site1"); got != 2 {
 		t.Fatalf("limit_conn[1] holds %d slots for site1, want 2 (the dry-run limit changes nothing)", got)
 	}
-	for _, tt := range []struct {
-		name, limit string
-		want        float64
-	}{
-		{"stampede_limit_in_flight", "limit_conn[0]", 1},
-		{"stampede_limit_in_flight", "limit_conn[1]", 2},
-		{"stampede_limit_passed_total", "limit_conn[1]", 2},
-		{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 1},
-	} {
-		if got := metricValue(t, st.metrics, tt.name, tt.limit); got != tt.want {
-			t.Errorf("while held: %s{%s} = %v, want %v", tt.name, tt.limit, got, tt.want)
-		}
-	}
+	checkSeries(t, st.metrics, "while held",
+		series{"stampede_limit_in_flight", "limit_conn[0]", 1},
+		series{"stampede_limit_in_flight", "limit_conn[1]", 2},
+		series{"stampede_limit_passed_total", "limit_conn[1]", 2},
+		series{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 1})
 	g.open()
 	for i, r := range receive(t, c, 2) {
 		if r.status != 200 {
@@ -41,9 +33,7 @@ func TestDryRunMetricsHoldNothing(t *testing.T) {
 		}
 	}
 	st.close()
-	for _, limit := range []string{"limit_conn[0]", "limit_conn[1]"} {
-		if got := metricValue(t, st.metrics, "stampede_limit_in_flight", limit); got != 0 {
-			t.Errorf("after: in_flight{%s} = %v, want 0", limit, got)
-		}
-	}
+	checkSeries(t, st.metrics, "after",
+		series{"stampede_limit_in_flight", "limit_conn[0]", 0},
+		series{"stampede_limit_in_flight", "limit_conn[1]", 0})
 }

@@ -142,6 +142,23 @@ func metricValue(t *testing.T, m *Metrics, name, limit string) float64 {
 	return 0
 }
 
+// series is one metric series of a limit and the value a test wants of it.
+type series struct {
+	name, limit string
+	want        float64
+}
+
+// checkSeries fails t for each series of want whose value in m differs;
+// when says at which point of the test ("while held").
+func checkSeries(t *testing.T, m *Metrics, when string, want ...series) {
+	t.Helper()
+	for _, s := range want {
+		if got := metricValue(t, m, s.name, s.limit); got != s.want {
+			t.Errorf("%s: %s{limit=%q} = %v, want %v", when, s.name, s.limit, got, s.want)
+		}
+	}
+}
+
 func labelValue(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -174,9 +191,7 @@ func TestConnPerHost(t *testing.T) {
 	if got := st.policy.Busiest(5); len(got) != 1 || got[0] != (limit.KeyCount{Key: "site1", InFlight: 4}) {
 		t.Errorf("Busiest while held = %v, want [{site1 4}]", got)
 	}
-	if got := metricValue(t, st.metrics, "stampede_limit_in_flight", "limit_conn[0]"); got != 4 {
-		t.Errorf("in_flight while held = %v, want 4", got)
-	}
+	checkSeries(t, st.metrics, "while held", series{"stampede_limit_in_flight", "limit_conn[0]", 4})
 	g.open()
 	for i, r := range receive(t, c, 4) {
 		if r.status != 200 {
@@ -184,19 +199,11 @@ func TestConnPerHost(t *testing.T) {
 		}
 	}
 	st.close()
-	for _, tt := range []struct {
-		name string
-		want float64
-	}{
-		{"stampede_limit_passed_total", 4},
-		{"stampede_limit_rejected_total", 4},
-		{"stampede_limit_rejected_dry_run_total", 0},
-		{"stampede_limit_in_flight", 0},
-	} {
-		if got := metricValue(t, st.metrics, tt.name, "limit_conn[0]"); got != tt.want {
-			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
-		}
-	}
+	checkSeries(t, st.metrics, "after",
+		series{"stampede_limit_passed_total", "limit_conn[0]", 4},
+		series{"stampede_limit_rejected_total", "limit_conn[0]", 4},
+		series{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 0},
+		series{"stampede_limit_in_flight", "limit_conn[0]", 0})
 	if got := st.policy.Busiest(5); len(got) != 0 {
 		t.Errorf("Busiest after all ended = %v, want none", got)
 	}
@@ -235,12 +242,9 @@ func TestReqBurstNoDelay(t *testing.T) {
 		}
 	}
 	st.close()
-	if got := metricValue(t, st.metrics, "stampede_limit_rejected_total", "limit_req[0]"); got != 1 {
-		t.Errorf("limit_req rejected = %v, want 1", got)
-	}
-	if got := metricValue(t, st.metrics, "stampede_limit_passed_total", "limit_req[0]"); got != 6 {
-		t.Errorf("limit_req passed = %v, want 6", got)
-	}
+	checkSeries(t, st.metrics, "after",
+		series{"stampede_limit_rejected_total", "limit_req[0]", 1},
+		series{"stampede_limit_passed_total", "limit_req[0]", 6})
 }
 
 func TestHandlerCases(t *testing.T) {
@@ -316,12 +320,9 @@ func TestDryRunHeaderAndMetrics(t *testing.T) {
 	if dry != 2 {
 		t.Errorf("%d responses with %s, want 2", dry, DryRunHeader)
 	}
-	if got := metricValue(t, st.metrics, "stampede_limit_rejected_dry_run_total", "limit_conn[0]"); got != 2 {
-		t.Errorf("rejected_dry_run = %v, want 2", got)
-	}
-	if got := metricValue(t, st.metrics, "stampede_limit_in_flight", "limit_conn[0]"); got != 0 {
-		t.Errorf("in_flight after = %v, want 0", got)
-	}
+	checkSeries(t, st.metrics, "after",
+		series{"stampede_limit_rejected_dry_run_total", "limit_conn[0]", 2},
+		series{"stampede_limit_in_flight", "limit_conn[0]", 0})
 }
 
 func TestMetricsEndpoints(t *testing.T) {
