@@ -3,50 +3,13 @@ package memnet
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
-	"os"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 )
-
-// TestHTTP serves HTTP/1.1 over a Listener and checks the server sees the
-// client's address.
-func TestHTTP(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ln := Listen(Options{})
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, r.RemoteAddr)
-		})}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			srv.Serve(ln)
-		}()
-		from := netip.MustParseAddr("10.1.2.3")
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial(ctx, from) }}
-		client := &http.Client{Transport: tr}
-		for i := range 3 {
-			resp, err := client.Get("http://site.example/")
-			if err != nil {
-				t.Fatalf("request %d: %v", i, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			ap, err := netip.ParseAddrPort(string(b))
-			if err != nil || ap.Addr() != from {
-				t.Errorf("request %d: server saw RemoteAddr %q, want %v:PORT", i, b, from)
-			}
-		}
-		tr.CloseIdleConnections()
-		srv.Close()
-		<-done
-	})
-}
 
 // TestOverflow fills the accept queue and checks what the next dial does
 // under each policy: refused at once, or retried on the schedule until the
@@ -171,103 +134,6 @@ func TestClose(t *testing.T) {
 		}
 		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Accept after Close: err %v, want net.ErrClosed", err)
-		}
-	})
-}
-
-// BenchmarkRequest measures one HTTP/1.1 request over a keep-alive memnet
-// connection.
-func BenchmarkRequest(b *testing.B) {
-	ln := Listen(Options{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{DialContext: ln.DialContext}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://x/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
-
-// BenchmarkRequestTCP is BenchmarkRequest over loopback TCP, for comparison.
-func BenchmarkRequestTCP(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
-
-// TestPipe checks the connection's byte stream, close and deadline
-// semantics that net/http relies on.
-func TestPipe(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a, b := newPipe()
-		big := make([]byte, 3*pipeBuffer+17)
-		for i := range big {
-			big[i] = byte(i)
-		}
-		go func() {
-			a.Write(big)
-			a.Close()
-		}()
-		got, err := io.ReadAll(b)
-		if err != nil || len(got) != len(big) || got[len(got)-1] != big[len(big)-1] {
-			t.Errorf("step 1: read %d bytes, err %v; want %d bytes and io.EOF", len(got), err, len(big))
-		}
-		if _, err := b.Write([]byte("x")); err == nil {
-			t.Errorf("step 2: write to an end whose peer closed: no error, want one")
-		}
-
-		c, d := newPipe()
-		d.SetReadDeadline(time.Now().Add(time.Second))
-		start := time.Now()
-		if _, err := d.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) != time.Second {
-			t.Errorf("step 3: read past its deadline: err %v after %v, want a deadline error after 1s", err, time.Since(start))
-		}
-		// A deadline in the past aborts a blocked read, as net/http's
-		// server does to its background read.
-		done := make(chan error)
-		d.SetReadDeadline(time.Time{})
-		go func() {
-			_, err := d.Read(make([]byte, 1))
-			done <- err
-		}()
-		synctest.Wait()
-		d.SetReadDeadline(time.Unix(1, 0))
-		if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("step 4: blocked read after a past deadline: err %v, want a deadline error", err)
-		}
-		d.SetReadDeadline(time.Time{})
-		c.Write([]byte("hi"))
-		buf := make([]byte, 8)
-		if n, err := d.Read(buf); err != nil || string(buf[:n]) != "hi" {
-			t.Errorf("step 5: read after clearing the deadline: %q, %v; want \"hi\"", buf[:n], err)
-		}
-		d.Close()
-		if _, err := d.Read(buf); !errors.Is(err, io.ErrClosedPipe) {
-			t.Errorf("step 6: read from a closed end: err %v, want io.ErrClosedPipe", err)
 		}
 	})
 }
