@@ -15,14 +15,7 @@ import (
 func TestHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := Listen(Options{})
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, r.RemoteAddr)
-		})}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			srv.Serve(ln)
-		}()
+		serveHTTP(t, ln, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.RemoteAddr) })
 		from := netip.MustParseAddr("10.1.2.3")
 		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial(ctx, from) }}
 		client := &http.Client{Transport: tr}
@@ -39,6 +32,19 @@ func TestHTTP(t *testing.T) {
 			}
 		}
 		tr.CloseIdleConnections()
+	})
+}
+
+// serveHTTP serves h on ln until the test ends, then closes the server and
+// waits for it.
+func serveHTTP(tb testing.TB, ln net.Listener, h http.HandlerFunc) {
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	tb.Cleanup(func() {
 		srv.Close()
 		<-done
 	})
@@ -48,21 +54,7 @@ func TestHTTP(t *testing.T) {
 // connection.
 func BenchmarkRequest(b *testing.B) {
 	ln := Listen(Options{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{DialContext: ln.DialContext}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://x/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
+	benchRequests(b, ln, &http.Transport{DialContext: ln.DialContext}, "http://x/")
 }
 
 // BenchmarkRequestTCP is BenchmarkRequest over loopback TCP, for comparison.
@@ -71,12 +63,15 @@ func BenchmarkRequestTCP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{}
+	benchRequests(b, ln, &http.Transport{}, "http://"+ln.Addr().String()+"/")
+}
+
+// benchRequests measures GETs of url through tr to a server on ln that
+// answers 204.
+func benchRequests(b *testing.B, ln net.Listener, tr *http.Transport, url string) {
+	serveHTTP(b, ln, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
+	req, _ := http.NewRequest("GET", url, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		resp, err := tr.RoundTrip(req)
