@@ -39,6 +39,18 @@ func FreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// WriteFile writes data to the file name in dir, for a program's
+// configuration or code, and returns its path. It fails the test when the
+// file cannot be written.
+func WriteFile(t testing.TB, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+	return path
+}
+
 // Wait calls ready at once and then every 20 ms until it returns true, and
 // returns nil. It returns ErrExited when exited is closed first, and an
 // error naming within when that much time passes first.

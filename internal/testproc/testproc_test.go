@@ -3,7 +3,9 @@ package testproc
 import (
 	"errors"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,5 +79,17 @@ func TestFreeAddrDials(t *testing.T) {
 	ln.Close()
 	if Dials(addr) {
 		t.Errorf("Dials(%s) = true after the listener closed", addr)
+	}
+}
+
+// TestWriteFile checks that WriteFile's file is in dir and holds the data.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := WriteFile(t, dir, "app.conf", []byte("workers 2\n"))
+	if filepath.Dir(path) != dir || filepath.Base(path) != "app.conf" {
+		t.Errorf("WriteFile's path = %s, want %s/app.conf", path, dir)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "workers 2\n" {
+		t.Errorf("the file holds %q, %v; want %q", b, err, "workers 2\n")
 	}
 }
