@@ -31,12 +31,22 @@ var ErrExited = errors.New("exited first")
 // to bind and says so.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free loopback port: %v", err)
-	}
+	ln := Listen(t)
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Listen returns a TCP listener on a free loopback port, for a server the
+// test runs in-process; it is closed when the test ends. It fails the test
+// when there is no port to listen on.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on a free loopback port: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
 
 // WriteFile writes data to the file name in dir, for a program's

@@ -93,3 +93,21 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("the file holds %q, %v; want %q", b, err, "workers 2\n")
 	}
 }
+
+// TestListen checks that Listen's listener is on loopback and accepts, and
+// that it is closed once its test has ended.
+func TestListen(t *testing.T) {
+	var ln net.Listener
+	t.Run("listen", func(t *testing.T) {
+		ln = Listen(t)
+		if !strings.HasPrefix(ln.Addr().String(), "127.0.0.1:") {
+			t.Fatalf("Listen's address = %s, want 127.0.0.1:PORT", ln.Addr())
+		}
+		if !Dials(ln.Addr().String()) {
+			t.Errorf("Dials(%s) = false with Listen's listener there", ln.Addr())
+		}
+	})
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after the test ended: err %v, want net.ErrClosed", err)
+	}
+}
