@@ -19,13 +19,7 @@ import (
 func TestOverflow(t *testing.T) {
 	t.Run("refuse", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 2, Overflow: Refuse})
-			defer ln.Close()
-			for i := range 2 {
-				if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-					t.Fatalf("dial %d into a queue with room: %v", i, err)
-				}
-			}
+			ln := fullQueue(t, Options{Backlog: 2, Overflow: Refuse})
 			start := time.Now()
 			_, err := ln.Dial(t.Context(), netip.Addr{})
 			if !IsRefused(err) {
@@ -41,11 +35,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until accepted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1, RetryAfter: func(n int) (time.Duration, bool) { d, again := SYNSchedule(n); return 10 * d, again }})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1, RetryAfter: func(n int) (time.Duration, bool) { d, again := SYNSchedule(n); return 10 * d, again }})
 			// Accept frees the queue at 25 s: the waiting dial gets in at its
 			// third try, 10 s + 20 s after it began.
 			go func() {
@@ -66,11 +56,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until the deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1})
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -90,11 +76,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until the schedule ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1})
 			start := time.Now()
 			_, err := ln.Dial(t.Context(), netip.Addr{})
 			if !errors.Is(err, syscall.ETIMEDOUT) || time.Since(start) != 127*time.Second {
@@ -104,8 +86,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("no backlog", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: -1, Overflow: Refuse})
-			defer ln.Close()
+			ln := fullQueue(t, Options{Backlog: -1, Overflow: Refuse}) // no queue: full at once
 			if _, err := ln.Dial(t.Context(), netip.Addr{}); !IsRefused(err) {
 				t.Errorf("dial with no Accept waiting: err %v, want refused", err)
 			}
@@ -116,6 +97,20 @@ func TestOverflow(t *testing.T) {
 			}
 		})
 	})
+}
+
+// fullQueue returns a listener with opts whose accept queue is full: its
+// Backlog dials made, none accepted. It is closed when the test ends.
+func fullQueue(t *testing.T, opts Options) *Listener {
+	t.Helper()
+	ln := Listen(opts)
+	t.Cleanup(func() { ln.Close() })
+	for i := range opts.Backlog {
+		if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
+			t.Fatalf("dial %d into a queue with room: %v", i, err)
+		}
+	}
+	return ln
 }
 
 // TestClose checks that closing the listener resets the queued connections
