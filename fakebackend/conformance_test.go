@@ -17,6 +17,7 @@ import (
 	"stampede/fakebackend"
 	"stampede/internal/gunicorntest"
 	"stampede/internal/nginxtest"
+	"stampede/internal/testproc"
 	"stampede/limit"
 	"stampede/limiterproxy"
 	"stampede/workerpool"
@@ -294,10 +295,7 @@ func startFake(t *testing.T, c gCase) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testproc.Listen(t)
 	// Serve sets the backlog too, but only once its goroutine runs.
 	if err := fakebackend.SetBacklog(ln, b.Backlog()); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"stampede/internal/testproc"
 	"stampede/workerpool"
 )
 
@@ -119,10 +120,7 @@ func TestServeBacklogOverflowTCP(t *testing.T) {
 	if err := b.OverflowFidelity(nil); err != nil {
 		t.Errorf("OverflowFidelity at time scale 1 without keep-alive: %v, want nil", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testproc.Listen(t)
 	if err := SetBacklog(ln, b.Backlog()); err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +195,7 @@ func TestServeBacklogOverflowTCP(t *testing.T) {
 
 // TestOverflowFidelity checks what the live engine is told.
 func TestOverflowFidelity(t *testing.T) {
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
+	tcp := testproc.Listen(t)
 	mem := newChanListener(1)
 	for _, c := range []struct {
 		opts Options

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"stampede/internal/testproc"
 	"stampede/workerpool"
 )
 
@@ -114,10 +114,7 @@ func TestBackendClose(t *testing.T) {
 
 func TestBackendServe(t *testing.T) {
 	b := mustNew(t, Options{Routes: []Route{{Path: "/hold", Service: workerpool.Constant{D: time.Hour}}, {Path: "/", Service: workerpool.Constant{D: 0}}}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testproc.Listen(t)
 	ctx, stop := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(ctx, ln, nil) }()

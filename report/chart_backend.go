@@ -13,14 +13,11 @@ import (
 )
 
 func drawBackend(c draw.Canvas, title string, r *Results) {
-	var samples []BackendSample
-	if r.Series != nil {
-		samples = r.Series.Backend
-	}
-	if len(samples) == 0 {
+	if r.Series == nil || len(r.Series.Backend) == 0 {
 		drawNoData(c, title, "no backend samples in the results")
 		return
 	}
+	samples := r.Series.Backend
 	fillWhite(c)
 	ts := make([]float64, len(samples))
 	busy := make([]float64, len(samples))

@@ -14,45 +14,45 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
+// keysView is what the in-flight chart shows of a run.
+type keysView int
+
+const (
+	viewKeys    keysView = iota // limit_conn keys sampled, or no series at all
+	viewPassed                  // no keys; limit_req passed requests on
+	viewHosts                   // no keys; the busiest hosts from the clients' side
+	viewNothing                 // series without keys, limit_req or hosts: no request was sent
+)
+
+// keysViewOf says what the in-flight chart shows of r: its limit_conn keys
+// when it sampled any, else what limit_req passed on, else its hosts.
+func keysViewOf(r *Results) keysView {
+	switch {
+	case r.Series == nil || len(r.Series.Keys) > 0:
+		return viewKeys
+	case len(r.passed) > 0:
+		return viewPassed
+	case len(r.Series.Hosts) > 0:
+		return viewHosts
+	}
+	return viewNothing
+}
+
 func drawKeys(c draw.Canvas, title string, r *Results) {
-	var keys []KeySeries
-	if r.Series != nil {
-		keys = r.Series.Keys
-		if len(keys) == 0 && len(r.passed) > 0 {
-			drawPassed(c, title, r)
-			return
-		}
-		if len(keys) == 0 {
-			drawHosts(c, title, r)
-			return
-		}
+	switch keysViewOf(r) {
+	case viewPassed:
+		drawPassed(c, title, r)
+		return
+	case viewHosts, viewNothing:
+		drawHosts(c, title, r)
+		return
 	}
-	type ks struct {
-		k    *KeySeries
-		n    int
-		peak int
-		area float64
-	}
-	var busy []ks
-	for i := range keys {
-		k := &keys[i]
-		e := ks{k: k, n: min(len(k.T), len(k.InFlight))}
-		if e.n == 0 {
-			continue
-		}
-		for j := 0; j < e.n; j++ {
-			e.peak = max(e.peak, k.InFlight[j])
-			e.area += float64(k.InFlight[j])
-		}
-		busy = append(busy, e)
-	}
+	busy := busiestKeys(r.Series)
 	if len(busy) == 0 {
 		drawNoData(c, title, "no limiter keys were sampled")
 		return
 	}
-	slices.SortStableFunc(busy, func(a, b ks) int { return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(b.area, a.area)) })
-	busy = busy[:min(len(busy), maxKeyLines)]
-	sub := fmt.Sprintf("the %d busiest of %d sampled keys", len(busy), len(keys))
+	sub := fmt.Sprintf("the %d busiest of %d sampled keys", len(busy), len(r.Series.Keys))
 	if r.Series.Limit > 0 {
 		sub += fmt.Sprintf("; limit_conn %d per key", r.Series.Limit)
 	} else {
@@ -85,6 +85,38 @@ func drawKeys(c draw.Canvas, title string, r *Results) {
 	p.X.Min, p.X.Max = t0, t1
 	p.Y.Min, p.Y.Max = 0, peak*1.15+0.5
 	drawTimePlot(p, c)
+}
+
+// busyKey is a sampled key with its peak and its in-flight sum over the
+// first n samples, the ones with both a time and a count.
+type busyKey struct {
+	k    *KeySeries
+	n    int
+	peak int
+	area float64
+}
+
+// busiestKeys returns the maxKeyLines busiest of s's sampled keys, by peak
+// then by area; nil for no series.
+func busiestKeys(s *Series) []busyKey {
+	if s == nil {
+		return nil
+	}
+	var busy []busyKey
+	for i := range s.Keys {
+		k := &s.Keys[i]
+		e := busyKey{k: k, n: min(len(k.T), len(k.InFlight))}
+		if e.n == 0 {
+			continue
+		}
+		for j := 0; j < e.n; j++ {
+			e.peak = max(e.peak, k.InFlight[j])
+			e.area += float64(k.InFlight[j])
+		}
+		busy = append(busy, e)
+	}
+	slices.SortStableFunc(busy, func(a, b busyKey) int { return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(b.area, a.area)) })
+	return busy[:min(len(busy), maxKeyLines)]
 }
 
 // drawHosts draws the busiest hosts' mean requests in flight, for runs
@@ -160,24 +192,24 @@ func drawPassed(c draw.Canvas, title string, r *Results) {
 
 // keysTitle names the in-flight chart by what it shows.
 func keysTitle(r *Results) string {
-	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.passed) > 0 {
+	switch keysViewOf(r) {
+	case viewPassed:
 		return "Requests passed on and delayed by limit_req per tenant"
-	}
-	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.Series.Hosts) > 0 {
+	case viewHosts:
 		return "Requests in flight per host (busiest hosts)"
 	}
 	return "In-flight requests per limit_conn key (busiest keys)"
 }
 
 func keysCaption(r *Results) string {
-	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.passed) > 0 {
+	switch keysViewOf(r) {
+	case viewPassed:
 		s := "limit_req counts requests, not requests in flight: for the tenants it delayed most, each line is the requests sent in each model second that it passed on and, dashed, how many of them it held back first (a key's burst above its rate). Rejections are in the outcomes chart."
 		if !slices.ContainsFunc(r.passed, func(ps passedSeries) bool { return ps.delayedTotal > 0 }) {
 			s += " No request was delayed (nodelay, or the engine cannot see delays: the live engine does not)."
 		}
 		return s
-	}
-	if r.Series != nil && len(r.Series.Keys) == 0 && len(r.Series.Hosts) > 0 {
+	case viewHosts:
 		return "No limit_conn counted keys in this run (limit_req only, or no limit): each host's mean requests in flight per model second, as its clients saw them, so time spent delayed by limit_req counts. No limit line: nothing limits in-flight requests."
 	}
 	return "The most requests each key had in flight in each model second, against the limit_conn limit."

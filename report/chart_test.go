@@ -378,18 +378,9 @@ func TestFairnessChartExact(t *testing.T) {
 		t.Fatalf("estimated shares: %v (exact %v), want estimated with noisy first", s[:min(3, len(s))], x)
 	}
 	draw := func(r *Results) Chart {
-		cs, err := runCharts(r, formatPNG)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
-			if c.Name == "fairness" {
-				checkPNG(t, c, 4, 0.02)
-				return c
-			}
-		}
-		t.Fatal("no fairness chart")
-		return Chart{}
+		c := pngChart(t, r, "fairness")
+		checkPNG(t, c, 4, 0.02)
+		return c
 	}
 	if a, b := draw(est), draw(exact); bytes.Equal(a.PNG, b.PNG) {
 		t.Errorf("the fairness chart with worker time is the same image as the estimate")

@@ -143,21 +143,7 @@ func TestComparisonFile(t *testing.T) {
 		t.Errorf("recommendation fields %v, want %v", got, want)
 	}
 
-	path := filepath.Join(t.TempDir(), "comparison.json")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadComparison(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var again bytes.Buffer
-	if err := WriteComparison(&again, back); err != nil {
-		t.Fatal(err)
-	}
-	if again.String() != buf.String() {
-		t.Errorf("comparison.json changes when read and written again")
-	}
+	back := fileRoundTrip(t, buf.Bytes(), ReadComparison, WriteComparison)
 	if !strings.Contains(back.Recommendation.Reason, "per_key=4 passes every SLO") || !strings.Contains(back.Recommendation.Reason, "margin: the nearest failing point") || !back.Recommendation.Passed {
 		t.Errorf("recommendation read back: %+v", back.Recommendation)
 	}

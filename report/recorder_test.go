@@ -285,14 +285,7 @@ func TestRecorderMergeEqualsOneRecorder(t *testing.T) {
 	sc := recScenario()
 	all := miniRun()
 	one := record(sc, all)
-	a, b := NewRecorder(sc), NewRecorder(sc)
-	for i := range all {
-		if i%3 == 0 {
-			a.Add(&all[i])
-		} else {
-			b.Add(&all[i])
-		}
-	}
+	a, b := split(sc, all)
 	one.SampleBackend(time.Second, 4, 1)
 	a.SampleBackend(time.Second, 4, 0)
 	b.SampleBackend(time.Second, 2, 1)
@@ -447,14 +440,7 @@ func TestRecorderWork(t *testing.T) {
 	}
 
 	// Recorders merged and results merged give one run's worker time.
-	a, b := NewRecorder(sc), NewRecorder(sc)
-	for i := range rs {
-		if i%3 == 0 {
-			a.Add(&rs[i])
-		} else {
-			b.Add(&rs[i])
-		}
-	}
+	a, b := split(sc, rs)
 	ra := roundTrip(t, a.Results(RunInfo{Engine: "sim"}))
 	rb := roundTrip(t, b.Results(RunInfo{Engine: "sim"}))
 	merged, err := MergeResults(ra, rb)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
-	"stampede/workload"
 	"strconv"
+
+	"stampede/workload"
 )
 
 // This file holds the results.json contract (DESIGN.md, schema
@@ -236,22 +238,19 @@ type SendLateness struct {
 
 // Passed reports whether every SLO passed. A run without SLOs passes.
 func (r *Results) Passed() bool {
-	for _, s := range r.SLO {
-		if !s.Pass {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.SLO, func(s SLOResult) bool { return !s.Pass })
 }
 
 // Group returns the group named name, or nil.
-func (r *Results) Group(name string) *GroupResult {
-	for i := range r.Groups {
-		if r.Groups[i].Name == name {
-			return &r.Groups[i]
-		}
+func (r *Results) Group(name string) *GroupResult { return groupNamed(r.Groups, name) }
+
+// groupNamed returns the first of groups named name, or nil.
+func groupNamed(groups []GroupResult, name string) *GroupResult {
+	i := slices.IndexFunc(groups, func(g GroupResult) bool { return g.Name == name })
+	if i < 0 {
+		return nil
 	}
-	return nil
+	return &groups[i]
 }
 
 // ErrNotResults is wrapped by ReadResults and DecodeResults when the input

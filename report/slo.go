@@ -33,13 +33,21 @@ const (
 	ReasonBadOp      = "unknown operator"
 )
 
+// latencyMetrics maps each latency metric to its figure of a Latency.
+var latencyMetrics = map[string]func(*Latency) float64{
+	"p50":  func(l *Latency) float64 { return l.P50 },
+	"p90":  func(l *Latency) float64 { return l.P90 },
+	"p95":  func(l *Latency) float64 { return l.P95 },
+	"p99":  func(l *Latency) float64 { return l.P99 },
+	"p999": func(l *Latency) float64 { return l.P999 },
+	"max":  func(l *Latency) float64 { return l.Max },
+	"mean": func(l *Latency) float64 { return l.Mean },
+}
+
 // IsLatencyMetric reports whether metric is measured in milliseconds.
 func IsLatencyMetric(metric string) bool {
-	switch metric {
-	case "p50", "p90", "p95", "p99", "p999", "max", "mean":
-		return true
-	}
-	return false
+	_, ok := latencyMetrics[metric]
+	return ok
 }
 
 // MetricValue returns g's value of metric (ms or a fraction). reason is not
@@ -48,27 +56,11 @@ func MetricValue(g *GroupResult, metric string) (v float64, reason string) {
 	if g.Requests == 0 {
 		return 0, ReasonNoRequests
 	}
-	if IsLatencyMetric(metric) {
+	if figure, ok := latencyMetrics[metric]; ok {
 		if g.Latency.Count == 0 {
 			return 0, ReasonNoOK
 		}
-		l := g.Latency
-		switch metric {
-		case "p50":
-			return l.P50, ""
-		case "p90":
-			return l.P90, ""
-		case "p95":
-			return l.P95, ""
-		case "p99":
-			return l.P99, ""
-		case "p999":
-			return l.P999, ""
-		case "max":
-			return l.Max, ""
-		default:
-			return l.Mean, ""
-		}
+		return figure(&g.Latency), ""
 	}
 	n := float64(g.Requests)
 	switch metric {
@@ -115,13 +107,7 @@ func evaluateSLO(s scenarios.SLO, groups []GroupResult) SLOResult {
 		text = fmt.Sprintf("%s %s %s", s.Metric, s.Op, strconv.FormatFloat(s.Threshold, 'g', -1, 64))
 	}
 	r := SLOResult{Name: s.Group + ": " + text, Threshold: s.Threshold, Group: s.Group, Metric: s.Metric, Op: s.Op}
-	var g *GroupResult
-	for i := range groups {
-		if groups[i].Name == s.Group {
-			g = &groups[i]
-			break
-		}
-	}
+	g := groupNamed(groups, s.Group)
 	if g == nil {
 		r.Reason = ReasonNoGroup
 		return r

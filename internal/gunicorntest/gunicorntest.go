@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,16 +62,11 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	bin := Require(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "stampedeapp.py"), []byte(opts.App), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testproc.WriteFile(t, dir, "stampedeapp.py", []byte(opts.App))
 	// A server hook marks each worker ready; gunicorn's own "Booting
 	// worker" comes before the app is loaded.
 	conf := "def post_worker_init(worker):\n    worker.log.info(\"" + Ready + " %s\", worker.pid)\n"
-	confPath := filepath.Join(dir, "gunicorn_conf.py")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	confPath := testproc.WriteFile(t, dir, "gunicorn_conf.py", []byte(conf))
 	// gunicorn takes its port from the command line.
 	addr := testproc.FreeAddr(t)
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"syscall"
@@ -14,53 +13,13 @@ import (
 	"time"
 )
 
-// TestHTTP serves HTTP/1.1 over a Listener and checks the server sees the
-// client's address.
-func TestHTTP(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ln := Listen(Options{})
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, r.RemoteAddr)
-		})}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			srv.Serve(ln)
-		}()
-		from := netip.MustParseAddr("10.1.2.3")
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial(ctx, from) }}
-		client := &http.Client{Transport: tr}
-		for i := range 3 {
-			resp, err := client.Get("http://site.example/")
-			if err != nil {
-				t.Fatalf("request %d: %v", i, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			ap, err := netip.ParseAddrPort(string(b))
-			if err != nil || ap.Addr() != from {
-				t.Errorf("request %d: server saw RemoteAddr %q, want %v:PORT", i, b, from)
-			}
-		}
-		tr.CloseIdleConnections()
-		srv.Close()
-		<-done
-	})
-}
-
 // TestOverflow fills the accept queue and checks what the next dial does
 // under each policy: refused at once, or retried on the schedule until the
 // queue has room or the dial's context ends.
 func TestOverflow(t *testing.T) {
 	t.Run("refuse", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 2, Overflow: Refuse})
-			defer ln.Close()
-			for i := range 2 {
-				if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-					t.Fatalf("dial %d into a queue with room: %v", i, err)
-				}
-			}
+			ln := fullQueue(t, Options{Backlog: 2, Overflow: Refuse})
 			start := time.Now()
 			_, err := ln.Dial(t.Context(), netip.Addr{})
 			if !IsRefused(err) {
@@ -76,11 +35,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until accepted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1, RetryAfter: func(n int) (time.Duration, bool) { d, again := SYNSchedule(n); return 10 * d, again }})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1, RetryAfter: func(n int) (time.Duration, bool) { d, again := SYNSchedule(n); return 10 * d, again }})
 			// Accept frees the queue at 25 s: the waiting dial gets in at its
 			// third try, 10 s + 20 s after it began.
 			go func() {
@@ -101,11 +56,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until the deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1})
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -125,11 +76,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("retry until the schedule ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: 1})
-			defer ln.Close()
-			if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
-				t.Fatal(err)
-			}
+			ln := fullQueue(t, Options{Backlog: 1})
 			start := time.Now()
 			_, err := ln.Dial(t.Context(), netip.Addr{})
 			if !errors.Is(err, syscall.ETIMEDOUT) || time.Since(start) != 127*time.Second {
@@ -139,8 +86,7 @@ func TestOverflow(t *testing.T) {
 	})
 	t.Run("no backlog", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ln := Listen(Options{Backlog: -1, Overflow: Refuse})
-			defer ln.Close()
+			ln := fullQueue(t, Options{Backlog: -1, Overflow: Refuse}) // no queue: full at once
 			if _, err := ln.Dial(t.Context(), netip.Addr{}); !IsRefused(err) {
 				t.Errorf("dial with no Accept waiting: err %v, want refused", err)
 			}
@@ -151,6 +97,20 @@ func TestOverflow(t *testing.T) {
 			}
 		})
 	})
+}
+
+// fullQueue returns a listener with opts whose accept queue is full: its
+// Backlog dials made, none accepted. It is closed when the test ends.
+func fullQueue(t *testing.T, opts Options) *Listener {
+	t.Helper()
+	ln := Listen(opts)
+	t.Cleanup(func() { ln.Close() })
+	for i := range opts.Backlog {
+		if _, err := ln.Dial(t.Context(), netip.Addr{}); err != nil {
+			t.Fatalf("dial %d into a queue with room: %v", i, err)
+		}
+	}
+	return ln
 }
 
 // TestClose checks that closing the listener resets the queued connections
@@ -173,50 +133,6 @@ func TestClose(t *testing.T) {
 			t.Errorf("Accept after Close: err %v, want net.ErrClosed", err)
 		}
 	})
-}
-
-// BenchmarkRequest measures one HTTP/1.1 request over a keep-alive memnet
-// connection.
-func BenchmarkRequest(b *testing.B) {
-	ln := Listen(Options{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{DialContext: ln.DialContext}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://x/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-}
-
-// BenchmarkRequestTCP is BenchmarkRequest over loopback TCP, for comparison.
-func BenchmarkRequestTCP(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
-	go srv.Serve(ln)
-	defer srv.Close()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
 }
 
 // TestPipe checks the connection's byte stream, close and deadline

@@ -3,9 +3,7 @@ package nginxtest
 import (
 	"bytes"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -41,10 +39,7 @@ func Start(t testing.TB, conf func(w io.Writer, listen string) error) string {
 	if err := conf(&cfg, addr); err != nil {
 		t.Fatal(err)
 	}
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, cfg.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	confPath := testproc.WriteFile(t, dir, "nginx.conf", cfg.Bytes())
 	cmd := exec.Command(nginx, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
 	// SIGTERM: SIGQUIT would wait for the requests in flight; the test is over.
 	p := testproc.Start(t, cmd, syscall.SIGTERM, "nginx configuration:\n"+cfg.String())

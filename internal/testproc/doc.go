@@ -5,7 +5,8 @@
 // A child runs in the foreground with its output kept (Output), is
 // stopped when the test ends, and is waited for by polling (Wait) until
 // it is ready, has exited, or a bound has passed. A free loopback port
-// comes from FreeAddr.
+// comes from FreeAddr, and a listener on one, for a server the test runs
+// in-process, from Listen.
 //
 // It never finds or installs the programs (package tool does the first,
 // CI the second), never leaves a child running after its test, and never

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,18 +22,16 @@ const pollEvery = 20 * time.Millisecond
 // ErrExited is Wait's error when the child exited before it was ready.
 var ErrExited = errors.New("exited first")
 
-// FreeAddr returns 127.0.0.1:PORT with a port that was free a moment ago,
-// for a program that takes its address from its configuration or command
-// line. Another process may take the port first; the program then fails
-// to bind and says so.
-func FreeAddr(t testing.TB) string {
+// WriteFile writes data to the file name in dir, for a program's
+// configuration or code, and returns its path. It fails the test when the
+// file cannot be written.
+func WriteFile(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free loopback port: %v", err)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatalf("write %s: %v", name, err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return path
 }
 
 // Wait calls ready at once and then every 20 ms until it returns true, and
@@ -110,33 +105,6 @@ func (p *Process) Wait(within time.Duration, ready func() bool) error {
 		return fmt.Errorf("%w: %v", err, p.err)
 	}
 	return err
-}
-
-// Dials reports whether a TCP connection to addr opens within a second:
-// that a program which says nothing when it is ready is listening.
-func Dials(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
-
-// Get fetches url and returns the status and the body. It fails the test
-// when the request or the reading of the body fails.
-func Get(t testing.TB, url string) (status int, body string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: reading the body: %v", url, err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // Output is a bytes.Buffer that a program's output copier, or a command

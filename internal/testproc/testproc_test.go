@@ -3,7 +3,9 @@ package testproc
 import (
 	"errors"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,5 +79,35 @@ func TestFreeAddrDials(t *testing.T) {
 	ln.Close()
 	if Dials(addr) {
 		t.Errorf("Dials(%s) = true after the listener closed", addr)
+	}
+}
+
+// TestWriteFile checks that WriteFile's file is in dir and holds the data.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := WriteFile(t, dir, "app.conf", []byte("workers 2\n"))
+	if filepath.Dir(path) != dir || filepath.Base(path) != "app.conf" {
+		t.Errorf("WriteFile's path = %s, want %s/app.conf", path, dir)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "workers 2\n" {
+		t.Errorf("the file holds %q, %v; want %q", b, err, "workers 2\n")
+	}
+}
+
+// TestListen checks that Listen's listener is on loopback and accepts, and
+// that it is closed once its test has ended.
+func TestListen(t *testing.T) {
+	var ln net.Listener
+	t.Run("listen", func(t *testing.T) {
+		ln = Listen(t)
+		if !strings.HasPrefix(ln.Addr().String(), "127.0.0.1:") {
+			t.Fatalf("Listen's address = %s, want 127.0.0.1:PORT", ln.Addr())
+		}
+		if !Dials(ln.Addr().String()) {
+			t.Errorf("Dials(%s) = false with Listen's listener there", ln.Addr())
+		}
+	})
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after the test ended: err %v, want net.ErrClosed", err)
 	}
 }

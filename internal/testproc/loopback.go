@@ -1,0 +1,63 @@
+package testproc
+
+// This file holds what a test needs of the loopback network: a free port,
+// a listener on one, and whether and what a server there answers.
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// FreeAddr returns 127.0.0.1:PORT with a port that was free a moment ago,
+// for a program that takes its address from its configuration or command
+// line. Another process may take the port first; the program then fails
+// to bind and says so.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln := Listen(t)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Listen returns a TCP listener on a free loopback port, for a server the
+// test runs in-process; it is closed when the test ends. It fails the test
+// when there is no port to listen on.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on a free loopback port: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// Dials reports whether a TCP connection to addr opens within a second:
+// that a program which says nothing when it is ready is listening.
+func Dials(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// Get fetches url and returns the status and the body. It fails the test
+// when the request or the reading of the body fails.
+func Get(t testing.TB, url string) (status int, body string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
