@@ -20,9 +20,6 @@ func TestUpstreamKeepAlive(t *testing.T) {
 		t.Errorf("Format() lacks upstream_keepalive: 32:\n%s", out)
 	}
 	for _, bad := range []string{"-1", "4097", "many"} {
-		_, err := Parse("bad.yaml", []byte(withLine(9, "  limit_conn: {key: $host, per_key: 2}\n  upstream_keepalive: "+bad)))
-		if want := "bad.yaml:10:23: proxy.upstream_keepalive"; err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want one containing %q", bad, err, want)
-		}
+		checkParseError(t, bad, "bad.yaml", withLine(9, "  limit_conn: {key: $host, per_key: 2}\n  upstream_keepalive: "+bad), "bad.yaml:10:23: proxy.upstream_keepalive")
 	}
 }
