@@ -1,19 +1,20 @@
 package accesslog
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"stampede/internal/gunicorntest"
 	"stampede/internal/nginxtest"
+	"stampede/internal/testproc"
 )
 
 // TestNginxWritesWhatWeRead has real nginx log requests with quotes,
@@ -64,18 +65,7 @@ http {
 	}
 	for _, lf := range []struct{ file, format string }{{"plain.log", plain}, {"json.log", json}} {
 		f := mustNginx(t, lf.format)
-		var lines []string
-		deadline := time.Now().Add(5 * time.Second)
-		for len(lines) < len(reqs) && time.Now().Before(deadline) {
-			data, _ := os.ReadFile(filepath.Join(dir, lf.file))
-			lines = strings.Split(strings.TrimSpace(string(data)), "\n")
-			if len(lines) < len(reqs) {
-				<-time.After(20 * time.Millisecond)
-			}
-		}
-		if len(lines) != len(reqs) {
-			t.Fatalf("%s: %d lines, want %d", lf.file, len(lines), len(reqs))
-		}
+		lines := logLines(t, filepath.Join(dir, lf.file), len(reqs))
 		for i, line := range lines {
 			var e Entry
 			if err := f.Parse([]byte(line), &e); err != nil {
@@ -94,20 +84,12 @@ http {
 	}
 }
 
-// gunicornPath is where Debian installs gunicorn.
-const gunicornPath = "/usr/bin/gunicorn"
-
 // TestGunicornWritesWhatWeRead runs real gunicorn with the worker-time
 // format stampede's backend writes and holds what the parser reads from its
 // access log to what the app did: %(D)s at least the app's sleep, the Host
 // header, the path.
 func TestGunicornWritesWhatWeRead(t *testing.T) {
-	if _, err := os.Stat(gunicornPath); err != nil {
-		if os.Getenv("STAMPEDE_REQUIRE_GUNICORN") == "1" {
-			t.Fatalf("gunicorn is required (STAMPEDE_REQUIRE_GUNICORN=1) but not at %s", gunicornPath)
-		}
-		t.Skipf("gunicorn is not at %s (apt-get install gunicorn); set STAMPEDE_REQUIRE_GUNICORN=1 to make this a failure", gunicornPath)
-	}
+	bin := gunicorntest.Require(t)
 	dir := t.TempDir()
 	app := `import time
 def app(environ, start_response):
@@ -119,34 +101,13 @@ def app(environ, start_response):
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(app), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testproc.FreeAddr(t)
 	logPath := filepath.Join(dir, "access.log")
-	cmd := exec.Command(gunicornPath, "--chdir", dir, "-w", "1", "-b", addr, "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gunicorn does not listen on %s: %s", addr, stderr.String())
-		}
-		<-time.After(50 * time.Millisecond)
+	args := []string{"--chdir", dir, "-w", "1", "-b", addr, "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app"}
+	// SIGINT: gunicorn's quick shutdown.
+	p := testproc.Start(t, exec.Command(bin, args...), syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
+	if err := p.Wait(10*time.Second, func() bool { return testproc.Dials(addr) }); err != nil {
+		t.Fatalf("gunicorn does not listen on %s: %v\n%s", addr, err, p.Log())
 	}
 	sleeps := []int{0, 60, 120}
 	for i, ms := range sleeps {
@@ -163,25 +124,7 @@ def app(environ, start_response):
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for time.Now().Before(deadline.Add(5 * time.Second)) {
-		fh, err := os.Open(logPath)
-		if err == nil {
-			lines = lines[:0]
-			sc := bufio.NewScanner(fh)
-			for sc.Scan() {
-				lines = append(lines, sc.Text())
-			}
-			fh.Close()
-		}
-		if len(lines) >= len(sleeps) {
-			break
-		}
-		<-time.After(50 * time.Millisecond)
-	}
-	if len(lines) != len(sleeps) {
-		t.Fatalf("gunicorn logged %d lines, want %d: %q", len(lines), len(sleeps), lines)
-	}
+	lines := logLines(t, logPath, len(sleeps))
 	for i, line := range lines {
 		var e Entry
 		if err := f.Parse([]byte(line), &e); err != nil {
@@ -197,4 +140,24 @@ def app(environ, start_response):
 			t.Errorf("line %d: Path, Status, Precision = %q, %d, %v; want %q, 200, 1s", i+1, got, e.Status, e.Precision, want)
 		}
 	}
+}
+
+// logLines waits up to 5 seconds for the log at path to hold n lines, as a
+// server writes them after it answered, and returns them; it fails the test
+// when the log holds another number of lines by then.
+func logLines(t *testing.T, path string, n int) []string {
+	t.Helper()
+	var lines []string
+	testproc.Wait(5*time.Second, nil, func() bool {
+		data, _ := os.ReadFile(path)
+		lines = nil
+		if text := strings.TrimSpace(string(data)); text != "" {
+			lines = strings.Split(text, "\n")
+		}
+		return len(lines) >= n
+	})
+	if len(lines) != n {
+		t.Fatalf("%s holds %d lines, want %d: %q", path, len(lines), n, lines)
+	}
+	return lines
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"stampede/internal/levenshtein"
 )
 
 // Combined is nginx's predefined log format, the one access_log uses when
@@ -157,7 +159,7 @@ func nginxVar(name string, opts NginxOptions) (kind, error) {
 func closest(name string) string {
 	best, bestD := "", 3
 	try := func(v string) {
-		if d := editDistance(name, v); d < bestD {
+		if d := levenshtein.Distance(name, v); d < bestD {
 			best, bestD = v, d
 		}
 	}
@@ -168,26 +170,6 @@ func closest(name string) string {
 		try(v)
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // nginxDirective returns the format text of src and its escaping: src may

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"net/netip"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,9 +45,8 @@ func poolAddr(p netip.Prefix, k int) string {
 // loopback prefix of at most MaxPoolAddrs addresses.
 func (d *decoder) addrPool(n *yaml.Node, path, src string, count int) {
 	const example = "127.1.0.0/24, or 127.1.{i}.0/24 for a pool per tenant"
-	t, err := parseTemplate(src)
-	if err != nil {
-		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+	t, ok := d.template(n, path, src)
+	if !ok {
 		return
 	}
 	for _, i := range []int{1, count} {
@@ -69,9 +67,8 @@ func (d *decoder) addrPool(n *yaml.Node, path, src string, count int) {
 }
 
 func (d *decoder) addrTemplate(n *yaml.Node, path, src string, count int) {
-	t, err := parseTemplate(src)
-	if err != nil {
-		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+	t, ok := d.template(n, path, src)
+	if !ok {
 		return
 	}
 	for i := 1; i <= count; i++ {

@@ -1,18 +1,14 @@
 package scenarios
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
 
 func TestBounds(t *testing.T) {
 	const backend = "backend: {workers: 4, routes: [{name: r, path: /, service: 10ms}]}\n"
-	tests := []struct {
-		name string
-		src  string
-		want string // in the error, with its line:col; "" for none
-	}{
+	// want is in the error, with its line:col; "" for none.
+	for _, tt := range []struct{ name, src, want string }{
 		{"the incident", "name: s\nduration: 10m\n" + backend + "tenants:\n  - {group: other, count: 249, host: \"s{i}.x\", load: {rate: 1/s}}\n  - {group: x, host: x.x, load: {model: closed, users: 8, think: 0s}}\n", ""},
 		{"1e10 users", "name: s\nduration: 10m\n" + backend + "tenants:\n  - {group: x, count: 100000, host: \"s{i}.x\", load: {model: closed, users: 100000, think: 5s}}\n", "s.yaml:5:76: tenants[0].load.users: 10000000000 closed-model users in all"},
 		{"a billion requests a second", "name: s\nduration: 1m\n" + backend + "tenants:\n  - {group: x, host: x.x, load: {rate: 1000000000/s}}\n", "tenants[0].load: "},
@@ -20,16 +16,8 @@ func TestBounds(t *testing.T) {
 		{"time_scale 1e-300", "name: s\nduration: 1m\ntime_scale: 1e-300\n" + backend + "tenants:\n  - {group: x, host: x.x, load: {rate: 1/s}}\n", "s.yaml:3:13: time_scale: 1e-300 is below 0.0001"},
 		{"too many requests over the run", "name: s\nduration: 720h\n" + backend + "tenants:\n  - {group: x, count: 1000, host: \"s{i}.x\", load: {rate: 1000/s}}\n", "requests expected in all"},
 		{"closed users in no time", "name: s\nduration: 720h\nbackend: {routes: [{name: r, path: /, service: 0s}]}\ntenants:\n  - {group: x, host: x.x, load: {model: closed, users: 1000, think: 0s}}\n", "requests expected in all"},
-	}
-	for _, tt := range tests {
-		_, err := Parse("s.yaml", []byte(tt.src))
-		var se *Error
-		switch {
-		case tt.want == "" && err != nil:
-			t.Errorf("%s: %v, want no error", tt.name, err)
-		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &se)):
-			t.Errorf("%s: error %v, want an *Error containing %q", tt.name, err, tt.want)
-		}
+	} {
+		checkParseError(t, tt.name, "s.yaml", tt.src, tt.want)
 	}
 	// An override is held to the same bounds.
 	src := "name: s\nduration: 1m\n" + backend + "tenants:\n  - {group: x, host: x.x, load: {rate: 1/s}}\n"

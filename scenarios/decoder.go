@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -109,6 +110,40 @@ func (d *decoder) entries(n *yaml.Node, path, what, example string) (out []eleme
 	return out, complete
 }
 
+// mappings is entries for a list of mappings: it yields the fields of each
+// entry that mapping accepts, checking each entry only when the loop reaches
+// it, so that its mistakes are reported beside those the loop finds in it.
+func (d *decoder) mappings(n *yaml.Node, path, what, example string, known []string) iter.Seq[*fields] {
+	list, _ := d.entries(n, path, what, example)
+	return func(yield func(*fields) bool) {
+		for _, e := range list {
+			if f := d.mapping(e.node, e.path, example, known); f != nil && !yield(f) {
+				return
+			}
+		}
+	}
+}
+
+// is reports whether n is of kind, reporting "N is not WANT (want e.g.
+// EXAMPLE)" when it is not.
+func (d *decoder) is(n *yaml.Node, path string, kind yaml.Kind, want, example string) bool {
+	if n.Kind == kind {
+		return true
+	}
+	d.fail(n, path, nil, "%s is not %s (want e.g. %s)", describe(n), want, example)
+	return false
+}
+
+// template compiles src, the template at path, reporting why it does not.
+func (d *decoder) template(n *yaml.Node, path, src string) (template, bool) {
+	t, err := parseTemplate(src)
+	if err != nil {
+		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+		return t, false
+	}
+	return t, true
+}
+
 // fields is a checked mapping: its keys, their nodes and resolved values.
 type fields struct {
 	d     *decoder
@@ -123,8 +158,7 @@ type fields struct {
 // known is nil) and no key twice, applying YAML merge keys (<<). It reports
 // and returns nil otherwise.
 func (d *decoder) mapping(n *yaml.Node, path, example string, known []string) *fields {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, nil, "%s is not a mapping (want e.g. %s)", describe(n), example)
+	if !d.is(n, path, yaml.MappingNode, "a mapping", example) {
 		return nil
 	}
 	f := &fields{d: d, node: n, path: path, keys: map[string]*yaml.Node{}, vals: map[string]*yaml.Node{}}

@@ -45,6 +45,21 @@ func withoutLines(from, to int) string {
 	return strings.Join(append(lines[:from-1:from-1], lines[to:]...), "\n")
 }
 
+// checkParseError parses src as the file name and reports, as step what,
+// unless the error is an *Error containing want, or, for want "", unless
+// src parses.
+func checkParseError(t *testing.T, what, name, src, want string) {
+	t.Helper()
+	_, err := Parse(name, []byte(src))
+	var se *Error
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v, want no error", what, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &se)):
+		t.Errorf("%s: error %v, want an *Error containing %q", what, err, want)
+	}
+}
+
 func TestBaseIsGood(t *testing.T) {
 	sc, err := Parse("base.yaml", []byte(base))
 	if err != nil {

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ func TestGunicornFields(t *testing.T) {
 	src := withLine(4, "  workers: 2\n  threads: 4\n  boot: 500ms\n  max_requests: 5000\n  max_requests_jitter: 500\n  backlog_overflow: reset") +
 		"" // the proxy line follows below
 	src = strings.Replace(src, "proxy:\n", "proxy:\n  connect_timeout: 5s\n", 1)
-	sc, err := Parse("t.yaml", []byte(src))
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
+	sc := mustParse(t, "t.yaml", src)
 	b := sc.Backend
 	if b.Threads != 4 || b.Boot != 500*time.Millisecond || b.MaxRequests != 5000 || b.MaxRequestsJitter != 500 || b.Overflow != workerpool.Reset {
 		t.Errorf("backend %+v: want threads 4, boot 500ms, max_requests 5000 ± 500, reset", b)
@@ -30,24 +26,14 @@ func TestGunicornFields(t *testing.T) {
 	if cfg.Threads != 4 || cfg.Boot != b.Boot || cfg.MaxRequests != 5000 || cfg.MaxRequestsJitter != 500 || cfg.Overflow != workerpool.Reset {
 		t.Errorf("PoolConfig %+v: the fields did not carry over", cfg)
 	}
-	var out bytes.Buffer
-	if err := sc.Format(&out); err != nil {
-		t.Fatalf("Format: %v", err)
-	}
-	again, err := Parse("again.yaml", out.Bytes())
-	if err != nil {
-		t.Fatalf("Parse(Format): %v\n%s", err, out.String())
-	}
+	_, again := formatted(t, sc)
 	if again.Backend.Threads != 4 || again.Backend.Overflow != workerpool.Reset || again.Proxy.ConnectTimeout != 5*time.Second || again.Backend.Boot != b.Boot {
 		t.Errorf("formatted and read again: %+v %+v", again.Backend, again.Proxy)
 	}
 
 	// Defaults: a sync worker, the measured boot, no recycling, drop,
 	// nginx's 60 s.
-	sc, err = Parse("t.yaml", []byte(base))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc = mustParse(t, "t.yaml", base)
 	if b := sc.Backend; b.Threads != 1 || b.Boot != workerpool.DefaultBoot || b.MaxRequests != 0 || b.Overflow != workerpool.Drop || sc.Proxy.ConnectTimeout != 60*time.Second {
 		t.Errorf("defaults: backend %+v, connect timeout %v", b, sc.Proxy.ConnectTimeout)
 	}

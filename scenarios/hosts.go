@@ -62,9 +62,8 @@ func hostsNode(hosts []string) *yaml.Node {
 }
 
 func (d *decoder) hostTemplate(n *yaml.Node, path, src string, count int) {
-	t, err := parseTemplate(src)
-	if err != nil {
-		d.fail(n, path, err, "%v", strings.TrimPrefix(err.Error(), errTemplate.Error()+": "))
+	t, ok := d.template(n, path, src)
+	if !ok {
 		return
 	}
 	// Every host is the template with other digits, so checking the first

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -23,16 +22,9 @@ func TestLocations(t *testing.T) {
 		t.Errorf("locations[1] = %+v, want two paths and limit_req on $binary_remote_addr$arg_usr with the default zone", got)
 	}
 	// Format writes them back; the result reads as the same scenario.
-	var out bytes.Buffer
-	if err := sc.Format(&out); err != nil {
-		t.Fatal(err)
-	}
-	again, err := Parse("formatted.yaml", out.Bytes())
-	if err != nil {
-		t.Fatalf("the formatted scenario does not load: %v\n%s", err, out.String())
-	}
+	out, again := formatted(t, sc)
 	if diff := diffScenarios(again, sc); diff != "" {
-		t.Errorf("round trip changed the scenario:\n%s\n%s", diff, out.String())
+		t.Errorf("round trip changed the scenario:\n%s\n%s", diff, out)
 	}
 }
 

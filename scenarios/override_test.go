@@ -197,11 +197,7 @@ func TestWithAndSweep(t *testing.T) {
 }
 
 func TestParseSweep(t *testing.T) {
-	cases := []struct {
-		in   string
-		want Axis
-		err  string
-	}{
+	cases := []parseStep[Axis]{
 		{"proxy.limit_conn.per_key=off,2,4", Axis{"proxy.limit_conn.per_key", []string{"off", "2", "4"}}, ""},
 		{"backend.workers= 4 , 8", Axis{"backend.workers", []string{"4", "8"}}, ""},
 		{`backend.routes.page.service="lognormal:median=30ms,p99=200ms",2s`, Axis{"backend.routes.page.service", []string{`"lognormal:median=30ms,p99=200ms"`, "2s"}}, ""},
@@ -209,18 +205,7 @@ func TestParseSweep(t *testing.T) {
 		{"backend.workers=4,,8", Axis{}, "empty value"},
 		{"backend.workers", Axis{}, "not PATH=VALUE"},
 	}
-	for i, c := range cases {
-		got, err := ParseSweep(c.in)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("step %d: ParseSweep(%q) error = %v, want %q", i, c.in, err, c.err)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("step %d: ParseSweep(%q) = %+v, %v; want %+v", i, c.in, got, err, c.want)
-		}
-	}
+	checkParse(t, "ParseSweep", ParseSweep, func(got, want Axis) bool { return reflect.DeepEqual(got, want) }, cases, nil)
 	// A quoted value holding commas goes through --set as one string.
 	a, _ := ParseSweep(cases[2].in)
 	sc, err := LoadWith("stock-balance.yaml", axisSets(a)[:1])

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -40,13 +39,9 @@ func TestRecommendBlock(t *testing.T) {
 		if sc.Recommend != tc.want {
 			t.Errorf("step %d: %q: Recommend = %+v, want %+v", i, tc.block, sc.Recommend, tc.want)
 		}
-		var out bytes.Buffer
-		if err := sc.Format(&out); err != nil {
-			t.Fatal(err)
-		}
-		again, err := Parse("formatted.yaml", out.Bytes())
-		if err != nil || again.Recommend != tc.want {
-			t.Errorf("step %d: formatted and read again: %+v, %v, want %+v\n%s", i, again.Recommend, err, tc.want, out.String())
+		out, again := formatted(t, sc)
+		if again.Recommend != tc.want {
+			t.Errorf("step %d: formatted and read again: %+v, want %+v\n%s", i, again.Recommend, tc.want, out)
 		}
 	}
 }

@@ -260,22 +260,16 @@ func (s *Scenario) TenantCount() int {
 
 // Group returns the tenant group named name, or nil.
 func (s *Scenario) Group(name string) *TenantGroup {
-	for i := range s.Tenants {
-		if s.Tenants[i].Group == name {
-			return &s.Tenants[i]
-		}
+	i := slices.IndexFunc(s.Tenants, func(g TenantGroup) bool { return g.Group == name })
+	if i < 0 {
+		return nil
 	}
-	return nil
+	return &s.Tenants[i]
 }
 
 // Route returns the index in Backend.Routes of the route named name, or -1.
 func (b Backend) Route(name string) int {
-	for i, r := range b.Routes {
-		if r.Name == name {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(b.Routes, func(r Route) bool { return r.Name == name })
 }
 
 // End returns when the load stops sending, as an offset from the start of

@@ -176,6 +176,31 @@ func TestStockBalance(t *testing.T) {
 	}
 }
 
+// mustParse parses src as the file name, failing t if it does not load.
+func mustParse(t testing.TB, name, src string) *Scenario {
+	t.Helper()
+	sc, err := Parse(name, []byte(src))
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return sc
+}
+
+// formatted returns the text Format writes for sc and the scenario that
+// text loads as, failing t if either step fails.
+func formatted(t testing.TB, sc *Scenario) (string, *Scenario) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := sc.Format(&out); err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	again, err := Parse("formatted.yaml", out.Bytes())
+	if err != nil {
+		t.Fatalf("the formatted scenario does not load: %v\n%s", err, out.String())
+	}
+	return out.String(), again
+}
+
 // diffScenarios compares what Format and the engines see, ignoring where a
 // scenario came from.
 func diffScenarios(got, want *Scenario) string {
@@ -321,28 +346,18 @@ func TestFormatRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
-			if err := sc.Format(&out); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(out.String(), "# --set seed=7\n") {
-				t.Errorf("Format does not list the override:\n%s", out.String())
-			}
-			again, err := Parse("formatted.yaml", out.Bytes())
-			if err != nil {
-				t.Fatalf("the formatted scenario does not load: %v\n%s", err, out.String())
+			out, again := formatted(t, sc)
+			if !strings.Contains(out, "# --set seed=7\n") {
+				t.Errorf("Format does not list the override:\n%s", out)
 			}
 			if diff := diffScenarios(again, sc); diff != "" {
-				t.Errorf("round trip changed the scenario:\n%s\n%s", diff, out.String())
+				t.Errorf("round trip changed the scenario:\n%s\n%s", diff, out)
 			}
 			// A second round changes nothing in the text either.
-			var out2 bytes.Buffer
-			if err := again.Format(&out2); err != nil {
-				t.Fatal(err)
-			}
-			first := strings.SplitN(out.String(), "\n", 3)[2] // past the comment lines
-			if !strings.HasSuffix(out2.String(), first) {
-				t.Errorf("second Format differs:\n%s\n---\n%s", out.String(), out2.String())
+			out2, _ := formatted(t, again)
+			first := strings.SplitN(out, "\n", 3)[2] // past the comment lines
+			if !strings.HasSuffix(out2, first) {
+				t.Errorf("second Format differs:\n%s\n---\n%s", out, out2)
 			}
 		})
 	}
@@ -383,14 +398,7 @@ func TestTimeScaleAuto(t *testing.T) {
 		if sc.TimeScaleAuto != c.auto || sc.TimeScale != c.scale {
 			t.Errorf("%q: TimeScaleAuto, TimeScale = %v, %v; want %v, %v", c.line, sc.TimeScaleAuto, sc.TimeScale, c.auto, c.scale)
 		}
-		var out bytes.Buffer
-		if err := sc.Format(&out); err != nil {
-			t.Fatal(err)
-		}
-		back, err := Parse("b.yaml", out.Bytes())
-		if err != nil {
-			t.Fatalf("%q: formatted file does not load: %v\n%s", c.line, err, out.String())
-		}
+		_, back := formatted(t, sc)
 		if back.TimeScaleAuto != c.auto || back.TimeScale != c.scale {
 			t.Errorf("%q: after Format, TimeScaleAuto, TimeScale = %v, %v; want %v, %v", c.line, back.TimeScaleAuto, back.TimeScale, c.auto, c.scale)
 		}

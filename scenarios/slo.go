@@ -11,8 +11,7 @@ import (
 // the objectives to every group. They come out in the order of the groups.
 func (d *decoder) slo(n *yaml.Node) []SLO {
 	const path = "slo"
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, nil, "%s is not a mapping of group to objectives (want e.g. {other-sites: [\"p99 < 1s\", \"ok_rate > 99%%\"]})", describe(n))
+	if !d.is(n, path, yaml.MappingNode, "a mapping of group to objectives", `{other-sites: ["p99 < 1s", "ok_rate > 99%"]}`) {
 		return nil
 	}
 	f := d.mapping(n, path, `{other-sites: ["p99 < 1s"]}`, nil)

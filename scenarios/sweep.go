@@ -10,8 +10,7 @@ import (
 // path and its values, checked against the file by checkSweep.
 func (d *decoder) sweep(n *yaml.Node) []Axis {
 	const path = "sweep"
-	if n.Kind != yaml.SequenceNode {
-		d.fail(n, path, nil, "%s is not a list of axes (want e.g. [{path: proxy.limit_conn.per_key, values: [off, 2, 4]}])", describe(n))
+	if !d.is(n, path, yaml.SequenceNode, "a list of axes", "[{path: proxy.limit_conn.per_key, values: [off, 2, 4]}]") {
 		return nil
 	}
 	if len(n.Content) > maxAxes {
@@ -19,13 +18,8 @@ func (d *decoder) sweep(n *yaml.Node) []Axis {
 		return nil
 	}
 	var out []Axis
-	list, _ := d.entries(n, path, "axis", "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}")
-	for _, e := range list {
-		ep := e.path
-		f := d.mapping(e.node, ep, "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}", axisKeys)
-		if f == nil {
-			continue
-		}
+	for f := range d.mappings(n, path, "axis", "{path: proxy.limit_conn.per_key, values: [off, 2, 4]}", axisKeys) {
+		ep := f.path
 		var a Axis
 		var nodes []*yaml.Node
 		if f.str("path", "proxy.limit_conn.per_key", &a.Path) {

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"strings"
@@ -11,12 +10,41 @@ import (
 	"stampede/workerpool"
 )
 
+// parseStep is one step of a parser's table: the input, and the value it
+// reads or a part of the error it returns.
+type parseStep[T any] struct {
+	in   string
+	want T
+	err  string
+}
+
+// checkParse runs parse, called name, over steps, holding what it reads to
+// the step's want with equal; then, when more is not nil, hands more each
+// value read for the test's own checks.
+func checkParse[T any](t *testing.T, name string, parse func(string) (T, error), equal func(got, want T) bool, steps []parseStep[T], more func(step int, in string, got T)) {
+	t.Helper()
+	for i, c := range steps {
+		got, err := parse(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("step %d: %s(%q) = %+v, %v; want error %q", i, name, c.in, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !equal(got, c.want) {
+			t.Errorf("step %d: %s(%q) = %+v, %v; want %+v", i, name, c.in, got, err, c.want)
+			continue
+		}
+		if more != nil {
+			more(i, c.in, got)
+		}
+	}
+}
+
+func equal[T comparable](a, b T) bool { return a == b }
+
 func TestParseRate(t *testing.T) {
-	cases := []struct {
-		in   string
-		want float64
-		err  string
-	}{
+	checkParse(t, "parseRate", parseRate, equal, []parseStep[float64]{
 		{"5/s", 5, ""},
 		{"30/m", 0.5, ""},
 		{"0.2/s", 0.2, ""},
@@ -34,19 +62,7 @@ func TestParseRate(t *testing.T) {
 		{"-1/s", 0, "negative"},
 		{"NaN/s", 0, "is not a rate"},
 		{"1e-323/h", 0, "too small"},
-	}
-	for i, c := range cases {
-		got, err := parseRate(c.in)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("step %d: parseRate(%q) = %v, %v; want error %q", i, c.in, got, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("step %d: parseRate(%q) = %v, %v; want %v", i, c.in, got, err, c.want)
-		}
-	}
+	}, nil)
 }
 
 func TestFormatRate(t *testing.T) {
@@ -69,11 +85,7 @@ func TestFormatRate(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
-	cases := []struct {
-		in   string
-		want time.Duration
-		err  string
-	}{
+	checkParse(t, "parseDuration", parseDuration, equal, []parseStep[time.Duration]{
 		{"10m", 10 * time.Minute, ""},
 		{"120s", 2 * time.Minute, ""},
 		{"0s", 0, ""},
@@ -82,22 +94,11 @@ func TestParseDuration(t *testing.T) {
 		{"120", 0, "has no unit"},
 		{"-1s", 0, "negative"},
 		{"soon", 0, "is not a duration"},
-	}
-	for i, c := range cases {
-		got, err := parseDuration(c.in)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("step %d: parseDuration(%q) = %v, %v; want error %q", i, c.in, got, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("step %d: parseDuration(%q) = %v, %v; want %v", i, c.in, got, err, c.want)
-		}
+	}, func(i int, _ string, got time.Duration) {
 		if back, err := parseDuration(workerpool.FormatDuration(got)); err != nil || back != got {
 			t.Errorf("step %d: workerpool.FormatDuration(%v) = %q does not read back", i, got, workerpool.FormatDuration(got))
 		}
-	}
+	})
 }
 
 func TestTemplate(t *testing.T) {
@@ -137,45 +138,37 @@ func TestTemplate(t *testing.T) {
 }
 
 func TestParseSLO(t *testing.T) {
-	cases := []struct {
-		in        string
-		metric    string
-		op        string
-		threshold float64
-		err       string
-	}{
-		{"p99 < 1s", "p99", "<", 1000, ""},
-		{"p999<=250ms", "p999", "<=", 250, ""},
-		{"mean < 1.5s", "mean", "<", 1500, ""},
-		{"max < 2m", "max", "<", 120000, ""},
-		{"ok_rate > 99%", "ok_rate", ">", 0.99, ""},
-		{"ok_rate >= 0.995", "ok_rate", ">=", 0.995, ""},
-		{"rejected_rate < 5%", "rejected_rate", "<", 0.05, ""},
-		{"timeout_rate <= 0", "timeout_rate", "<=", 0, ""},
-		{"p98 < 1s", "", "", 0, `unknown metric "p98" (did you mean "p9`},
-		{"ok_rate > 99", "", "", 0, "write a percent with %, as 99%"},
-		{"ok_rate > 101%", "", "", 0, "over 100%"},
-		{"p99 == 1s", "", "", 0, `unknown comparison "=="`},
-		{"p99 1s", "", "", 0, "not METRIC OP VALUE"},
-		{"< 1s", "", "", 0, "names no metric"},
-		{"p99 < fast", "", "", 0, "a latency needs a duration"},
+	slo := func(metric, op string, threshold float64) SLO {
+		return SLO{Metric: metric, Op: op, Threshold: threshold}
 	}
-	for i, c := range cases {
-		got, err := parseSLO(c.in)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("step %d: parseSLO(%q) error = %v, want %q", i, c.in, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got.Metric != c.metric || got.Op != c.op || math.Abs(got.Threshold-c.threshold) > 1e-12 || got.Text != c.in {
-			t.Errorf("step %d: parseSLO(%q) = %+v, %v; want %s %s %v", i, c.in, got, err, c.metric, c.op, c.threshold)
+	same := func(got, want SLO) bool {
+		return got.Metric == want.Metric && got.Op == want.Op && math.Abs(got.Threshold-want.Threshold) <= 1e-12
+	}
+	checkParse(t, "parseSLO", parseSLO, same, []parseStep[SLO]{
+		{"p99 < 1s", slo("p99", "<", 1000), ""},
+		{"p999<=250ms", slo("p999", "<=", 250), ""},
+		{"mean < 1.5s", slo("mean", "<", 1500), ""},
+		{"max < 2m", slo("max", "<", 120000), ""},
+		{"ok_rate > 99%", slo("ok_rate", ">", 0.99), ""},
+		{"ok_rate >= 0.995", slo("ok_rate", ">=", 0.995), ""},
+		{"rejected_rate < 5%", slo("rejected_rate", "<", 0.05), ""},
+		{"timeout_rate <= 0", slo("timeout_rate", "<=", 0), ""},
+		{"p98 < 1s", SLO{}, `unknown metric "p98" (did you mean "p9`},
+		{"ok_rate > 99", SLO{}, "write a percent with %, as 99%"},
+		{"ok_rate > 101%", SLO{}, "over 100%"},
+		{"p99 == 1s", SLO{}, `unknown comparison "=="`},
+		{"p99 1s", SLO{}, "not METRIC OP VALUE"},
+		{"< 1s", SLO{}, "names no metric"},
+		{"p99 < fast", SLO{}, "a latency needs a duration"},
+	}, func(i int, in string, got SLO) {
+		if got.Text != in {
+			t.Errorf("step %d: parseSLO(%q).Text = %q", i, in, got.Text)
 		}
 		back, err := parseSLO(got.String())
 		if err != nil || back.Threshold != got.Threshold || back.Op != got.Op {
-			t.Errorf("step %d: %q.String() = %q reads back as %+v, %v", i, c.in, got.String(), back, err)
+			t.Errorf("step %d: %q.String() = %q reads back as %+v, %v", i, in, got.String(), back, err)
 		}
-	}
+	})
 }
 
 func TestSLOHolds(t *testing.T) {
@@ -236,14 +229,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		_ = sc.Expand()
-		var out bytes.Buffer
-		if err := sc.Format(&out); err != nil {
-			t.Fatalf("Format: %v", err)
-		}
-		again, err := Parse("formatted.yaml", out.Bytes())
-		if err != nil {
-			t.Fatalf("formatted scenario does not load: %v\n%s", err, out.String())
-		}
+		_, again := formatted(t, sc)
 		if diff := diffScenarios(again, sc); diff != "" {
 			t.Fatalf("round trip changed the scenario:\n%s", diff)
 		}

@@ -82,13 +82,8 @@ func (d *decoder) stages(n *yaml.Node, path string, l *Load) {
 	}
 	total := 0.0
 	errs := len(d.errs)
-	list, _ := d.entries(n, path, "stage", "{duration: 1m, rate: 5/s}")
-	for _, e := range list {
-		ep := e.path
-		f := d.mapping(e.node, ep, "{duration: 1m, rate: 5/s}", stageKeys)
-		if f == nil {
-			continue
-		}
+	for f := range d.mappings(n, path, "stage", "{duration: 1m, rate: 5/s}", stageKeys) {
+		ep := f.path
 		var st Stage
 		if !f.duration("duration", "1m", &st.Duration) {
 			if !f.has("duration") {

@@ -11,35 +11,22 @@ import (
 // client_header_timeout, defaulting each to nginx's 60s, and refuses a
 // zero one (nginx cannot turn them off) with its line and column.
 func TestProxyTimeouts(t *testing.T) {
-	sc, err := Parse("base.yaml", []byte(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := sc.Proxy; p.SendTimeout != time.Minute || p.ClientBodyTimeout != time.Minute || p.ClientHeaderTimeout != time.Minute {
+	if p := mustParse(t, "base.yaml", base).Proxy; p.SendTimeout != time.Minute || p.ClientBodyTimeout != time.Minute || p.ClientHeaderTimeout != time.Minute {
 		t.Errorf("defaults: send %v, client body %v, client header %v; want 1m0s each", p.SendTimeout, p.ClientBodyTimeout, p.ClientHeaderTimeout)
 	}
 	set := withLine(9, "  limit_conn: {key: $host, per_key: 2}\n  send_timeout: 5s\n  client_body_timeout: 2s\n  client_header_timeout: 3s")
-	sc, err = Parse("set.yaml", []byte(set))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustParse(t, "set.yaml", set)
 	if p := sc.Proxy; p.SendTimeout != 5*time.Second || p.ClientBodyTimeout != 2*time.Second || p.ClientHeaderTimeout != 3*time.Second {
 		t.Errorf("set: send %v, client body %v, client header %v; want 5s 2s 3s", p.SendTimeout, p.ClientBodyTimeout, p.ClientHeaderTimeout)
 	}
-	var out strings.Builder
-	if err := sc.Format(&out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := formatted(t, sc)
 	for _, want := range []string{"send_timeout: 5s", "client_body_timeout: 2s", "client_header_timeout: 3s"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("Format() lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("Format() lacks %q:\n%s", want, out)
 		}
 	}
 	for _, key := range []string{"send_timeout", "client_body_timeout", "client_header_timeout"} {
-		_, err := Parse("zero.yaml", []byte(withLine(9, "  limit_conn: {key: $host, per_key: 2}\n  "+key+": 0s")))
 		want := "zero.yaml:10:" + strconv.Itoa(len(key)+5) + ": proxy." + key + ": 0s: want a duration above 0"
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: 0s: error %v, want one containing %q", key, err, want)
-		}
+		checkParseError(t, key+": 0s", "zero.yaml", withLine(9, "  limit_conn: {key: $host, per_key: 2}\n  "+key+": 0s"), want)
 	}
 }

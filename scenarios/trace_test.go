@@ -12,27 +12,21 @@ import (
 	"time"
 )
 
-const traceScenario = `name: replay
-duration: 10s
-backend:
-  workers: 2
-  routes:
-    - {name: page, path: /page, service: "empirical:p0=1ms,p50=20ms,p100=50ms"}
-    - {name: report, path: /report, service: 2s}
-tenants:
-  - group: heavy
-    host: heavy.example.com
-    load: {model: trace, routes: {report: 3, page: 1}}
-  - group: rest
-    hosts: [a.example.com, b.example.com]
-    load: {model: trace, routes: {page: 1}}
-trace: replay.trace
-`
+// traceScenario returns testdata/replay/replay.yaml, a scenario of two
+// tenant groups that replay replay.trace.
+func traceScenario(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "replay", "replay.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func writeTraceScenario(t *testing.T, trace string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "replay.yaml"), []byte(traceScenario), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "replay.yaml"), []byte(traceScenario(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "replay.trace"), []byte(trace), 0o644); err != nil {
@@ -138,11 +132,11 @@ func TestTraceBad(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "trace: replay.trace\n", "", 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario(t), "trace: replay.trace\n", "", 1)), 0o644)
 	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "names no trace") {
 		t.Errorf("model trace without a trace file: LoadWith = %v, want an error saying so", err)
 	}
-	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario, "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario(t), "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
 	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
 		t.Errorf("trace with a rate: LoadWith = %v, want an error saying so", err)
 	}
@@ -154,7 +148,7 @@ func FuzzParseTrace(f *testing.F) {
 	}
 	dir := f.TempDir()
 	path := filepath.Join(dir, "replay.yaml")
-	os.WriteFile(path, []byte(traceScenario), 0o644)
+	os.WriteFile(path, []byte(traceScenario(f)), 0o644)
 	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
 	sc, err := LoadWith(path, nil)
 	if err != nil {

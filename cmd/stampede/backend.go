@@ -103,6 +103,22 @@ length and the counters as JSON.`,
 var backendSettings = []string{"workers", "backlog", "timeout", "on-client-abort", "threads", "boot",
 	"max-requests", "max-requests-jitter", "backlog-overflow"}
 
+// scenarioBackend returns the options of the fake backend sc describes:
+// its pool and routes, its time scale and seed.
+func scenarioBackend(sc *scenarios.Scenario) fakebackend.Options {
+	opts := fakebackend.Options{
+		Pool:      sc.Backend.PoolConfig(),
+		TimeScale: sc.TimeScale,
+		Seed:      sc.Seed,
+		// A time-scaled backend needs sub-millisecond timing.
+		PreciseTimers: true,
+	}
+	for _, r := range sc.Backend.Routes {
+		opts.Routes = append(opts.Routes, fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service})
+	}
+	return opts
+}
+
 // backendOptions builds the backend's options from the scenario file, if
 // any, and the flags; changed reports whether a flag was given explicitly.
 func backendOptions(f *backendFlags, changed func(name string) bool) (fakebackend.Options, error) {
@@ -130,12 +146,7 @@ func backendOptions(f *backendFlags, changed func(name string) bool) (fakebacken
 		if err != nil {
 			return opts, flagErrors(err)
 		}
-		opts.Pool = sc.Backend.PoolConfig()
-		for _, r := range sc.Backend.Routes {
-			opts.Routes = append(opts.Routes, fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service})
-		}
-		opts.TimeScale = sc.TimeScale
-		opts.Seed = sc.Seed
+		opts = scenarioBackend(sc)
 	} else {
 		b, err := scenarios.ParseBackend("flags", sets)
 		if err != nil {

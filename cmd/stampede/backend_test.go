@@ -15,10 +15,7 @@ import (
 )
 
 func TestBackendBadFlags(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
+	runRefusals(t, "backend", []refusal{
 		{[]string{"--workers", "0"}, "--workers 0: 0 is below 1 (want e.g. 8)"},
 		{[]string{"--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
 		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
@@ -43,10 +40,7 @@ func TestBackendBadFlags(t *testing.T) {
 		{[]string{"--scenario", "does-not-exist.yaml"}, "does-not-exist.yaml"},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"extra"}, `unknown command "extra"`},
-	}
-	for _, c := range cases {
-		runRefused(t, c.want, append([]string{"backend"}, c.args...)...)
-	}
+	})
 }
 
 func TestBackendOptions(t *testing.T) {

@@ -44,24 +44,23 @@ var boundsBase = []string{
 // all refuse the file the same way: exit 2, the file, line and column of
 // the value and the field, and no run started (no output directory).
 func TestBoundsRefusedAlike(t *testing.T) {
+	// past puts one more than bound as backend.key on line n.
+	past := func(n int, key string, bound int) map[int]string {
+		return map[int]string{n: fmt.Sprintf("  %s: %d", key, bound+1)}
+	}
 	cases := []struct {
 		name  string
 		lines map[int]string // 1-based line → its replacement
 		want  string         // after "scenario FILE:"
 	}{
-		{"workers", map[int]string{5: fmt.Sprintf("  workers: %d", workerpool.MaxWorkers+1)},
-			"5:12: backend.workers: 65537 is over 65536 (want e.g. 8)"},
+		{"workers", past(5, "workers", workerpool.MaxWorkers), "5:12: backend.workers: 65537 is over 65536 (want e.g. 8)"},
 		{"workers 70000", map[int]string{5: "  workers: 70000"}, "5:12: backend.workers: 70000 is over 65536"},
-		{"threads", map[int]string{6: fmt.Sprintf("  threads: %d", workerpool.MaxThreads+1)},
-			"6:12: backend.threads: 1001 is over 1000 (want e.g. 4)"},
-		{"backlog", map[int]string{7: fmt.Sprintf("  backlog: %d", workerpool.MaxBacklog+1)},
-			"7:12: backend.backlog: 1048577 is over 1048576 (want e.g. 2048)"},
+		{"threads", past(6, "threads", workerpool.MaxThreads), "6:12: backend.threads: 1001 is over 1000 (want e.g. 4)"},
+		{"backlog", past(7, "backlog", workerpool.MaxBacklog), "7:12: backend.backlog: 1048577 is over 1048576 (want e.g. 2048)"},
 		{"timeout", map[int]string{8: "  timeout: 721h"}, "8:12: backend.timeout: 721h is longer than 720h (want e.g. 120s)"},
 		{"boot", map[int]string{9: "  boot: 61m"}, "9:9: backend.boot: 1h1m is longer than 1h (want e.g. 300ms)"},
-		{"max_requests", map[int]string{10: fmt.Sprintf("  max_requests: %d", workerpool.MaxMaxRequests+1)},
-			"10:17: backend.max_requests: 2147483648 is over 2147483647 (want e.g. 5000)"},
-		{"max_requests_jitter", map[int]string{11: fmt.Sprintf("  max_requests_jitter: %d", workerpool.MaxMaxRequests+1)},
-			"11:24: backend.max_requests_jitter: 2147483648 is over 2147483647 (want e.g. 500)"},
+		{"max_requests", past(10, "max_requests", workerpool.MaxMaxRequests), "10:17: backend.max_requests: 2147483648 is over 2147483647 (want e.g. 5000)"},
+		{"max_requests_jitter", past(11, "max_requests_jitter", workerpool.MaxMaxRequests), "11:24: backend.max_requests_jitter: 2147483648 is over 2147483647 (want e.g. 500)"},
 		{"duration", map[int]string{2: "duration: 721h"}, "2:11: duration: 721h is longer than 720h"},
 		{"time_scale", map[int]string{3: fmt.Sprintf("time_scale: %g", scenarios.MinTimeScale/2)}, "3:13: time_scale: 5e-05 is below 0.0001"},
 		{"tenants", map[int]string{15: "    count: 1000001"}, "15:12: tenants[0].count: 1000001 is over 1000000"},
@@ -96,23 +95,7 @@ func TestBoundsRefusedAlike(t *testing.T) {
 			if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			want := "scenario " + file + ":" + c.want
-			for _, args := range [][]string{
-				{"validate", file},
-				{"run", file, "--engine", "sim", "--no-progress", "-o", filepath.Join(dir, c.name+"-sim")},
-				{"run", file, "--engine", "live", "--no-progress", "-o", filepath.Join(dir, c.name+"-live")},
-			} {
-				var stdout, stderr bytes.Buffer
-				code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
-				if code != exitUsage || !strings.Contains(stderr.String(), want) {
-					t.Errorf("%s %s: exit %d, stderr %q; want exit %d and %q", args[0], strings.Join(args[2:], " "), code, stderr.String(), exitUsage, want)
-				}
-				if out := args[len(args)-1]; args[0] == "run" {
-					if _, err := os.Stat(out); err == nil {
-						t.Errorf("%s %s: the output directory %s exists: a run started", args[0], strings.Join(args[2:], " "), out)
-					}
-				}
-			}
+			refusedAlike(t, file, nil, filepath.Join(dir, c.name), "scenario "+file+":"+c.want)
 		})
 	}
 	// The good file runs: the cases fail for their one line alone.
@@ -126,17 +109,29 @@ func TestBoundsRefusedAlike(t *testing.T) {
 	}
 	// A --set past a bound is refused as the file's value is, naming the
 	// override.
-	want := "scenario " + good + ": --set backend.workers=70000: backend.workers: 70000 is over 65536 (want e.g. 8)"
+	refusedAlike(t, good, []string{"--set", "backend.workers=70000"}, filepath.Join(dir, "set"),
+		"scenario "+good+": --set backend.workers=70000: backend.workers: 70000 is over 65536 (want e.g. 8)")
+}
+
+// refusedAlike checks that validate, run --engine sim and run --engine live
+// of file with the arguments more all exit 2 with want in their error and
+// that neither run starts (writes out-sim or out-live).
+func refusedAlike(t *testing.T, file string, more []string, out, want string) {
+	t.Helper()
 	for _, args := range [][]string{
-		{"validate", good},
-		{"run", good, "--engine", "sim", "--no-progress", "-o", filepath.Join(dir, "set-sim")},
-		{"run", good, "--engine", "live", "--no-progress", "-o", filepath.Join(dir, "set-live")},
+		{"validate", file},
+		{"run", file, "--engine", "sim", "--no-progress", "-o", out + "-sim"},
+		{"run", file, "--engine", "live", "--no-progress", "-o", out + "-live"},
 	} {
-		stdout.Reset()
-		stderr.Reset()
-		code := run(context.Background(), append(args, "--set", "backend.workers=70000"), strings.NewReader(""), &stdout, &stderr)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append(args, more...), strings.NewReader(""), &stdout, &stderr)
 		if code != exitUsage || !strings.Contains(stderr.String(), want) {
-			t.Errorf("%s --set backend.workers=70000: exit %d, stderr %q; want exit %d and %q", args[0], code, stderr.String(), exitUsage, want)
+			t.Errorf("%s %s: exit %d, stderr %q; want exit %d and %q", args[0], strings.Join(append(args[2:], more...), " "), code, stderr.String(), exitUsage, want)
+		}
+		if args[0] == "run" {
+			if _, err := os.Stat(args[len(args)-1]); err == nil {
+				t.Errorf("%s %s: the output directory %s exists: a run started", args[0], strings.Join(args[2:], " "), args[len(args)-1])
+			}
 		}
 	}
 }

@@ -102,6 +102,22 @@ func runWant(t *testing.T, args []string, wants ...string) string {
 // runRefused runs the command line in-process and fails the test unless
 // the command refuses it as a usage error: exit exitUsage, with want in
 // its stderr.
+// refusal is a command line, past the command's name, and a part of the
+// error it must be refused with.
+type refusal struct {
+	args []string
+	want string
+}
+
+// runRefusals runs command with the arguments of each refusal, as
+// runRefused.
+func runRefusals(t *testing.T, command string, refusals []refusal) {
+	t.Helper()
+	for _, r := range refusals {
+		runRefused(t, r.want, append([]string{command}, r.args...)...)
+	}
+}
+
 func runRefused(t *testing.T, want string, args ...string) {
 	t.Helper()
 	code, _, stderr := runCLI(t, t.Context(), args...)

@@ -40,12 +40,9 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 		Example: compareExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			base, err := scenarios.LoadWith(args[0], f.sets)
+			base, err := f.scenario(args[0])
 			if err != nil {
-				return asUsage(err)
+				return err
 			}
 			axes := base.Sweep
 			if len(sweeps) > 0 {

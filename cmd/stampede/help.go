@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"stampede/internal/levenshtein"
 	"stampede/scenarios"
 )
 
@@ -74,7 +75,7 @@ func suggestFlag(c *cobra.Command, err error) error {
 	})
 	best, bestD := "", 3
 	for _, k := range known {
-		d := levenshtein(name, k)
+		d := levenshtein.Distance(name, k)
 		if strings.HasPrefix(k, name) {
 			d = min(d, 1) // a flag cut short
 		}
@@ -86,27 +87,6 @@ func suggestFlag(c *cobra.Command, err error) error {
 		return err
 	}
 	return errors.New(msg + fmt.Sprintf(" (did you mean --%s?)", best))
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // completeEngine completes --engine.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,14 +84,7 @@ func TestImportCLI(t *testing.T) {
 			if code, so, se := runCLI(t, ctx, "run", out, "--engine", engine, "--set", "time_scale=0.05", "--no-progress", "-o", runDir); code != 0 && !(code == 4 && engine == "live") {
 				t.Fatalf("run --engine %s on the imported file: exit %d\n%s%s", engine, code, so, se)
 			}
-			data, err := os.ReadFile(filepath.Join(runDir, "results.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var res report.Results
-			if err := json.Unmarshal(data, &res); err != nil {
-				t.Fatal(err)
-			}
+			res := readJSON[report.Results](t, filepath.Join(runDir, "results.json"))
 			want := map[string]uint64{}
 			for _, tn := range sc.Expand() {
 				want[tn.Host] = uint64(len(tn.Trace))

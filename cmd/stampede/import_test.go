@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"math"
 	"net"
@@ -87,11 +86,9 @@ func TestImportRoundTrip(t *testing.T) {
 	}
 	defer gfile.Close()
 	alog := fakebackend.NewAccessLog(gfile)
-	var routes []fakebackend.Route
-	for _, r := range sc.Backend.Routes {
-		routes = append(routes, fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service})
-	}
-	be, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: sc.TimeScale, Seed: sc.Seed, PreciseTimers: true, AccessLog: alog})
+	opts := scenarioBackend(sc)
+	opts.AccessLog = alog
+	be, err := fakebackend.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,14 +251,7 @@ func TestImportRoundTrip(t *testing.T) {
 		if code != 0 && code != exitSLO {
 			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 		}
-		data, err := os.ReadFile(filepath.Join(outDir, "comparison.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c report.Comparison
-		if err := json.Unmarshal(data, &c); err != nil {
-			t.Fatal(err)
-		}
+		c := readJSON[report.Comparison](t, filepath.Join(outDir, "comparison.json"))
 		t.Logf("compare %s: %s", filepath.Base(file), c.Recommendation.Reason)
 		return strings.Join(c.Recommendation.Value, ",")
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"stampede/limiterproxy"
-	"stampede/scenarios"
 )
 
 func init() { commands = append(commands, newNginxConfigCmd) }
@@ -15,7 +14,7 @@ func newNginxConfigCmd() *cobra.Command {
 	var (
 		listen, upstream string
 		timeScale        float64
-		sets             []string
+		sets             scenarioSets
 		snippet, headers bool
 	)
 	c := &cobra.Command{
@@ -47,9 +46,9 @@ X-Stampede-* headers out for production.`,
 			if timeScale <= 0 || math.IsInf(timeScale, 0) || math.IsNaN(timeScale) {
 				return usagef("--time-scale %v: want a number > 0 (e.g. 0.01 for 100× faster, 1 for real time)", timeScale)
 			}
-			sc, err := scenarios.LoadWith(args[0], sets)
+			sc, err := sets.load(args[0])
 			if err != nil {
-				return asUsage(err)
+				return err
 			}
 			write := limiterproxy.WriteNginx
 			if snippet {
@@ -73,7 +72,7 @@ X-Stampede-* headers out for production.`,
 	fl.StringVar(&listen, "listen", limiterproxy.DefaultNginxListen, "address nginx listens on")
 	fl.StringVar(&upstream, "upstream", limiterproxy.DefaultNginxUpstream, "HOST:PORT of the app nginx proxies to")
 	fl.Float64Var(&timeScale, "time-scale", 1, "write rates and timeouts for a run played this many times real time")
-	fl.StringArrayVar(&sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable)")
+	sets.register(c, "")
 	fl.BoolVar(&snippet, "snippet", false, "print the http {} part and the server {} part to paste into an nginx.conf of your own, each labelled")
 	fl.BoolVar(&headers, "headers", true, "write the X-Stampede-Limit and X-Stampede-Dry-Run headers (--headers=false for production)")
 	return c

@@ -179,35 +179,21 @@ func showProgress(w io.Writer, mode string, title string, total time.Duration, t
 				return " " + progressLine(state(), max(st.AvailableWidth-minBar-1, 10))
 			})),
 		)
+		set := func() { bar.SetCurrent(int64(min(clock(), total) / time.Millisecond)) }
 		go func() {
 			defer close(finished)
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					bar.SetCurrent(int64(min(clock(), total) / time.Millisecond))
-					bar.SetTotal(-1, true)
-					p.Wait()
-					return
-				case <-tick.C:
-					bar.SetCurrent(int64(min(clock(), total) / time.Millisecond))
-				}
-			}
+			tickUntil(done, 100*time.Millisecond, set, func() {
+				set()
+				bar.SetTotal(-1, true)
+				p.Wait()
+			})
 		}()
 	default: // plain lines
 		go func() {
 			defer close(finished)
-			tick := time.NewTicker(2 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-					fmt.Fprintf(w, "%s %s\n", title, progressLine(state(), 0))
-				}
-			}
+			tickUntil(done, 2*time.Second, func() {
+				fmt.Fprintf(w, "%s %s\n", title, progressLine(state(), 0))
+			}, func() {})
 		}()
 	}
 	var once sync.Once
@@ -215,6 +201,21 @@ func showProgress(w io.Writer, mode string, title string, total time.Duration, t
 		once.Do(func() { close(done) })
 		<-finished
 	}}
+}
+
+// tickUntil calls tick every period until done is closed, then final.
+func tickUntil(done <-chan struct{}, period time.Duration, tick, final func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			final()
+			return
+		case <-t.C:
+			tick()
+		}
+	}
 }
 
 // Stop ends the display and waits for it.

@@ -86,49 +86,59 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	return cmd
 }
 
+// limitFlags reads the values of flag, --limit-conn or --limit-req, each
+// [PATH:]SPEC, with parse. To each limit it applies --status, when the
+// limit has no status= of its own, and --dry-run, through the fields that
+// common returns, and hands it to add with its location's paths (nil for a
+// limit of the server).
+func limitFlags[S any](f proxyFlags, flag string, values []string, parse func(string) (S, error),
+	common func(*S) (status *int, dryRun *bool), add func(paths []string, spec S)) error {
+	for _, v := range values {
+		paths, v, err := limiterproxy.SplitLocationFlag(v)
+		if err != nil {
+			return usagef("%s %v", flag, err)
+		}
+		spec, err := parse(v)
+		if err != nil {
+			return usagef("%s %v", flag, err)
+		}
+		status, dryRun := common(&spec)
+		if *status == 0 {
+			*status = f.status
+		}
+		*dryRun = *dryRun || f.dryRun
+		add(paths, spec)
+	}
+	return nil
+}
+
+// addLimits adds conn and req to the location of cfg whose paths are
+// paths, or to the server's limits for nil paths.
+func addLimits(cfg *limit.Config, paths []string, conn []limit.ConnSpec, req []limit.ReqSpec) {
+	if paths == nil {
+		cfg.Conn = append(cfg.Conn, conn...)
+		cfg.Req = append(cfg.Req, req...)
+		return
+	}
+	limiterproxy.AddLocationLimits(cfg, paths, conn, req)
+}
+
 // proxyConfig turns the flags into the limits and the upstream URL.
 func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 	var cfg limit.Config
 	if f.status < limit.MinStatus || f.status > limit.MaxStatus {
 		return cfg, nil, usagef("--status %d: want a status between %d and %d (e.g. 503 or 429)", f.status, limit.MinStatus, limit.MaxStatus)
 	}
-	for _, s := range f.conns {
-		paths, s, err := limiterproxy.SplitLocationFlag(s)
-		if err != nil {
-			return cfg, nil, usagef("--limit-conn %v", err)
-		}
-		spec, err := limiterproxy.ParseConnFlag(s)
-		if err != nil {
-			return cfg, nil, usagef("--limit-conn %v", err)
-		}
-		if spec.Status == 0 {
-			spec.Status = f.status
-		}
-		spec.DryRun = spec.DryRun || f.dryRun
-		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, []limit.ConnSpec{spec}, nil)
-			continue
-		}
-		cfg.Conn = append(cfg.Conn, spec)
+	err := limitFlags(f, "--limit-conn", f.conns, limiterproxy.ParseConnFlag,
+		func(s *limit.ConnSpec) (*int, *bool) { return &s.Status, &s.DryRun },
+		func(paths []string, s limit.ConnSpec) { addLimits(&cfg, paths, []limit.ConnSpec{s}, nil) })
+	if err == nil {
+		err = limitFlags(f, "--limit-req", f.reqs, limiterproxy.ParseReqFlag,
+			func(s *limit.ReqSpec) (*int, *bool) { return &s.Status, &s.DryRun },
+			func(paths []string, s limit.ReqSpec) { addLimits(&cfg, paths, nil, []limit.ReqSpec{s}) })
 	}
-	for _, s := range f.reqs {
-		paths, s, err := limiterproxy.SplitLocationFlag(s)
-		if err != nil {
-			return cfg, nil, usagef("--limit-req %v", err)
-		}
-		spec, err := limiterproxy.ParseReqFlag(s)
-		if err != nil {
-			return cfg, nil, usagef("--limit-req %v", err)
-		}
-		if spec.Status == 0 {
-			spec.Status = f.status
-		}
-		spec.DryRun = spec.DryRun || f.dryRun
-		if paths != nil {
-			limiterproxy.AddLocationLimits(&cfg, paths, nil, []limit.ReqSpec{spec})
-			continue
-		}
-		cfg.Req = append(cfg.Req, spec)
+	if err != nil {
+		return cfg, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, usagef("--limit-conn, --limit-req: %v", err)

@@ -17,28 +17,22 @@ import (
 )
 
 func TestProxyBadFlags(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"proxy"}, "--upstream is required"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "$host=x"}, `--limit-conn "$host=x": limit "x"`},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "$hots=4"}, "--limit-conn"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "$host=fast"}, `--limit-req "$host=fast": rate "fast"`},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--status", "200"}, "--status 200"},
-		{[]string{"proxy", "--upstream", "ftp://x"}, "--upstream"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "-1"}, "--upstream-keepalive -1: want 0"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "5000"}, "--upstream-keepalive 5000"},
-		{[]string{"proxy", "--frobnicate"}, "unknown flag"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
-	}
-	for _, tt := range tests {
-		runRefused(t, tt.want, tt.args...)
-	}
+	runRefusals(t, "proxy", []refusal{
+		{nil, "--upstream is required"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$host=x"}, `--limit-conn "$host=x": limit "x"`},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$hots=4"}, "--limit-conn"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "$host=fast"}, `--limit-req "$host=fast": rate "fast"`},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--status", "200"}, "--status 200"},
+		{[]string{"--upstream", "ftp://x"}, "--upstream"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "-1"}, "--upstream-keepalive -1: want 0"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "5000"}, "--upstream-keepalive 5000"},
+		{[]string{"--frobnicate"}, "unknown flag"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
+	})
 }
 
 func TestProxyPrintNginx(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -69,14 +68,9 @@ the merged results are conclusive only if every shard's are).`,
 			if err != nil {
 				return asUsage(err)
 			}
-			if err := writeRun(out, res); err != nil {
+			if err := writeShown(c.OutOrStdout(), out, res); err != nil {
 				return err
 			}
-			w := c.OutOrStdout()
-			if err := report.WriteSummary(w, res); err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(out, "report.html"))
 			// As run judges: the validity verdict first, then the SLOs.
 			// A shard cut short is merged as it is; its exit is not 130.
 			judged := *res

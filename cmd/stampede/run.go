@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,33 @@ import (
 
 func init() { commands = append(commands, newRunCmd) }
 
+// scenarioSets are the --set overrides of a command that reads a scenario.
+type scenarioSets []string
+
+// register adds --set to c; example, when not empty, is shown in its help.
+func (s *scenarioSets) register(c *cobra.Command, example string) {
+	usage := "override a scenario field, PATH=VALUE (repeatable)"
+	if example != "" {
+		usage += ", e.g. " + example
+	}
+	c.Flags().StringArrayVar((*[]string)(s), "set", nil, usage)
+}
+
+// load reads the scenario file at path with the overrides; a bad file or a
+// bad override is bad usage.
+func (s scenarioSets) load(path string) (*scenarios.Scenario, error) {
+	sc, err := scenarios.LoadWith(path, s)
+	if err != nil {
+		return nil, asUsage(err)
+	}
+	return sc, nil
+}
+
 // runFlags are the flags run and compare share.
 type runFlags struct {
 	out         string
 	engine      string
-	sets        []string
+	sets        scenarioSets
 	target      string
 	allowRemote bool
 	noProgress  bool
@@ -31,9 +54,18 @@ type runFlags struct {
 func (f *runFlags) register(c *cobra.Command) {
 	c.Flags().StringVarP(&f.out, "out", "o", "", "output directory (default stampede-out/<scenario name>)")
 	c.Flags().StringVar(&f.engine, "engine", "live", "live (real HTTP on loopback) or sim (virtual time)")
-	c.Flags().StringArrayVar(&f.sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable), e.g. proxy.limit_conn.per_key=off")
+	f.sets.register(c, "proxy.limit_conn.per_key=off")
 	c.Flags().BoolVar(&f.noProgress, "no-progress", false, "print plain progress lines instead of bars")
 	c.Flags().StringVar(&f.transport, "transport", "memory", "live, built-in proxy and backend: memory (in-process connections) or tcp (loopback); --target is always tcp")
+}
+
+// scenario checks the flags and loads the scenario file at path with the
+// --set overrides.
+func (f *runFlags) scenario(path string) (*scenarios.Scenario, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.sets.load(path)
 }
 
 func (f *runFlags) check() error {
@@ -73,12 +105,9 @@ func newRunCmd() *cobra.Command {
 		Example: runExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			sc, err := scenarios.LoadWith(args[0], f.sets)
+			sc, err := f.scenario(args[0])
 			if err != nil {
-				return asUsage(err)
+				return err
 			}
 			sc, sh, runID, err := runShard(c.ErrOrStderr(), &f, &sf, sc)
 			if err != nil {
@@ -105,11 +134,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			sh.stamp(res, runID)
-			if werr := writeRun(dir, res); werr != nil {
+			if werr := writeShown(c.OutOrStdout(), dir, res); werr != nil {
 				return werr
 			}
-			report.WriteSummary(c.OutOrStdout(), res)
-			fmt.Fprintf(c.OutOrStdout(), "\nwrote %s\n", filepath.Join(dir, "report.html"))
 			if err != nil {
 				return err
 			}
@@ -129,6 +156,19 @@ func newRunCmd() *cobra.Command {
 // They are written as one set (writeSet): a kill leaves the old set or
 // the new one.
 func writeRun(dir string, res *report.Results) error { return writeRunSet(dir, res, true) }
+
+// writeShown writes res into dir as writeRun does, then its summary to w
+// and where its report is.
+func writeShown(w io.Writer, dir string, res *report.Results) error {
+	if err := writeRun(dir, res); err != nil {
+		return err
+	}
+	if err := report.WriteSummary(w, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(dir, "report.html"))
+	return nil
+}
 
 // writeFile writes path through a temporary file, so an interrupted write
 // never leaves half a file behind.

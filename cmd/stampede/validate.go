@@ -10,7 +10,7 @@ func init() { commands = append(commands, newValidateCmd) }
 
 func newValidateCmd() *cobra.Command {
 	var (
-		sets      []string
+		sets      scenarioSets
 		reference bool
 	)
 	c := &cobra.Command{
@@ -32,14 +32,14 @@ gets a message naming the file, line, column and field, and exit status 2.`,
 			if reference {
 				return scenarios.WriteReference(c.OutOrStdout())
 			}
-			sc, err := scenarios.LoadWith(args[0], sets)
+			sc, err := sets.load(args[0])
 			if err != nil {
-				return asUsage(err)
+				return err
 			}
 			return sc.Format(c.OutOrStdout())
 		},
 	}
-	c.Flags().StringArrayVar(&sets, "set", nil, "override a scenario field, PATH=VALUE (repeatable), e.g. tenants.user-x.load.users=6")
+	sets.register(c, "tenants.user-x.load.users=6")
 	c.Flags().BoolVar(&reference, "reference", false, "print every key of the scenario format with its type, default and an example")
 	registerCompletion(c)
 	return c

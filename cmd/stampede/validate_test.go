@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,11 +9,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte("name: bad\nduration: 1m\nbackend:\n  wokers: 2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bad := writeScenario(t, "name: bad\nduration: 1m\nbackend:\n  wokers: 2\n")
 	cases := []struct {
 		name      string
 		args      []string
@@ -31,7 +26,7 @@ func TestValidate(t *testing.T) {
 			[]string{"stampede: scenario " + bad + `:4:3: backend: unknown key "wokers" (did you mean "workers"?)`}, false},
 		{"bad override", []string{"validate", "../../scenarios/stock-balance.yaml", "--set", "proxy.limit_conn.per_key=0"}, 2, nil,
 			[]string{"--set proxy.limit_conn.per_key=0: proxy.limit_conn.per_key: 0 is below 1"}, false},
-		{"missing file", []string{"validate", filepath.Join(dir, "none.yaml")}, 2, nil, []string{"none.yaml", "no such file"}, false},
+		{"missing file", []string{"validate", filepath.Join(t.TempDir(), "none.yaml")}, 2, nil, []string{"none.yaml", "no such file"}, false},
 		{"no file", []string{"validate"}, 2, nil, []string{"accepts 1 arg"}, false},
 	}
 	for _, c := range cases {
