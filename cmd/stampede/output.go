@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,19 +139,6 @@ func readManifest(path string) []string {
 		}
 	}
 	return out
-}
-
-// writeShown writes res into dir as writeRun does, then its summary to w
-// and where its report is.
-func writeShown(w io.Writer, dir string, res *report.Results) error {
-	if err := writeRun(dir, res); err != nil {
-		return err
-	}
-	if err := report.WriteSummary(w, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(dir, "report.html"))
-	return nil
 }
 
 // writeRunSet writes a run's results.json and histograms.hlog as one set,
