@@ -149,61 +149,60 @@ func (d *decoder) limitCommon(f *fields, path string, key, zone *string, status 
 	f.boolean("dry_run", dryRun)
 }
 
-// limitSpec opens a limit's mapping, reads what limit_conn and limit_req
-// share into key, zone, status and dryRun, and returns the fields with the
-// node of the limit's own required field, need; that node is nil when the
-// mapping is bad, need is missing, or need is off (the limit is removed).
+// limitSpec opens a limit's mapping and reads what limit_conn and
+// limit_req share into key, zone, status and dryRun. Then, unless the
+// mapping is bad, the limit's own required field need is missing, or need
+// is off (the limit is removed), it has own read the limit's other fields,
+// given need's node, and reports what the error own returns, the limit's
+// Validate, finds; it reports whether it got that far.
 func (d *decoder) limitSpec(n *yaml.Node, path, example string, known []string, need, needExample string,
-	key, zone *string, status *int, dryRun *bool) (*fields, *yaml.Node) {
+	key, zone *string, status *int, dryRun *bool, own func(f *fields, need *yaml.Node) error) bool {
 	f := d.mapping(n, path, example, known)
 	if f == nil {
-		return nil, nil
+		return false
 	}
 	d.limitCommon(f, path, key, zone, status, dryRun)
 	v := f.get(need)
 	switch {
 	case v == nil:
 		f.missing(need, needExample)
-		return f, nil
+		return false
 	case isOff(v):
-		return f, nil
+		return false
 	}
-	return f, v
+	d.limitErrs(f, path, own(f, v))
+	return true
 }
 
-func (d *decoder) connSpec(n *yaml.Node, path string) (limit.ConnSpec, bool) {
-	var c limit.ConnSpec
-	f, pk := d.limitSpec(n, path, "{key: $host, per_key: 4}", connKeys, "per_key", "4", &c.Key, &c.Zone, &c.Status, &c.DryRun)
-	if pk == nil {
-		return c, false
-	}
-	if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", limit.MinPerKey, limit.MaxPerKey); ok {
-		c.PerKey = v
-	}
-	d.limitErrs(f, path, c.Validate())
-	return c, true
+func (d *decoder) connSpec(n *yaml.Node, path string) (c limit.ConnSpec, ok bool) {
+	ok = d.limitSpec(n, path, "{key: $host, per_key: 4}", connKeys, "per_key", "4", &c.Key, &c.Zone, &c.Status, &c.DryRun,
+		func(_ *fields, pk *yaml.Node) error {
+			if v, ok := d.integer(pk, join(path, "per_key"), "4, or off to remove the limit", limit.MinPerKey, limit.MaxPerKey); ok {
+				c.PerKey = v
+			}
+			return c.Validate()
+		})
+	return c, ok
 }
 
-func (d *decoder) reqSpec(n *yaml.Node, path string) (limit.ReqSpec, bool) {
-	var r limit.ReqSpec
-	f, rn := d.limitSpec(n, path, "{key: $binary_remote_addr, rate: 10r/s, burst: 20}", reqKeys, "rate", "10r/s", &r.Key, &r.Zone, &r.Status, &r.DryRun)
-	if rn == nil {
-		return r, false
-	}
-	if s, ok := d.scalar(rn, join(path, "rate"), "10r/s"); ok {
-		if err := checkReqRate(s); err != nil {
-			d.fail(rn, join(path, "rate"), err, "%v", err)
-		}
-		r.Rate = s
-	}
-	f.integer("burst", "20", 0, limit.MaxBurst, &r.Burst)
-	f.integer("delay", "8", 0, limit.MaxBurst, &r.Delay)
-	f.boolean("nodelay", &r.NoDelay)
-	if r.NoDelay && f.has("delay") {
-		d.fail(f.at("delay"), join(path, "delay"), nil, "delay and nodelay exclude each other (want delay: N for two-stage limiting, or nodelay: true)")
-	}
-	d.limitErrs(f, path, r.Validate())
-	return r, true
+func (d *decoder) reqSpec(n *yaml.Node, path string) (r limit.ReqSpec, ok bool) {
+	ok = d.limitSpec(n, path, "{key: $binary_remote_addr, rate: 10r/s, burst: 20}", reqKeys, "rate", "10r/s", &r.Key, &r.Zone, &r.Status, &r.DryRun,
+		func(f *fields, rn *yaml.Node) error {
+			if s, ok := d.scalar(rn, join(path, "rate"), "10r/s"); ok {
+				if err := checkReqRate(s); err != nil {
+					d.fail(rn, join(path, "rate"), err, "%v", err)
+				}
+				r.Rate = s
+			}
+			f.integer("burst", "20", 0, limit.MaxBurst, &r.Burst)
+			f.integer("delay", "8", 0, limit.MaxBurst, &r.Delay)
+			f.boolean("nodelay", &r.NoDelay)
+			if r.NoDelay && f.has("delay") {
+				d.fail(f.at("delay"), join(path, "delay"), nil, "delay and nodelay exclude each other (want delay: N for two-stage limiting, or nodelay: true)")
+			}
+			return r.Validate()
+		})
+	return r, ok
 }
 
 // limitErrs reports what the limit's own Validate finds wrong with the

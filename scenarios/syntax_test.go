@@ -41,10 +41,11 @@ func checkParse[T any](t *testing.T, name string, parse func(string) (T, error),
 	}
 }
 
-func equal[T comparable](a, b T) bool { return a == b }
+// equalValues is == for checkParse.
+func equalValues[T comparable](a, b T) bool { return a == b }
 
 func TestParseRate(t *testing.T) {
-	checkParse(t, "parseRate", parseRate, equal, []parseStep[float64]{
+	checkParse(t, "parseRate", parseRate, equalValues, []parseStep[float64]{
 		{"5/s", 5, ""},
 		{"30/m", 0.5, ""},
 		{"0.2/s", 0.2, ""},
@@ -85,7 +86,7 @@ func TestFormatRate(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
-	checkParse(t, "parseDuration", parseDuration, equal, []parseStep[time.Duration]{
+	checkParse(t, "parseDuration", parseDuration, equalValues, []parseStep[time.Duration]{
 		{"10m", 10 * time.Minute, ""},
 		{"120s", 2 * time.Minute, ""},
 		{"0s", 0, ""},

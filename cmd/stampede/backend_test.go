@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -149,19 +148,6 @@ func TestBackendServes(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || s.Workers != 3 || s.Backlog != 5 || s.Served != 1 || s.Killed != 1 {
 		t.Errorf("step 3: stats %+v (%v), want 3 workers, backlog 5, 1 served, 1 killed", s, err)
-	}
-}
-
-func TestBackendBusyPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	code, _, stderr := runCLI(t, t.Context(), "backend", "--listen", ln.Addr().String())
-	want := "stampede: listen " + ln.Addr().String() + ": address already in use"
-	if code != exitError || !strings.Contains(stderr, want) {
-		t.Errorf("backend on a busy port: exit %d stderr %q, want %d and %q", code, stderr, exitError, want)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -123,5 +124,26 @@ func runRefused(t *testing.T, want string, args ...string) {
 	code, _, stderr := runCLI(t, t.Context(), args...)
 	if code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("stampede %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), code, stderr, exitUsage, want)
+	}
+}
+
+// TestBusyPort holds that backend and proxy refuse a port in use with exit
+// 1, naming the address.
+func TestBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	want := "stampede: listen " + addr + ": address already in use"
+	for _, args := range [][]string{
+		{"backend", "--listen", addr},
+		{"proxy", "--listen", addr, "--upstream", "http://127.0.0.1:1"},
+	} {
+		code, _, stderr := runCLI(t, t.Context(), args...)
+		if code != exitError || !strings.Contains(stderr, want) {
+			t.Errorf("%s on a busy port: exit %d, stderr %q; want exit %d and %q", args[0], code, stderr, exitError, want)
+		}
 	}
 }

@@ -39,11 +39,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 (3: no point passes every SLO).`,
 		Example: compareExample,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			base, err := f.scenario(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: f.runScenario(func(c *cobra.Command, file string, base *scenarios.Scenario) error {
 			axes := base.Sweep
 			if len(sweeps) > 0 {
 				axes = nil
@@ -56,7 +52,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				}
 			}
 			if len(axes) == 0 {
-				return usagef("nothing to compare: give --sweep PATH=V1,V2,... or a sweep: block in %s", args[0])
+				return usagef("nothing to compare: give --sweep PATH=V1,V2,... or a sweep: block in %s", file)
 			}
 			if len(axes) > 2 {
 				return usagef("%d sweep axes: compare takes one or two", len(axes))
@@ -80,7 +76,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 			// Check every point loads before playing any of them.
 			scs := make([]*scenarios.Scenario, len(points))
 			for i, p := range points {
-				if scs[i], err = scenarios.LoadWith(args[0], append(append([]string(nil), f.sets...), p.sets...)); err != nil {
+				if scs[i], err = scenarios.LoadWith(file, append(append([]string(nil), f.sets...), p.sets...)); err != nil {
 					return asUsage(fmt.Errorf("point %s: %w", p.label, err))
 				}
 			}
@@ -178,7 +174,7 @@ to pass and takes the strictest (or loosest) such setting; off is the loosest.
 				return exitCodeError{exitSLO, "no point passes every SLO"}
 			}
 			return nil
-		},
+		}),
 	}
 	f.register(c)
 	c.Flags().StringArrayVar(&sweeps, "sweep", nil, "PATH=V1,V2,... to sweep (twice for a grid)")

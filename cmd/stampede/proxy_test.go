@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/internal/testproc"
 	"stampede/workerpool"
 )
 
@@ -55,19 +55,6 @@ func TestProxyPrintNginxKeepAlive(t *testing.T) {
 		"upstream stampede_upstream {\n        server 127.0.0.1:9009;\n        keepalive 16;\n    }",
 		"proxy_pass http://stampede_upstream;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
 		"--upstream-keepalive 16")
-}
-
-func TestProxyBusyPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	code, _, stderr := runCLI(t, t.Context(), "proxy", "--listen", ln.Addr().String(), "--upstream", "http://127.0.0.1:1")
-	want := "listen " + ln.Addr().String() + ": address already in use"
-	if code != exitError || !strings.Contains(stderr, want) {
-		t.Errorf("busy port: exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
-	}
 }
 
 var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
@@ -154,12 +141,7 @@ func TestProxyDoneWhen(t *testing.T) {
 func TestProxyMetricsFlag(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer backend.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	maddr := ln.Addr().String()
-	ln.Close()
+	maddr := testproc.FreeAddr(t)
 	base := startProxyCLI(t, "--upstream", backend.URL, "--limit-conn", "$host=4", "--metrics", maddr)
 	resp, err := http.Get(base + "/")
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -82,4 +84,17 @@ the merged results are conclusive only if every shard's are).`,
 	c.Flags().BoolVar(&force, "force", false, "merge results that are not shards of one run (other engines, the same seed), or the shards there are of a run that lacks some")
 	c.Flags().BoolVar(&comparison, "comparison", false, "join the directories of the shards of one sweep (compare --shard) into one comparison")
 	return c
+}
+
+// writeShown writes res into dir as writeRun does, then its summary to w
+// and where its report is.
+func writeShown(w io.Writer, dir string, res *report.Results) error {
+	if err := writeRun(dir, res); err != nil {
+		return err
+	}
+	if err := report.WriteSummary(w, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(dir, "report.html"))
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,13 +58,20 @@ func (f *runFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.transport, "transport", "memory", "live, built-in proxy and backend: memory (in-process connections) or tcp (loopback); --target is always tcp")
 }
 
-// scenario checks the flags and loads the scenario file at path with the
-// --set overrides.
-func (f *runFlags) scenario(path string) (*scenarios.Scenario, error) {
-	if err := f.check(); err != nil {
-		return nil, err
+// runScenario returns the RunE of a command of one scenario file: it checks
+// the flags, loads the file with the --set overrides, and calls do with
+// the file's name and the scenario.
+func (f *runFlags) runScenario(do func(c *cobra.Command, file string, sc *scenarios.Scenario) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := f.check(); err != nil {
+			return err
+		}
+		sc, err := f.sets.load(args[0])
+		if err != nil {
+			return err
+		}
+		return do(c, args[0], sc)
 	}
-	return f.sets.load(path)
 }
 
 func (f *runFlags) check() error {
@@ -104,11 +110,7 @@ func newRunCmd() *cobra.Command {
 		Long:    runLong,
 		Example: runExample,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			sc, err := f.scenario(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: f.runScenario(func(c *cobra.Command, _ string, sc *scenarios.Scenario) error {
 			sc, sh, runID, err := runShard(c.ErrOrStderr(), &f, &sf, sc)
 			if err != nil {
 				return err
@@ -141,7 +143,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			return sh.verdict(res)
-		},
+		}),
 	}
 	f.register(c)
 	c.Flags().StringVar(&f.target, "target", "", "drive this `URL` (e.g. nginx in front of a stampede backend) instead of the built-in proxy and backend")
@@ -156,19 +158,6 @@ func newRunCmd() *cobra.Command {
 // They are written as one set (writeSet): a kill leaves the old set or
 // the new one.
 func writeRun(dir string, res *report.Results) error { return writeRunSet(dir, res, true) }
-
-// writeShown writes res into dir as writeRun does, then its summary to w
-// and where its report is.
-func writeShown(w io.Writer, dir string, res *report.Results) error {
-	if err := writeRun(dir, res); err != nil {
-		return err
-	}
-	if err := report.WriteSummary(w, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(dir, "report.html"))
-	return nil
-}
 
 // writeFile writes path through a temporary file, so an interrupted write
 // never leaves half a file behind.
