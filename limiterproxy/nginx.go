@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -288,12 +287,7 @@ func buildNginx(cfg limit.Config, opts NginxOptions) (*nginxParts, error) {
 		p(0, "")
 	}
 	for _, sc := range scopes {
-		for _, r := range slices.Concat(sc.req, sc.conn) {
-			for _, n := range r.notes {
-				p(0, "# %s", n)
-			}
-			p(0, "%s;", r.zoneDirective())
-		}
+		sc.writeZones(p)
 	}
 	writeNginxTimeout(p, 0, "client_header_timeout", opts.ClientHeaderTimeout, ts)
 	parts.http = hb.String()
