@@ -194,13 +194,10 @@ func TestOneShotEarlyAnswer(t *testing.T) {
 	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{ReadTimeout: 5 * time.Second}))
 	defer front.Close()
 	body := bytes.Repeat([]byte("x"), 8<<20)
-	resp, err := front.Client().Post(front.URL+"/upload", "application/octet-stream", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("POST of 8 MiB = %s, want the upstream's 413", resp.Status)
+	req, _ := http.NewRequest("POST", front.URL+"/upload", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if status, _, _ := do(t, front.Client(), req); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of 8 MiB = %d, want the upstream's 413", status)
 	}
 }
 
