@@ -111,6 +111,21 @@ func TestKeyAppend(t *testing.T) {
 		{"$http_host", req("Site1:80", "", nil), "Site1:80"},
 		{"$host$binary_remote_addr", req("S1", "10.0.0.1", nil), "s1\x0a\x00\x00\x01"},
 		{"t-${host}x", req("S1", "", nil), "t-s1x"},
+		// $arg_NAME, as nginx's ngx_http_arg: the first argument of that
+		// name with "=", its raw value up to "&".
+		{"$arg_c", &Request{Query: "c=2"}, "2"},
+		{"$arg_c", &Request{Query: "a=1&c=2&c=3"}, "2"},
+		{"$arg_c", &Request{Query: "C=2"}, "2"},
+		{"$arg_C", &Request{Query: "c=2"}, "2"},
+		{"$arg_c", &Request{Query: "c&c=3"}, "3"},
+		{"$arg_c", &Request{Query: "bc=1&c=4"}, "4"},
+		{"$arg_c", &Request{Query: "c="}, ""},
+		{"$arg_c", &Request{Query: "c=a%20b+c"}, "a%20b+c"},
+		{"$arg_c", &Request{Query: "c=1;d=2"}, "1;d=2"},
+		{"$arg_c", &Request{Query: ""}, ""},
+		{"$arg_c", &Request{Query: "cc=1"}, ""},
+		{"$arg_site", &Request{Query: "site=s1&x=y"}, "s1"},
+		{"k-$arg_a-$arg_b", &Request{Query: "b=2&a=1"}, "k-1-2"},
 	}
 	for _, tt := range tests {
 		k, err := ParseKey(tt.key)
@@ -118,37 +133,7 @@ func TestKeyAppend(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := string(k.Append(nil, tt.r)); got != tt.want {
-			t.Errorf("%s for Host %q Addr %v = %q, want %q", tt.key, tt.r.Host, tt.r.Addr, got, tt.want)
-		}
-	}
-}
-
-// TestKeyAppendArg holds $arg_NAME to nginx's ngx_http_arg: the first
-// argument of that name with "=", its raw value up to "&".
-func TestKeyAppendArg(t *testing.T) {
-	tests := []struct{ key, query, want string }{
-		{"$arg_c", "c=2", "2"},
-		{"$arg_c", "a=1&c=2&c=3", "2"},
-		{"$arg_c", "C=2", "2"},
-		{"$arg_C", "c=2", "2"},
-		{"$arg_c", "c&c=3", "3"},
-		{"$arg_c", "bc=1&c=4", "4"},
-		{"$arg_c", "c=", ""},
-		{"$arg_c", "c=a%20b+c", "a%20b+c"},
-		{"$arg_c", "c=1;d=2", "1;d=2"},
-		{"$arg_c", "", ""},
-		{"$arg_c", "cc=1", ""},
-		{"$arg_site", "site=s1&x=y", "s1"},
-		{"k-$arg_a-$arg_b", "b=2&a=1", "k-1-2"},
-	}
-	for _, tt := range tests {
-		k, err := ParseKey(tt.key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &Request{Query: tt.query}
-		if got := string(k.Append(nil, r)); got != tt.want {
-			t.Errorf("%s for query %q = %q, want %q", tt.key, tt.query, got, tt.want)
+			t.Errorf("%s for Host %q Addr %v Query %q = %q, want %q", tt.key, tt.r.Host, tt.r.Addr, tt.r.Query, got, tt.want)
 		}
 	}
 }

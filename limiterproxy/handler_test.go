@@ -101,6 +101,17 @@ func receive(t *testing.T, c <-chan result, n int) []result {
 	return rs
 }
 
+// receiveOK receives n results from c and fails t for each that is not
+// 200; what says which responses they are ("held").
+func receiveOK(t *testing.T, c <-chan result, n int, what string) {
+	t.Helper()
+	for i, r := range receive(t, c, n) {
+		if r.status != 200 {
+			t.Errorf("%s response %d: %d, want 200", what, i, r.status)
+		}
+	}
+}
+
 func statuses(rs []result) map[int]int {
 	m := map[int]int{}
 	for _, r := range rs {
@@ -193,11 +204,7 @@ func TestConnPerHost(t *testing.T) {
 	}
 	checkSeries(t, st.metrics, "while held", series{"stampede_limit_in_flight", "limit_conn[0]", 4})
 	g.open()
-	for i, r := range receive(t, c, 4) {
-		if r.status != 200 {
-			t.Errorf("held response %d: %d, want 200", i, r.status)
-		}
-	}
+	receiveOK(t, c, 4, "held")
 	st.close()
 	checkSeries(t, st.metrics, "after",
 		series{"stampede_limit_passed_total", "limit_conn[0]", 4},

@@ -19,12 +19,7 @@ import (
 // Its CPU profile is the proxy's, beside the benchmark's own client and
 // upstream.
 func BenchmarkProxyServe(b *testing.B) {
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer upLn.Close()
-	go serveReturn200(upLn, true)
+	upstream := startReturn200(b, true)
 	for _, mode := range []struct {
 		name string
 		n    int
@@ -36,7 +31,7 @@ func BenchmarkProxyServe(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rp := NewProxy(mustURL(b, "http://"+upLn.Addr().String()), ProxyOptions{ReadTimeout: time.Minute, SendTimeout: time.Minute, UpstreamKeepAlive: mode.n})
+			rp := NewProxy(mustURL(b, "http://"+upstream), ProxyOptions{ReadTimeout: time.Minute, SendTimeout: time.Minute, UpstreamKeepAlive: mode.n})
 			srv := NewServer(&Handler{Policy: p, Next: rp}, opts)
 			go srv.Serve(ln) //nolint:errcheck
 			defer srv.Close()

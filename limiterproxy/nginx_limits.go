@@ -3,6 +3,7 @@ package limiterproxy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,21 +32,26 @@ type nginxRule struct {
 
 func (r nginxRule) name() string { return r.prefix + limit.LimitName(r.kind, r.index) }
 
-// zoneDirective is r's limit_req_zone or limit_conn_zone directive, without
-// its semicolon.
-func (r nginxRule) zoneDirective() string {
-	d := r.kind + "_zone " + r.key + " zone=" + r.zone + ":" + r.size
-	if r.kind == "limit_req" {
-		d += " rate=" + r.rate
-	}
-	return d
-}
-
 // nginxScope is the server's limits or one location's own.
 type nginxScope struct {
 	prefix    string // "" for the server, "locations[1]." for a location
 	suffix    string // "" for the server, "_l1" for location 1: zone and map names
 	req, conn []nginxRule
+}
+
+// writeZones writes the limit_req_zone and limit_conn_zone directives of
+// sc's limits, each after its notes.
+func (sc *nginxScope) writeZones(p func(int, string, ...any)) {
+	for _, r := range slices.Concat(sc.req, sc.conn) {
+		for _, n := range r.notes {
+			p(0, "# %s", n)
+		}
+		rate := ""
+		if r.kind == "limit_req" {
+			rate = " rate=" + r.rate
+		}
+		p(0, "%s_zone %s zone=%s:%s%s;", r.kind, r.key, r.zone, r.size, rate)
+	}
 }
 
 // nginxScopeOf prepares the limits of one scope.

@@ -70,9 +70,16 @@ func get(t *testing.T, client *http.Client, base, host string) (int, string, htt
 		t.Fatal(err)
 	}
 	req.Host = host
+	return do(t, client, req)
+}
+
+// do sends req with client and returns the status, body and header of its
+// response; a request that gets no response fails t.
+func do(t testing.TB, client *http.Client, req *http.Request) (int, string, http.Header) {
+	t.Helper()
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s Host %s: %v", base, host, err)
+		t.Fatalf("%s %s Host %s: %v", req.Method, req.URL, req.Host, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

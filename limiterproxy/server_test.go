@@ -204,13 +204,8 @@ func TestServerHeaderCap(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
 	req.Header.Set("X-Big", strings.Repeat("a", 16<<10))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("16 KiB header: status %d, want 431", resp.StatusCode)
+	if status, _, _ := do(t, http.DefaultClient, req); status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("16 KiB header: status %d, want 431", status)
 	}
 }
 

@@ -194,13 +194,10 @@ func TestOneShotEarlyAnswer(t *testing.T) {
 	front := httptest.NewServer(NewProxy(mustURL(t, backend.URL), ProxyOptions{ReadTimeout: 5 * time.Second}))
 	defer front.Close()
 	body := bytes.Repeat([]byte("x"), 8<<20)
-	resp, err := front.Client().Post(front.URL+"/upload", "application/octet-stream", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("POST of 8 MiB = %s, want the upstream's 413", resp.Status)
+	req, _ := http.NewRequest("POST", front.URL+"/upload", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if status, _, _ := do(t, front.Client(), req); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("POST of 8 MiB = %d, want the upstream's 413", status)
 	}
 }
 
@@ -237,13 +234,7 @@ func TestOneShotHeaderBound(t *testing.T) {
 // dial, one write, http.ReadResponse, read the body, close. The ratio of
 // the two is what the proxy adds to the platform's own cost.
 func BenchmarkProxyUpstream(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go serveReturn200(ln, false)
-	addr := ln.Addr().String()
+	addr := startReturn200(b, false)
 
 	b.Run("proxy", func(b *testing.B) {
 		p := NewProxy(mustURL(b, "http://"+addr), ProxyOptions{ReadTimeout: time.Minute})
@@ -277,6 +268,18 @@ func BenchmarkProxyUpstream(b *testing.B) {
 			}
 		})
 	})
+}
+
+// startReturn200 starts an upstream on loopback, closed when tb ends,
+// that serveReturn200 answers, and returns its address.
+func startReturn200(tb testing.TB, keepAlive bool) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go serveReturn200(ln, keepAlive)
+	return ln.Addr().String()
 }
 
 // serveReturn200 answers every request on ln with 200 "ok\n" as nginx's
