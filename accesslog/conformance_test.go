@@ -101,13 +101,15 @@ def app(environ, start_response):
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(app), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := testproc.FreeAddr(t)
 	logPath := filepath.Join(dir, "access.log")
-	args := []string{"--chdir", dir, "-w", "1", "-b", addr, "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app"}
+	args := []string{"--chdir", dir, "-w", "1", "-b", fmt.Sprintf("fd://%d", testproc.InheritedFD), "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app"}
+	cmd := exec.Command(bin, args...)
+	ln := testproc.Inherit(t, cmd)
+	addr := ln.Addr
 	// SIGINT: gunicorn's quick shutdown.
-	p := testproc.Start(t, exec.Command(bin, args...), syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
-	if err := p.Wait(10*time.Second, func() bool { return testproc.Dials(addr) }); err != nil {
-		t.Fatalf("gunicorn does not listen on %s: %v\n%s", addr, err, p.Log())
+	p := testproc.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
+	if err := p.Wait(10*time.Second, ln.Accepting); err != nil {
+		t.Fatalf("gunicorn does not accept on %s: %v\n%s", addr, err, p.Log())
 	}
 	sleeps := []int{0, 60, 120}
 	for i, ms := range sleeps {

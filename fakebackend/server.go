@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"stampede/internal/acceptq"
 	"time"
 )
 
@@ -44,7 +45,7 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 		if err := SetBacklog(ln, b.Backlog()); err != nil {
 			return fmt.Errorf("fake backend: %w", err)
 		}
-		q := acceptQueue(ln)
+		q := acceptq.Reader(ln)
 		b.mu.Lock()
 		b.kernelQueue = q
 		b.mu.Unlock()

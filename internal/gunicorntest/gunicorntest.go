@@ -54,8 +54,8 @@ func (s *Server) Log() string { return s.p.Log() }
 // workers and every replacement.
 func (s *Server) ReadyCount() int { return strings.Count(s.p.Log(), Ready) }
 
-// Start runs gunicorn (Require's) with opts on a free loopback port until
-// the test ends, and returns once every first worker is ready. It fails the
+// Start runs gunicorn (Require's) with opts on a free loopback port, whose
+// listener it inherits, until the test ends, and returns once every first worker is ready. It fails the
 // test when gunicorn exits first or is not ready within 20 seconds.
 // Whenever the test fails, gunicorn's log is logged at its end.
 func Start(t testing.TB, opts Options) *Server {
@@ -67,11 +67,8 @@ func Start(t testing.TB, opts Options) *Server {
 	// worker" comes before the app is loaded.
 	conf := "def post_worker_init(worker):\n    worker.log.info(\"" + Ready + " %s\", worker.pid)\n"
 	confPath := testproc.WriteFile(t, dir, "gunicorn_conf.py", []byte(conf))
-	// gunicorn takes its port from the command line.
-	addr := testproc.FreeAddr(t)
-
 	workers := max(opts.Workers, 1)
-	args := []string{"--chdir", dir, "-c", confPath, "-b", addr, "-w", strconv.Itoa(workers),
+	args := []string{"--chdir", dir, "-c", confPath, "-b", fmt.Sprintf("fd://%d", testproc.InheritedFD), "-w", strconv.Itoa(workers),
 		"--log-level", "info", "--worker-tmp-dir", dir,
 		"--timeout", strconv.Itoa(int(opts.Timeout / time.Second))}
 	if opts.Threads > 1 {
@@ -86,8 +83,11 @@ func Start(t testing.TB, opts Options) *Server {
 	args = append(args, "stampedeapp:app")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	// gunicorn takes over a listener the test holds (--bind fd://3), so no
+	// other process can take the port first; it sets its own --backlog on it.
+	ln := testproc.Inherit(t, cmd)
 	// SIGINT: gunicorn's quick shutdown, without waiting for requests.
-	s := &Server{Addr: addr, p: testproc.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
+	s := &Server{Addr: ln.Addr, p: testproc.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
 	if err := s.p.Wait(20*time.Second, func() bool { return s.ReadyCount() >= workers }); err != nil {
 		t.Fatalf("gunicorn's %d workers were not ready: %v\n%s", workers, err, s.Log())
 	}

@@ -2,7 +2,9 @@ package nginxtest
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -24,30 +26,33 @@ func Require(t testing.TB) string {
 }
 
 // Start runs nginx (Require's) with the configuration that conf writes for
-// nginx to listen on listen, a free loopback address, until the test ends,
-// and returns its base URL, "http://" + listen, once nginx accepts
-// connections there. It fails the test when nginx exits first or does not
+// nginx to listen on listen, a free loopback address whose listener nginx
+// inherits, until the test ends, and returns its base URL, "http://" +
+// listen, once nginx accepts connections there. It fails the test when nginx exits first or does not
 // listen within 10 seconds. Whenever the test fails, the configuration and
 // nginx's output are logged at its end.
 func Start(t testing.TB, conf func(w io.Writer, listen string) error) string {
 	t.Helper()
 	nginx := Require(t)
 	dir := t.TempDir()
-	// nginx takes its port from the configuration.
-	addr := testproc.FreeAddr(t)
+	cmd := exec.Command(nginx, "-p", dir, "-e", "stderr", "-g", "daemon off; master_process on;")
+	// nginx takes over a listener the test holds, as a new nginx binary
+	// takes its predecessor's, so no other process can take the port first.
+	ln := testproc.Inherit(t, cmd)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("NGINX=%d;", testproc.InheritedFD))
 	var cfg bytes.Buffer
-	if err := conf(&cfg, addr); err != nil {
+	if err := conf(&cfg, ln.Addr); err != nil {
 		t.Fatal(err)
 	}
 	confPath := testproc.WriteFile(t, dir, "nginx.conf", cfg.Bytes())
-	cmd := exec.Command(nginx, "-p", dir, "-c", confPath, "-e", "stderr", "-g", "daemon off; master_process on;")
+	cmd.Args = append(cmd.Args, "-c", confPath)
 	// SIGTERM: SIGQUIT would wait for the requests in flight; the test is over.
 	p := testproc.Start(t, cmd, syscall.SIGTERM, "nginx configuration:\n"+cfg.String())
-	// nginx says nothing when it is ready: it is when its port answers.
-	if err := p.Wait(10*time.Second, func() bool { return testproc.Dials(addr) }); err != nil {
-		t.Fatalf("nginx did not listen on %s: %v", addr, err)
+	// nginx says nothing when it is ready: it is when it accepts.
+	if err := p.Wait(10*time.Second, ln.Accepting); err != nil {
+		t.Fatalf("nginx did not accept on %s: %v", ln.Addr, err)
 	}
-	return "http://" + addr
+	return "http://" + ln.Addr
 }
 
 // Conf returns a whole nginx.conf whose http {} block holds http, after

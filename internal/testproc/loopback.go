@@ -14,7 +14,8 @@ import (
 // FreeAddr returns 127.0.0.1:PORT with a port that was free a moment ago,
 // for a program that takes its address from its configuration or command
 // line. Another process may take the port first; the program then fails
-// to bind and says so.
+// to bind and says so. A program that can inherit its listener takes one
+// from Inherit instead.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln := Listen(t)

@@ -1,4 +1,4 @@
-package fakebackend
+package acceptq
 
 import (
 	"net"
@@ -6,10 +6,10 @@ import (
 	"unsafe"
 )
 
-// acceptQueue returns a function that reads how many connections wait in
-// ln's accept queue, as Linux reports it for a listening socket (tcp_info's
+// Reader returns a function that reads how many connections wait in ln's
+// accept queue, as Linux reports it for a listening socket (tcp_info's
 // unacked field), or nil for a listener that is not TCP.
-func acceptQueue(ln net.Listener) func() (int, bool) {
+func Reader(ln net.Listener) func() (int, bool) {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
 		return nil
