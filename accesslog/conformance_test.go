@@ -107,7 +107,7 @@ def app(environ, start_response):
 	ln := testproc.Inherit(t, cmd)
 	addr := ln.Addr
 	// SIGINT: gunicorn's quick shutdown.
-	p := testproc.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
+	p := ln.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
 	if err := p.Wait(10*time.Second, ln.Accepting); err != nil {
 		t.Fatalf("gunicorn does not accept on %s: %v\n%s", addr, err, p.Log())
 	}

@@ -87,7 +87,7 @@ func Start(t testing.TB, opts Options) *Server {
 	// other process can take the port first; it sets its own --backlog on it.
 	ln := testproc.Inherit(t, cmd)
 	// SIGINT: gunicorn's quick shutdown, without waiting for requests.
-	s := &Server{Addr: ln.Addr, p: testproc.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
+	s := &Server{Addr: ln.Addr, p: ln.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
 	if err := s.p.Wait(20*time.Second, func() bool { return s.ReadyCount() >= workers }); err != nil {
 		t.Fatalf("gunicorn's %d workers were not ready: %v\n%s", workers, err, s.Log())
 	}

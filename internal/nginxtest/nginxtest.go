@@ -47,7 +47,7 @@ func Start(t testing.TB, conf func(w io.Writer, listen string) error) string {
 	confPath := testproc.WriteFile(t, dir, "nginx.conf", cfg.Bytes())
 	cmd.Args = append(cmd.Args, "-c", confPath)
 	// SIGTERM: SIGQUIT would wait for the requests in flight; the test is over.
-	p := testproc.Start(t, cmd, syscall.SIGTERM, "nginx configuration:\n"+cfg.String())
+	p := ln.Start(t, cmd, syscall.SIGTERM, "nginx configuration:\n"+cfg.String())
 	// nginx says nothing when it is ready: it is when it accepts.
 	if err := p.Wait(10*time.Second, ln.Accepting); err != nil {
 		t.Fatalf("nginx did not accept on %s: %v", ln.Addr, err)

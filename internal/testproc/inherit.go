@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ const InheritedFD = 3
 
 // Inherit makes a listener on a free loopback port and hands it to cmd as
 // its descriptor InheritedFD; the program is told to use it by the caller
-// (an environment variable or a flag). Call it before cmd.Start.
+// (an environment variable or a flag), and starts it with in.Start.
 func Inherit(t testing.TB, cmd *exec.Cmd) *Inherited {
 	t.Helper()
 	ln := Listen(t).(*net.TCPListener)
@@ -69,6 +70,27 @@ func (in *Inherited) Accepting() bool {
 		}
 	}
 	return false
+}
+
+// Start starts cmd as the package's Start does, then puts the listener
+// back in non-blocking mode: os/exec made it blocking when it took its
+// descriptor for cmd, and the mode belongs to the socket, not to one
+// descriptor. A server whose processes share one listener, as nginx's
+// workers do, would otherwise block in accept when another took the
+// connection. No connection comes before the test opens one, so none is
+// accepted in blocking mode.
+func (in *Inherited) Start(t testing.TB, cmd *exec.Cmd, stop os.Signal, describe string) *Process {
+	t.Helper()
+	p := Start(t, cmd, stop, describe)
+	rc, err := in.ln.SyscallConn()
+	if err != nil {
+		t.Fatalf("%v: %v", in, err)
+	}
+	var nerr error
+	if err := rc.Control(func(fd uintptr) { nerr = syscall.SetNonblock(int(fd), true) }); err != nil || nerr != nil {
+		t.Fatalf("%v: non-blocking mode: %v %v", in, err, nerr)
+	}
+	return p
 }
 
 // String describes in for failure messages.

@@ -24,6 +24,12 @@ func serveInherited(dir string) int {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Before net.FileListener, which makes it non-blocking again.
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, InheritedFD, syscall.F_GETFL, 0)
+	if errno != 0 || flags&syscall.O_NONBLOCK == 0 {
+		fmt.Fprintf(os.Stderr, "descriptor %d is blocking (flags %#x, %v)\n", InheritedFD, flags, errno)
+		return 1
+	}
 	ln, err := net.FileListener(os.NewFile(InheritedFD, "inherited"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,8 +46,9 @@ func serveInherited(dir string) int {
 }
 
 // TestInherit hands a listener to a child and checks that the port is
-// held from the start, that Accepting waits for the child to accept, not
-// for the handshake, and that the child serves on it.
+// held from the start, that the child finds it non-blocking, that
+// Accepting waits for the child to accept, not for the handshake, and
+// that the child serves on it.
 func TestInherit(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -50,7 +57,7 @@ func TestInherit(t *testing.T) {
 	if _, err := net.Listen("tcp", ln.Addr); err == nil {
 		t.Fatalf("listen on %s succeeded: the port is not held", ln.Addr)
 	}
-	p := Start(t, cmd, syscall.SIGKILL, "the inheriting child")
+	p := ln.Start(t, cmd, syscall.SIGKILL, "the inheriting child")
 	if ln.Accepting() {
 		t.Fatal("Accepting before the child accepts: want false")
 	}
