@@ -20,7 +20,7 @@ func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink w
 	if d.opts.Sample != nil {
 		every := d.opts.SampleEvery
 		if every <= 0 {
-			every = max(d.wall(time.Second), 5*time.Millisecond)
+			every = max(d.scale.Wall(time.Second), 5*time.Millisecond)
 		}
 		ticker := time.NewTicker(every)
 		defer ticker.Stop()
@@ -46,7 +46,7 @@ func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink w
 			select {
 			case <-batch.C:
 			case now := <-tick:
-				d.opts.Sample(d.model(now.Sub(start)))
+				d.opts.Sample(d.scale.Model(now.Sub(start)))
 			}
 			n = 0
 		} else {
@@ -58,7 +58,7 @@ func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink w
 				add(res)
 				n = 1
 			case now := <-tick:
-				d.opts.Sample(d.model(now.Sub(start)))
+				d.opts.Sample(d.scale.Model(now.Sub(start)))
 				n = 0
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"stampede/clock"
 	"stampede/workload"
 )
 
@@ -13,7 +14,7 @@ import (
 // atomically.
 type Counters struct {
 	start     atomic.Int64  // wall start of the run, Unix nanoseconds; 0 before
-	scale     atomic.Uint64 // float64 bits of the time scale
+	scale     atomic.Uint64 // float64 bits of the clock.Scale
 	sent      atomic.Uint64
 	inFlight  atomic.Int64
 	abandoned atomic.Uint64
@@ -34,11 +35,8 @@ type Progress struct {
 func (c *Counters) Snapshot() Progress {
 	var p Progress
 	if s := c.start.Load(); s != 0 {
-		scale := math.Float64frombits(c.scale.Load())
-		if scale <= 0 {
-			scale = 1
-		}
-		p.Elapsed = time.Duration(float64(time.Since(time.Unix(0, s))) / scale)
+		scale := clock.Scale(math.Float64frombits(c.scale.Load()))
+		p.Elapsed = scale.Model(time.Since(time.Unix(0, s)))
 	}
 	p.Sent = c.sent.Load()
 	p.InFlight = c.inFlight.Load()

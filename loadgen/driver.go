@@ -129,7 +129,7 @@ type tenant struct {
 // any goroutine at any time.
 type Driver struct {
 	opts       DriverOptions
-	scale      float64
+	scale      clock.Scale
 	reject     []int
 	maxFlight  int64
 	urls       []*url.URL
@@ -151,16 +151,13 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if opts.Target == nil || opts.Target.Scheme != "http" || opts.Target.Host == "" {
 		return nil, fmt.Errorf("loadgen: target %v: want an http:// URL with a host", opts.Target)
 	}
-	d := &Driver{opts: opts, scale: opts.TimeScale, reject: opts.RejectStatuses, counters: opts.Counters, late: newLatenessRecorder()}
-	if d.scale == 0 {
-		d.scale = 1
-	}
+	d := &Driver{opts: opts, scale: clock.Scale(opts.TimeScale), reject: opts.RejectStatuses, counters: opts.Counters, late: newLatenessRecorder()}
 	if opts.Tare < 0 {
 		return nil, fmt.Errorf("loadgen: tare %v: want zero or more", opts.Tare)
 	}
 	d.tare.Store(int64(opts.Tare))
-	if d.scale < 0 || math.IsNaN(d.scale) || math.IsInf(d.scale, 0) {
-		return nil, fmt.Errorf("loadgen: time scale %v: want a positive number", opts.TimeScale)
+	if err := d.scale.Validate(); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	if d.reject == nil {
 		d.reject = []int{http.StatusServiceUnavailable}
@@ -209,7 +206,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
 			}
 		}
-		t.timeout = d.wall(sc.Load.ClientTimeout)
+		t.timeout = d.scale.Wall(sc.Load.ClientTimeout)
 		t.cap = int64(workload.TenantCap(sc.Load))
 		t.stop = workload.Stop(sc.Load, opts.Horizon)
 		t.loop = workload.NewClosed(sc.Load, opts.Horizon)
@@ -243,12 +240,6 @@ func (t *tenant) visitor(v int) http.RoundTripper {
 	return t.pool[v%len(t.pool)]
 }
 
-// wall converts model time to wall time.
-func (d *Driver) wall(m time.Duration) time.Duration { return time.Duration(float64(m) * d.scale) }
-
-// model converts wall time to model time.
-func (d *Driver) model(w time.Duration) time.Duration { return time.Duration(float64(w) / d.scale) }
-
 // Progress returns the live counts.
 func (d *Driver) Progress() Progress { return d.counters.Snapshot() }
 
@@ -272,7 +263,7 @@ func (d *Driver) Stalls() Stalls { return d.stalls.summary() }
 // intended time and the send. Paced reports whether the pacer slept, so
 // that do should tell it how late the send was.
 func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (paced, ok bool) {
-	deadline := start.Add(d.wall(at))
+	deadline := start.Add(d.scale.Wall(at))
 	if !d.opts.PreciseTimers {
 		return false, clock.Wait(ctx, deadline, false)
 	}
@@ -297,7 +288,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 		return errors.New("loadgen: Driver.Run called twice")
 	}
 	c := d.counters
-	c.scale.Store(math.Float64bits(d.scale))
+	c.scale.Store(math.Float64bits(float64(d.scale)))
 	c.start.Store(start.UnixNano())
 	defer func() {
 		for _, tr := range d.transports {
@@ -340,7 +331,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 		close(finished)
 	}()
 	if d.opts.Drain > 0 {
-		deadline := time.NewTimer(time.Until(start.Add(d.wall(d.opts.Horizon) + d.opts.Drain)))
+		deadline := time.NewTimer(time.Until(start.Add(d.scale.Wall(d.opts.Horizon) + d.opts.Drain)))
 		select {
 		case <-finished:
 		case <-deadline.C:
@@ -381,6 +372,6 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 		out <- r
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next, more = t.loop.Next(&done, r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
+		next, more = t.loop.Next(&done, r.Intended, max(d.scale.Model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
 	}
 }

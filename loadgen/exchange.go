@@ -59,7 +59,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	// Latency counts from the intended time, so a late send does not hide
 	// a slow server, or from the send when the pacer woke early for it, so
 	// an early one does not shorten the wait.
-	from := start.Add(d.wall(intended))
+	from := start.Add(d.scale.Wall(intended))
 	sent := time.Now()
 	late := sent.Sub(from)
 	res.Late = int32(min(max(late/time.Microsecond, math.MinInt32), math.MaxInt32))
@@ -103,7 +103,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	if err == nil {
 		took = max(took-time.Duration(d.tare.Load()), 0)
 	}
-	res.Latency = d.model(took)
+	res.Latency = d.scale.Model(took)
 	switch {
 	case err == nil:
 		switch {

@@ -74,7 +74,7 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		if ctx.Err() != nil {
 			return
 		}
-		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
+		d.stalls.sent(start.Add(d.scale.Wall(a.at)), time.Now())
 		t := a.t
 		route := t.arrivals.RouteOf(t.mix, t.picks)
 		if next, ok := t.arrivals.Next(); ok {
