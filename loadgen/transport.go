@@ -50,6 +50,7 @@ func (d *Driver) dialer(from netip.Addr) func(ctx context.Context) (net.Conn, er
 	nd := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if from.IsValid() {
 		nd.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
+		nd.Control = bindNoPort
 	}
 	addr := d.opts.Target.Host
 	if d.opts.Target.Port() == "" {
