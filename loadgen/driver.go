@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"stampede/clock"
+	"stampede/internal/h1"
 	"stampede/scenarios"
 	"stampede/workload"
 )
@@ -106,7 +107,7 @@ type tenant struct {
 	index    int32
 	host     string
 	load     *scenarios.Load
-	rt       http.RoundTripper
+	rt       *h1.Client
 	timeout  time.Duration // wall
 	cap      int64         // open model: in-flight cap (workload.TenantCap)
 	inFlight atomic.Int64  // open model: incremented by the scheduler only
@@ -118,8 +119,8 @@ type tenant struct {
 	arrivals *workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
-	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
-	arrived int                 // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
+	pool    []*h1.Client // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
+	arrived int          // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
 }
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
@@ -132,10 +133,9 @@ type Driver struct {
 	scale      clock.Scale
 	reject     []int
 	maxFlight  int64
-	urls       []*url.URL
 	uris       []string // urls' request targets
 	tenants    []*tenant
-	transports []idleCloser
+	transports []*h1.Client
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
@@ -174,12 +174,11 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u := *opts.Target
 		u.Path = base + r.Path
 		u.RawPath = ""
-		d.urls = append(d.urls, &u)
 		d.uris = append(d.uris, u.RequestURI())
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
-	byAddr := map[string]http.RoundTripper{}
-	transportFor := func(addr string) (http.RoundTripper, error) {
+	byAddr := map[string]*h1.Client{}
+	transportFor := func(addr string) (*h1.Client, error) {
 		if tr, ok := byAddr[addr]; ok {
 			return tr, nil
 		}
@@ -188,7 +187,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, err
 		}
 		byAddr[addr] = tr
-		d.transports = append(d.transports, tr.(idleCloser))
+		d.transports = append(d.transports, tr)
 		return tr, nil
 	}
 	for i := range opts.Tenants {
@@ -219,7 +218,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 		}
 		if n := sc.PoolSize(); loopback && n > 1 {
-			t.pool = make([]http.RoundTripper, n)
+			t.pool = make([]*h1.Client, n)
 			for v := range t.pool {
 				if t.pool[v], err = transportFor(sc.VisitorAddr(v)); err != nil {
 					return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
@@ -233,7 +232,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 
 // visitor returns the round tripper of visitor v: the one from its address
 // in the tenant's pool, or the tenant's own without a pool.
-func (t *tenant) visitor(v int) http.RoundTripper {
+func (t *tenant) visitor(v int) *h1.Client {
 	if len(t.pool) == 0 {
 		return t.rt
 	}
@@ -354,7 +353,7 @@ func stream(tenant int32, n int) uint64 {
 
 // user is one closed-model user, following its tenant's loop
 // (workload.Closed), which the simulator's users follow too.
-func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- workload.Result) {
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt *h1.Client, rng *rand.Rand, out chan<- workload.Result) {
 	done := 0
 	for next, more := t.loop.First(); more; {
 		paced, ok := d.wait(ctx, start, next)

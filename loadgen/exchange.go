@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math"
-	"net/http"
+	"os"
 	"time"
 
 	"stampede/fakebackend"
@@ -40,22 +39,12 @@ func serviceOf(h []string) time.Duration {
 // do sends one request intended at model time intended and returns its
 // result, or false when ctx's cancellation abandoned it. Paced says the
 // pacer slept for this send and should learn how late it was.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (workload.Result, bool) {
+func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, client *h1.Client, route int, intended time.Duration, paced bool) (workload.Result, bool) {
 	res := workload.Result{Tenant: t.index, Route: int16(route), Intended: intended}
-	reqCtx := ctx
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-
 	c := d.counters
 	c.sent.Add(1)
 	c.inFlight.Add(1)
 	defer c.inFlight.Add(-1)
-	status := 0
-	limited := false
-	var service []string
 	// Latency counts from the intended time, so a late send does not hide
 	// a slow server, or from the send when the pacer woke early for it, so
 	// an early one does not shorten the wait.
@@ -69,35 +58,22 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 	if sent.Before(from) {
 		from = sent
 	}
-	var err error
-	if c, ok := rt.(*h1.Client); ok {
-		status, err = c.Get(reqCtx, d.uris[route], t.host, func(name, value []byte) {
-			switch {
-			case bytes.EqualFold(name, serviceHeader):
-				service = []string{string(value)}
-			case bytes.EqualFold(name, limitHeader):
-				limited = len(value) > 0
-			}
-		})
-	} else {
-		req := (&http.Request{
-			Method:     http.MethodGet,
-			URL:        d.urls[route],
-			Proto:      "HTTP/1.1",
-			ProtoMajor: 1,
-			ProtoMinor: 1,
-			Header:     http.Header{},
-			Host:       t.host,
-		}).WithContext(reqCtx)
-		var resp *http.Response
-		if resp, err = rt.RoundTrip(req); err == nil {
-			status = resp.StatusCode
-			service = resp.Header[fakebackend.HeaderService]
-			limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+	// The client timeout is the connection's deadline, not a context's:
+	// no timer and no registration with ctx per request.
+	var deadline time.Time
+	if t.timeout > 0 {
+		deadline = sent.Add(t.timeout)
 	}
+	var service []string
+	limited := false
+	status, err := client.GetBy(ctx, deadline, d.uris[route], t.host, func(name, value []byte) {
+		switch {
+		case bytes.EqualFold(name, serviceHeader):
+			service = []string{string(value)}
+		case bytes.EqualFold(name, limitHeader):
+			limited = len(value) > 0
+		}
+	})
 	end := time.Now()
 	took := end.Sub(from)
 	if err == nil {
@@ -124,7 +100,7 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.Rou
 			return res, false
 		}
 		res.Outcome = workload.ClientTimeout
-	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
+	case !deadline.IsZero() && errors.Is(err, os.ErrDeadlineExceeded):
 		res.Outcome = workload.ClientTimeout
 	default:
 		res.Outcome = workload.Error

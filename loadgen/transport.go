@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"time"
 
@@ -18,13 +17,10 @@ func isLoopbackV4(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
-// idleCloser is what Run needs of a transport when it ends.
-type idleCloser interface{ CloseIdleConnections() }
-
 // transport returns a keep-alive HTTP/1.1 client (h1.Client) whose
 // connections come from the source address addr ("" for the system's
 // choice): over DriverOptions.Dial, or TCP to the target.
-func (d *Driver) transport(addr string) (http.RoundTripper, error) {
+func (d *Driver) transport(addr string) (*h1.Client, error) {
 	var from netip.Addr
 	if addr != "" {
 		host := addr
@@ -37,7 +33,7 @@ func (d *Driver) transport(addr string) (http.RoundTripper, error) {
 		}
 		from = ip
 	}
-	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight)}, nil
+	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight), SharedContext: true}, nil
 }
 
 // dialer returns how the driver's connections from the address from
