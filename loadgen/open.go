@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"stampede/clock"
 	"stampede/workload"
 )
 
@@ -61,13 +62,24 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
+	var woke time.Time // when the scheduler last slept until a send
 	for len(h) > 0 {
 		a := h[0]
 		// A runtime timer alone sends up to a millisecond late, which is
 		// 100 ms of model time at 0.01: PreciseTimers times the last
 		// stretch with clock's high-resolution timer, aiming early by its
-		// usual lateness.
-		paced, ok := d.wait(ctx, start, a.at)
+		// usual lateness. A send due within sendQuantum of the last wake
+		// waits for the next, sendQuantum after it, with the others due
+		// by then.
+		var paced, ok bool
+		if next := woke.Add(d.quantum); d.opts.PreciseTimers && start.Add(d.scale.Wall(a.at)).Before(next) {
+			slept := time.Now().Before(next)
+			if ok = clock.Wait(ctx, next, true); slept {
+				woke = time.Now()
+			}
+		} else if paced, ok = d.wait(ctx, start, a.at); paced {
+			woke = time.Now()
+		}
 		if !ok {
 			return
 		}

@@ -17,6 +17,14 @@ func isLoopbackV4(host string) bool {
 	return ip != nil && ip.To4() != nil && ip.IsLoopback()
 }
 
+// maxDials bounds each client's dials in progress (h1.Client.MaxDials).
+// When the generator falls behind and a burst of overdue sends finds every
+// connection busy, dialling one per send made connections by the thousand,
+// which cost more CPU than the sends and put it further behind; past the
+// bound a send takes the first connection that comes back. Its latency
+// still counts from its intended time.
+const maxDials = 64
+
 // transport returns a keep-alive HTTP/1.1 client (h1.Client) whose
 // connections come from the source address addr ("" for the system's
 // choice): over DriverOptions.Dial, or TCP to the target.
@@ -33,7 +41,7 @@ func (d *Driver) transport(addr string) (*h1.Client, error) {
 		}
 		from = ip
 	}
-	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight), SharedContext: true}, nil
+	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight), MaxDials: maxDials, SharedContext: true}, nil
 }
 
 // dialer returns how the driver's connections from the address from

@@ -52,11 +52,22 @@ type Client struct {
 	// its connection is idle costs the connection. False registers for each
 	// request.
 	SharedContext bool
+	// MaxDials bounds the dials in progress at once. A request that finds
+	// no idle connection dials one; past the bound it waits for the first
+	// connection to be put back or dialled, and its own dial starts only
+	// when one ends with requests still waiting. So a burst of requests
+	// that finds every connection busy, as a load generator's after the
+	// CPU was taken from it, opens connections only as fast as it still
+	// needs them. Zero means no bound: every such request starts its dial
+	// at once.
+	MaxDials int
 
-	mu      sync.Mutex
-	idle    []*conn
-	waiting []*waiter      // requests waiting for a connection, oldest first; some may be served already
-	dials   sync.WaitGroup // dials in progress
+	mu       sync.Mutex
+	idle     []*conn
+	waiting  []*waiter      // requests waiting for a connection, oldest first; some may be served already
+	undialed []*waiter      // those of them without a dial of their own, oldest first
+	ndials   int            // dials in progress
+	dials    sync.WaitGroup // the same, for CloseIdleConnections
 }
 
 // DefaultMaxBody is the bound on an answer's body when Client.MaxBody is
@@ -74,6 +85,8 @@ type conn struct {
 	done <-chan struct{}
 	stop func() bool
 	used bool // an exchange has ended well on it
+	// deadline is the one begin set last.
+	deadline time.Time
 }
 
 func newConn(nc net.Conn) *conn {
@@ -118,39 +131,33 @@ func (c *conn) close() {
 }
 
 // begin flushes the request written to c.bw, by deadline (zero: none), and
-// waits for the answer's first byte, within HeaderTimeout too.
+// waits for the answer's first byte, within HeaderTimeout too. A
+// connection keeps its deadline from one exchange to the next, so that
+// requests each with a deadline set it once.
 func (l *Client) begin(c *conn, deadline time.Time) error {
-	if !deadline.IsZero() {
-		c.c.SetWriteDeadline(deadline)
+	if !deadline.Equal(c.deadline) {
+		c.c.SetDeadline(deadline)
+		c.deadline = deadline
 	}
 	if err := c.bw.Flush(); err != nil {
 		return err
 	}
-	l.readBy(c, deadline)
-	_, err := c.br.Peek(1)
-	return err
-}
-
-// readBy sets c's read deadline for the next read: deadline, or
-// HeaderTimeout from now when that comes first.
-func (l *Client) readBy(c *conn, deadline time.Time) {
 	if l.HeaderTimeout > 0 {
 		if t := time.Now().Add(l.HeaderTimeout); deadline.IsZero() || t.Before(deadline) {
-			deadline = t
+			c.c.SetReadDeadline(t)
 		}
 	}
-	if !deadline.IsZero() {
-		c.c.SetReadDeadline(deadline)
-	}
+	_, err := c.br.Peek(1)
+	return err
 }
 
 // end ends an exchange on c under ctx whose answer was read whole: c goes
 // back to the pool, watching ctx still with SharedContext, or is closed
 // when keep is false. It fails with errAborted when ctx ended meanwhile,
 // since its watch may have aborted c.
-func (l *Client) end(ctx context.Context, c *conn, deadline time.Time, keep bool) error {
-	if l.HeaderTimeout > 0 || !deadline.IsZero() {
-		c.c.SetDeadline(time.Time{})
+func (l *Client) end(ctx context.Context, c *conn, keep bool) error {
+	if l.HeaderTimeout > 0 {
+		c.c.SetReadDeadline(c.deadline)
 	}
 	if ctx.Err() != nil || !l.SharedContext && !c.unwatch() {
 		return errAborted
@@ -350,7 +357,7 @@ func (l *Client) exchange(ctx context.Context, c *conn, req *http.Request) (*htt
 	if err != nil {
 		return nil, true, err
 	}
-	if err := l.end(ctx, c, time.Time{}, !resp.Close && !req.Close); err != nil {
+	if err := l.end(ctx, c, !resp.Close && !req.Close); err != nil {
 		return nil, true, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))

@@ -12,6 +12,7 @@ import (
 // guarded by the Client's mu; ch, of one slot, gets the connection or the
 // dial's error once served is set.
 type waiter struct {
+	ctx    context.Context
 	ch     chan dialed
 	served bool
 }
@@ -36,12 +37,15 @@ func (l *Client) acquire(ctx context.Context, deadline time.Time) (*conn, error)
 		if c := l.get(ctx); c != nil {
 			return c, nil
 		}
-		w := &waiter{ch: make(chan dialed, 1)}
+		w := &waiter{ctx: ctx, ch: make(chan dialed, 1)}
 		l.mu.Lock()
 		l.waiting = append(l.waiting, w)
-		l.dials.Add(1)
+		if l.MaxDials > 0 && l.ndials >= l.MaxDials {
+			l.undialed = append(l.undialed, w)
+		} else {
+			l.startDial(w)
+		}
 		l.mu.Unlock()
-		go l.dialFor(ctx, w)
 		if expire == nil && !deadline.IsZero() {
 			t := time.NewTimer(time.Until(deadline))
 			defer t.Stop()
@@ -86,18 +90,36 @@ func (l *Client) leave(w *waiter) bool {
 	return true
 }
 
+// startDial starts w's dial. l.mu is held.
+func (l *Client) startDial(w *waiter) {
+	l.ndials++
+	l.dials.Add(1)
+	go l.dialFor(w)
+}
+
 // dialFor dials a connection for w, and gives it to w while w waits, or
 // else to the pool (put). A failed dial fails w alone, and only while it
-// waits.
-func (l *Client) dialFor(ctx context.Context, w *waiter) {
+// waits. The dial's end lets the oldest request still waiting without a
+// dial start its own.
+func (l *Client) dialFor(w *waiter) {
 	defer l.dials.Done()
 	var d dialed
-	if nc, err := l.Dial(ctx); err != nil {
+	if nc, err := l.Dial(w.ctx); err != nil {
 		d.err = err
 	} else {
 		d.c = newConn(nc)
 	}
 	l.mu.Lock()
+	l.ndials--
+	for len(l.undialed) > 0 {
+		next := l.undialed[0]
+		l.undialed[0] = nil
+		l.undialed = l.undialed[1:]
+		if !next.served && next != w {
+			l.startDial(next)
+			break
+		}
+	}
 	mine := !w.served
 	w.served = true
 	l.mu.Unlock()

@@ -147,3 +147,37 @@ func TestClientBurstTakesReturned(t *testing.T) {
 		}
 	})
 }
+
+// TestClientMaxDials holds a burst to MaxDials dials at once, and every
+// request of it to an answer once the dials come through.
+func TestClientMaxDials(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		c.MaxDials = 1
+		dial := c.Dial
+		hold := make(chan struct{})
+		var dials atomic.Int32
+		c.Dial = func(ctx context.Context) (net.Conn, error) {
+			dials.Add(1)
+			<-hold
+			return dial(ctx)
+		}
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := c.Get(context.Background(), "/", "h", nil)
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		if n := dials.Load(); n != 1 {
+			t.Errorf("step burst: %d dials in progress, want 1", n)
+		}
+		close(hold)
+		for i := range 3 {
+			if err := <-errs; err != nil {
+				t.Errorf("step answers: request %d: %v", i, err)
+			}
+		}
+	})
+}

@@ -61,7 +61,7 @@ func (l *Client) getOn(ctx context.Context, c *conn, deadline time.Time, uri, ho
 			if err := discardBody(c.br, a); err != nil {
 				return 0, true, err
 			}
-			return a.status, true, l.end(ctx, c, deadline, !a.close && a.status != 101)
+			return a.status, true, l.end(ctx, c, !a.close && a.status != 101)
 		}
 	}
 }
