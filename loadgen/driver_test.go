@@ -278,77 +278,62 @@ func TestDriverOpenSendsEveryArrival(t *testing.T) {
 	}
 }
 
-func TestDriverDropsOverInFlightCap(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer srv.CloseClientConnections()
-	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 100, MaxInFlight: 2,
-		Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-	n := arrivalsOf(load, time.Second, 1, 0)
-	d := newDriver(t, srv.URL, DriverOptions{
-		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.2, Seed: 1})
-	sink := resultSink{}
-	dropped := 0
-	sink.onAdd = func(r *workload.Result) {
-		// Once every arrival but the two in flight is dropped, let those two
-		// finish: the run then ends without a timeout.
-		if r.Outcome == workload.Dropped {
-			if dropped++; dropped == n-2 {
-				close(release)
-			}
-		}
-	}
-	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := sink.count(workload.Dropped), n-2; got != want {
-		t.Errorf("dropped: got %d, want %d", got, want)
-	}
-	if got := sink.count(workload.OK); got != 2 {
-		t.Errorf("ok: got %d, want 2", got)
-	}
-	if got := len(sink.got); got != n {
-		t.Errorf("results: got %d, want %d: every arrival recorded", got, n)
-	}
-}
-
-func TestDriverGlobalCapDrops(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
+// TestDriverDropsOverCaps holds the open model to its in-flight caps, a
+// tenant's (Load.MaxInFlight) and the driver's (DriverOptions.MaxInFlight):
+// against a server that holds every request, every arrival past the cap is
+// dropped, and every arrival is recorded.
+func TestDriverDropsOverCaps(t *testing.T) {
 	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
-	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 40, Routes: one}
-	tenants := []scenarios.Tenant{{Index: 0, Name: "a", Host: "a", Load: load}, {Index: 1, Name: "b", Host: "b", Load: load}}
-	n := arrivalsOf(load, time.Second, 1, 0) + arrivalsOf(load, time.Second, 1, 1)
-	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: time.Second, TimeScale: 0.2, Seed: 1, MaxInFlight: 3})
-	sink := resultSink{}
-	dropped := 0
-	sink.onAdd = func(r *workload.Result) {
-		if r.Outcome == workload.Dropped {
-			if dropped++; dropped == n-3 {
-				close(release)
+	capped := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 100, MaxInFlight: 2, Routes: one}
+	shared := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 40, Routes: one}
+	for _, c := range []struct {
+		name        string
+		tenants     []scenarios.Tenant
+		maxInFlight int // DriverOptions.MaxInFlight
+		cap         int // requests let through
+	}{
+		{"tenant cap", []scenarios.Tenant{{Name: "x", Host: "x", Load: capped}}, 0, 2},
+		{"driver cap", []scenarios.Tenant{{Index: 0, Name: "a", Host: "a", Load: shared}, {Index: 1, Name: "b", Host: "b", Load: shared}}, 3, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			defer srv.Close()
+			defer srv.CloseClientConnections()
+			n := 0
+			for _, tn := range c.tenants {
+				n += arrivalsOf(tn.Load, time.Second, 1, tn.Index)
 			}
-		}
-	}
-	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := sink.count(workload.Dropped), n-3; got != want {
-		t.Errorf("dropped: got %d, want %d", got, want)
-	}
-	if got := sink.count(workload.OK); got != 3 {
-		t.Errorf("ok: got %d, want 3", got)
+			d := newDriver(t, srv.URL, DriverOptions{Tenants: c.tenants, Horizon: time.Second, TimeScale: 0.2, Seed: 1, MaxInFlight: c.maxInFlight})
+			sink := resultSink{}
+			dropped := 0
+			sink.onAdd = func(r *workload.Result) {
+				// Once every arrival but those in flight is dropped, let
+				// those finish: the run then ends without a timeout.
+				if r.Outcome == workload.Dropped {
+					if dropped++; dropped == n-c.cap {
+						close(release)
+					}
+				}
+			}
+			if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sink.count(workload.Dropped), n-c.cap; got != want {
+				t.Errorf("dropped: got %d, want %d", got, want)
+			}
+			if got := sink.count(workload.OK); got != c.cap {
+				t.Errorf("ok: got %d, want %d", got, c.cap)
+			}
+			if got := len(sink.got); got != n {
+				t.Errorf("results: got %d, want %d: every arrival recorded", got, n)
+			}
+		})
 	}
 }
 

@@ -71,12 +71,11 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		// usual lateness. A send due within sendQuantum of the last wake
 		// waits for the next, sendQuantum after it, with the others due
 		// by then.
+		// A send already due goes at once.
 		var paced, ok bool
-		if next := woke.Add(d.quantum); d.opts.PreciseTimers && start.Add(d.scale.Wall(a.at)).Before(next) {
-			slept := time.Now().Before(next)
-			if ok = clock.Wait(ctx, next, true); slept {
-				woke = time.Now()
-			}
+		if due, next := start.Add(d.scale.Wall(a.at)), woke.Add(d.quantum); d.opts.PreciseTimers && due.Before(next) && time.Now().Before(due) {
+			ok = clock.Wait(ctx, next, true)
+			woke = time.Now()
 		} else if paced, ok = d.wait(ctx, start, a.at); paced {
 			woke = time.Now()
 		}
