@@ -10,7 +10,9 @@ import (
 // waiter is a request waiting for a connection: the one it dials, or one
 // that another exchange puts back first, whichever comes first. Served is
 // guarded by the Client's mu; ch, of one slot, gets the connection or the
-// dial's error once served is set.
+// dial's error once served is set. It holds the request's context, which
+// lives no longer than the request, because past MaxDials the dial is
+// started later, by the end of another.
 type waiter struct {
 	ctx    context.Context
 	ch     chan dialed
@@ -27,10 +29,10 @@ type dialed struct {
 // the dial's connection then goes to the pool, or to the next request
 // waiting. So a burst of requests that finds every connection busy is
 // served at the pace the exchanges end, not at the pace connections are
-// made, and each request still starts its dial at once, as it would
-// without a pool. It waits until deadline (zero: none); running out of it
-// fails with an error that is os.ErrDeadlineExceeded, as an exchange's own
-// deadline does.
+// made, and each request still starts its dial at once (within MaxDials),
+// as it would without a pool. It waits until deadline (zero: none);
+// running out of it fails with an error that is os.ErrDeadlineExceeded, as
+// an exchange's own deadline does.
 func (l *Client) acquire(ctx context.Context, deadline time.Time) (*conn, error) {
 	var expire <-chan time.Time
 	for {
