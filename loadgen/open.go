@@ -68,10 +68,9 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		// A runtime timer alone sends up to a millisecond late, which is
 		// 100 ms of model time at 0.01: PreciseTimers times the last
 		// stretch with clock's high-resolution timer, aiming early by its
-		// usual lateness. A send due within sendQuantum of the last wake
-		// waits for the next, sendQuantum after it, with the others due
-		// by then.
-		// A send already due goes at once.
+		// usual lateness. A send not yet due but due within sendQuantum
+		// of the last wake waits for the next, sendQuantum after it, with
+		// the others due by then; a send already due goes at once.
 		var paced, ok bool
 		if due, next := start.Add(d.scale.Wall(a.at)), woke.Add(d.quantum); d.opts.PreciseTimers && due.Before(next) && time.Now().Before(due) {
 			ok = clock.Wait(ctx, next, true)
