@@ -8,10 +8,12 @@
 #     ratio to each peer, median (min-max). Goals: >= 0.5x wrk, >= 1x
 #     bombardier.
 #  2. open model, constant arrivals at each rate of LADDER for STEP:
-#     stampede and vegeta in turn, ROUNDS times; prints the share of the
-#     arrivals each sent, stampede's dropped arrivals, its send lateness
-#     p99 and the connections it opened. Goals: 20k/s held with lateness
-#     p99 < 5 ms and 0 dropped, 40k/s with < 20 ms.
+#     stampede (and BASELINE, another stampede binary, when given) and
+#     vegeta in turn, ROUNDS times; prints the share of the arrivals each
+#     sent, stampede's dropped arrivals and send lateness p99, and for every
+#     tool the CPU time it used (user+sys) and the connections nginx
+#     accepted from it. Goals: 20k/s held with lateness p99 < 5 ms and 0
+#     dropped, 40k/s with < 20 ms.
 #
 # bombardier and vegeta come from the Go module proxy into a private GOBIN
 # when missing (bench-only peers, not dependencies); hey from Debian's
@@ -19,7 +21,8 @@
 # out and said so.
 #
 # Usage: bench/loadgen.sh            (from anywhere in the repository)
-# Env:   ROUNDS=5 DURATION=5s USERS=64 LADDER="5000 10000 20000 40000" STEP=4s
+# Env:   ROUNDS=5 DURATION=5s USERS=64 LADDER="5000 10000 20000 40000" STEP=10s
+#        MODES="closed open"  BASELINE=/path/to/stampede (e.g. built from main)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -27,7 +30,9 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-5s}
 USERS=${USERS:-64}
 LADDER=${LADDER:-5000 10000 20000 40000}
-STEP=${STEP:-4s}
+STEP=${STEP:-10s}
+MODES=${MODES:-closed open}
+BASELINE=${BASELINE:-}
 NGINX=${NGINX:-/usr/sbin/nginx}
 
 work=$(mktemp -d)
@@ -91,6 +96,7 @@ http {
   scgi_temp_path $work/nginx/tmp;
   server {
     listen 127.0.0.1:$port backlog=4096;
+    location = /nginx_status { stub_status; }
     location / { return 200 "ok\n"; }
   }
 }
@@ -130,16 +136,21 @@ closed_yaml() { bench_yaml loadgen-closed "$DURATION" "model: closed, users: $US
 open_yaml() { bench_yaml loadgen-open "$STEP" "model: open, arrivals: constant, rate: $1/s, client_timeout: 2s"; }
 closed_yaml >"$work/closed.yaml"
 
-# stampede_run FILE: runs it against the target (exit 3 or 4 are verdicts,
-# not failures) and prints results.json's path.
+# stampede_run BINARY FILE: runs it against the target (exit 3 or 4 are
+# verdicts, not failures), writes its CPU time (user+sys, s) to $work/cpu,
+# and prints results.json's path.
 stampede_run() {
   local out="$work/out-$RANDOM"
-  "$work/stampede" run "$1" --target "$target/" --no-progress -o "$out" >"$work/stampede.log" 2>&1 || {
+  /usr/bin/time -f '%U %S' -o "$work/time" "$1" run "$2" --target "$target/" --no-progress -o "$out" >"$work/stampede.log" 2>&1 || {
     rc=$?
     if [ "$rc" != 3 ] && [ "$rc" != 4 ]; then cat "$work/stampede.log" >&2; exit 1; fi
   }
+  tail -1 "$work/time" | awk '{printf "%.2f", $1 + $2}' >"$work/cpu"
   echo "$out/results.json"
 }
+
+# accepts: the connections nginx has accepted so far.
+accepts() { curl -fsS "$target/nginx_status" | awk 'NR == 3 {print $1}'; }
 
 field() { # results.json python-expression
   python3 - "$1" "$2" <<'EOF'
@@ -151,6 +162,23 @@ print(eval(sys.argv[2]))
 EOF
 }
 
+# stats "a1 a2 ..." "b1 b2 ...": median (min-max) of the ratios a_i/b_i.
+stats() {
+  python3 - "$1" "$2" <<'EOF'
+import statistics, sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+r = [x / y for x, y in zip(a, b) if y > 0]
+print("%.2f (%.2f-%.2f)" % (statistics.median(r), min(r), max(r)) if r else "n/a")
+EOF
+}
+med() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))' "$1"; }
+
+mm() { # "v1 v2 ..." DIGITS: median (min-max)
+  python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; d=int(sys.argv[2]); print("%.*f (%.*f-%.*f)" % (d, statistics.median(v), d, min(v), d, max(v)))' "$1" "$2"
+}
+
+if [[ " $MODES " == *" closed "* ]]; then
 secs=${DURATION%s}
 declare -A closed
 tools="stampede wrk"
@@ -163,7 +191,7 @@ for r in $(seq "$ROUNDS"); do
   for tool in $tools; do
     case $tool in
     stampede)
-      res=$(stampede_run "$work/closed.yaml")
+      res=$(stampede_run "$work/stampede" "$work/closed.yaml")
       v=$(field "$res" '"%.0f" % (t["requests"] / r["wall_duration_s"])') ;;
     wrk)
       v=$(wrk -t2 -c"$USERS" -d"$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}') ;;
@@ -181,18 +209,6 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-# stats "a1 a2 ..." "b1 b2 ...": median (min-max) of the ratios a_i/b_i.
-stats() {
-  python3 - "$1" "$2" <<'EOF'
-import statistics, sys
-a = [float(x) for x in sys.argv[1].split()]
-b = [float(x) for x in sys.argv[2].split()]
-r = [x / y for x, y in zip(a, b) if y > 0]
-print("%.2f (%.2f-%.2f)" % (statistics.median(r), min(r), max(r)) if r else "n/a")
-EOF
-}
-med() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.0f (%.0f-%.0f)" % (statistics.median(v), min(v), max(v)))' "$1"; }
-
 echo
 echo "closed model, $USERS users: requests/s median (min-max) over $ROUNDS rounds"
 for tool in $tools; do printf '  %-10s %s\n' "$tool" "$(med "${closed[$tool]}")"; done
@@ -204,37 +220,57 @@ for tool in $tools; do
   printf '  stampede/%-10s %s%s\n' "$tool" "$(stats "${closed[stampede]}" "${closed[$tool]}")" "$goal"
 done
 
+fi
+
+if [[ " $MODES " == *" open "* ]]; then
 step=${STEP%s}
-echo
-echo "== open model, constant arrivals, $STEP per rate, $ROUNDS rounds" >&2
-declare -A sent late drop vsent
+open_tools="stampede"
+[ -n "$BASELINE" ] && open_tools="$open_tools baseline"
+[ -n "$vegeta" ] && open_tools="$open_tools vegeta"
+echo "== open model, constant arrivals, $STEP per rate, $ROUNDS rounds: $open_tools" >&2
+declare -A sent late drop cpu conns
 for rate in $LADDER; do
   open_yaml "$rate" >"$work/open-$rate.yaml"
+  want=$(python3 -c "print($rate * $step)")
   for r in $(seq "$ROUNDS"); do
-    res=$(stampede_run "$work/open-$rate.yaml")
-    want=$(python3 -c "print($rate * $step)")
-    s=$(field "$res" '"%.1f" % (100.0 * (t["requests"] - t["dropped"]) / '"$want"')')
-    p=$(field "$res" '"%.2f" % l.get("p99", float("nan"))')
-    d=$(field "$res" 't["dropped"]')
-    sent[$rate]="${sent[$rate]:-} $s"; late[$rate]="${late[$rate]:-} $p"; drop[$rate]="${drop[$rate]:-} $d"
-    line="round $r  $rate/s  stampede sent $s%, dropped $d, send lateness p99 $p ms"
-    if [ -n "$vegeta" ]; then
-      v=$(echo "GET $target/" | "$vegeta" attack -rate="$rate/s" -duration="$STEP" -timeout=2s |
-        "$vegeta" report -type=json | python3 -c "import json,sys; r=json.load(sys.stdin); print('%.1f' % (100.0 * r['requests'] / ($rate * $step)))")
-      vsent[$rate]="${vsent[$rate]:-} $v"
-      line="$line; vegeta sent $v%"
-    fi
-    echo "$line"
+    for tool in $open_tools; do
+      k="$tool,$rate"
+      a0=$(accepts)
+      case $tool in
+      stampede | baseline)
+        bin="$work/stampede"
+        [ "$tool" = baseline ] && bin="$BASELINE"
+        res=$(stampede_run "$bin" "$work/open-$rate.yaml")
+        s=$(field "$res" '"%.1f" % (100.0 * (t["requests"] - t["dropped"]) / '"$want"')')
+        p=$(field "$res" '"%.2f" % l.get("p99", float("nan"))')
+        d=$(field "$res" 't["dropped"]')
+        late[$k]="${late[$k]:-} $p"
+        drop[$k]="${drop[$k]:-} $d"
+        extra="dropped $d, send lateness p99 $p ms, " ;;
+      vegeta)
+        /usr/bin/time -f '%U %S' -o "$work/time" sh -c "echo 'GET $target/' | '$vegeta' attack -rate=$rate/s -duration=$STEP -timeout=2s >'$work/vegeta.bin'"
+        tail -1 "$work/time" | awk '{printf "%.2f", $1 + $2}' >"$work/cpu"
+        s=$("$vegeta" report -type=json <"$work/vegeta.bin" | python3 -c "import json,sys; r=json.load(sys.stdin); print('%.1f' % (100.0 * r['requests'] / $want))")
+        extra="" ;;
+      esac
+      c=$(cat "$work/cpu")
+      n=$(($(accepts) - a0 - 1)) # less the status request's own
+      sent[$k]="${sent[$k]:-} $s"
+      cpu[$k]="${cpu[$k]:-} $c"
+      conns[$k]="${conns[$k]:-} $n"
+      printf 'round %s  %6s/s  %-9s sent %s%%, %sCPU %s s, %s connections\n' "$r" "$rate" "$tool" "$s" "$extra" "$c" "$n"
+    done
   done
 done
 echo
 echo "open model: median (min-max) over $ROUNDS rounds"
 for rate in $LADDER; do
-  printf '  %6s/s  stampede sent %s%%, dropped %s, lateness p99 %s ms' "$rate" \
-    "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.1f (%.1f-%.1f)" % (statistics.median(v), min(v), max(v)))' "${sent[$rate]}")" \
-    "$(med "${drop[$rate]}")" \
-    "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v)))' "${late[$rate]}")"
-  [ -n "$vegeta" ] && printf '; vegeta sent %s%%' "$(python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1].split()]; print("%.1f (%.1f-%.1f)" % (statistics.median(v), min(v), max(v)))' "${vsent[$rate]}")"
-  echo
+  for tool in $open_tools; do
+    k="$tool,$rate"
+    printf '  %6s/s  %-9s sent %s%%' "$rate" "$tool" "$(mm "${sent[$k]}" 1)"
+    [ "$tool" != vegeta ] && printf ', dropped %s, lateness p99 %s ms' "$(mm "${drop[$k]}" 0)" "$(mm "${late[$k]}" 2)"
+    printf ', CPU %s s, connections %s\n' "$(mm "${cpu[$k]}" 2)" "$(mm "${conns[$k]}" 0)"
+  done
 done
 echo "  goals: 20000/s with lateness p99 < 5 ms and 0 dropped; 40000/s with < 20 ms"
+fi

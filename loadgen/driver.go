@@ -1,11 +1,9 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -18,9 +16,7 @@ import (
 	"time"
 
 	"stampede/clock"
-	"stampede/fakebackend"
 	"stampede/internal/h1"
-	"stampede/limiterproxy"
 	"stampede/scenarios"
 	"stampede/workload"
 )
@@ -32,11 +28,13 @@ const (
 	resultBuffer = 8192
 )
 
-// The answer's headers the driver reads, as h1.Client.Get passes them.
-var (
-	serviceHeader = []byte(fakebackend.HeaderService)
-	limitHeader   = []byte(limiterproxy.LimitHeader)
-)
+// sendQuantum is, in model time and at most in wall time, the shortest
+// the open-model scheduler sleeps between sends with PreciseTimers: sends
+// due closer together go out together, up to sendQuantum late, which
+// spares a wake-up of the high-resolution timer for each of them at tens
+// of thousands a second. Half of StallMin, so that the wait it adds is
+// not taken for a stall.
+const sendQuantum = StallMin / 2
 
 // errDrainExpired is the cause of the run context's cancellation when the
 // drain period after the last send ran out.
@@ -112,53 +110,12 @@ type DriverOptions struct {
 	Dial func(ctx context.Context, from netip.Addr) (net.Conn, error)
 }
 
-// Counters are a driver's live counts, for progress displays. The zero value
-// is ready to use; it is safe for concurrent use, every field updated
-// atomically.
-type Counters struct {
-	start     atomic.Int64  // wall start of the run, Unix nanoseconds; 0 before
-	scale     atomic.Uint64 // float64 bits of the time scale
-	sent      atomic.Uint64
-	inFlight  atomic.Int64
-	abandoned atomic.Uint64
-	outcomes  [workload.NumOutcomes]atomic.Uint64
-}
-
-// Progress is a snapshot of Counters.
-type Progress struct {
-	Elapsed   time.Duration                // model time since the start of the run; 0 before it
-	Sent      uint64                       // requests sent
-	InFlight  int64                        // requests sent whose end is not yet known
-	Outcomes  [workload.NumOutcomes]uint64 // results handed to the sink, by outcome (Dropped included)
-	Abandoned uint64                       // requests cut off by cancellation of Run's context; never recorded
-}
-
-// Snapshot returns the counts now. The fields are read one by one, so a
-// request that ends during the call may be seen both in flight and done.
-func (c *Counters) Snapshot() Progress {
-	var p Progress
-	if s := c.start.Load(); s != 0 {
-		scale := math.Float64frombits(c.scale.Load())
-		if scale <= 0 {
-			scale = 1
-		}
-		p.Elapsed = time.Duration(float64(time.Since(time.Unix(0, s))) / scale)
-	}
-	p.Sent = c.sent.Load()
-	p.InFlight = c.inFlight.Load()
-	p.Abandoned = c.abandoned.Load()
-	for i := range c.outcomes {
-		p.Outcomes[i] = c.outcomes[i].Load()
-	}
-	return p
-}
-
 // tenant is one tenant's sending state.
 type tenant struct {
 	index    int32
 	host     string
 	load     *scenarios.Load
-	rt       http.RoundTripper
+	rt       *h1.Client
 	timeout  time.Duration // wall
 	cap      int64         // open model: in-flight cap (workload.TenantCap)
 	inFlight atomic.Int64  // open model: incremented by the scheduler only
@@ -170,8 +127,8 @@ type tenant struct {
 	arrivals *workload.Arrivals
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
-	pool    []http.RoundTripper // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
-	arrived int                 // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
+	pool    []*h1.Client // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
+	arrived int          // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
 }
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
@@ -181,17 +138,17 @@ type tenant struct {
 // any goroutine at any time.
 type Driver struct {
 	opts       DriverOptions
-	scale      float64
+	scale      clock.Scale
 	reject     []int
 	maxFlight  int64
-	urls       []*url.URL
 	uris       []string // urls' request targets
 	tenants    []*tenant
-	transports []idleCloser
+	transports []*h1.Client
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
 	pacer      clock.Pacer
+	quantum    time.Duration // wall sendQuantum
 	late       *latenessRecorder
 	stalls     stallRecorder
 	tare       atomic.Int64 // nanoseconds
@@ -203,17 +160,15 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	if opts.Target == nil || opts.Target.Scheme != "http" || opts.Target.Host == "" {
 		return nil, fmt.Errorf("loadgen: target %v: want an http:// URL with a host", opts.Target)
 	}
-	d := &Driver{opts: opts, scale: opts.TimeScale, reject: opts.RejectStatuses, counters: opts.Counters, late: newLatenessRecorder()}
-	if d.scale == 0 {
-		d.scale = 1
-	}
+	d := &Driver{opts: opts, scale: clock.Scale(opts.TimeScale), reject: opts.RejectStatuses, counters: opts.Counters, late: newLatenessRecorder()}
 	if opts.Tare < 0 {
 		return nil, fmt.Errorf("loadgen: tare %v: want zero or more", opts.Tare)
 	}
 	d.tare.Store(int64(opts.Tare))
-	if d.scale < 0 || math.IsNaN(d.scale) || math.IsInf(d.scale, 0) {
-		return nil, fmt.Errorf("loadgen: time scale %v: want a positive number", opts.TimeScale)
+	if err := d.scale.Validate(); err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
+	d.quantum = min(sendQuantum, d.scale.Wall(sendQuantum))
 	if d.reject == nil {
 		d.reject = []int{http.StatusServiceUnavailable}
 	}
@@ -229,12 +184,11 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		u := *opts.Target
 		u.Path = base + r.Path
 		u.RawPath = ""
-		d.urls = append(d.urls, &u)
 		d.uris = append(d.uris, u.RequestURI())
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
-	byAddr := map[string]http.RoundTripper{}
-	transportFor := func(addr string) (http.RoundTripper, error) {
+	byAddr := map[string]*h1.Client{}
+	transportFor := func(addr string) (*h1.Client, error) {
 		if tr, ok := byAddr[addr]; ok {
 			return tr, nil
 		}
@@ -243,7 +197,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, err
 		}
 		byAddr[addr] = tr
-		d.transports = append(d.transports, tr.(idleCloser))
+		d.transports = append(d.transports, tr)
 		return tr, nil
 	}
 	for i := range opts.Tenants {
@@ -261,7 +215,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				return nil, fmt.Errorf("loadgen: tenant %s: routes[%d] is route %d; the backend has %d", sc.Name, j, wr.Route, len(opts.Routes))
 			}
 		}
-		t.timeout = d.wall(sc.Load.ClientTimeout)
+		t.timeout = d.scale.Wall(sc.Load.ClientTimeout)
 		t.cap = int64(workload.TenantCap(sc.Load))
 		t.stop = workload.Stop(sc.Load, opts.Horizon)
 		t.loop = workload.NewClosed(sc.Load, opts.Horizon)
@@ -274,7 +228,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 			return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 		}
 		if n := sc.PoolSize(); loopback && n > 1 {
-			t.pool = make([]http.RoundTripper, n)
+			t.pool = make([]*h1.Client, n)
 			for v := range t.pool {
 				if t.pool[v], err = transportFor(sc.VisitorAddr(v)); err != nil {
 					return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
@@ -288,65 +242,12 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 
 // visitor returns the round tripper of visitor v: the one from its address
 // in the tenant's pool, or the tenant's own without a pool.
-func (t *tenant) visitor(v int) http.RoundTripper {
+func (t *tenant) visitor(v int) *h1.Client {
 	if len(t.pool) == 0 {
 		return t.rt
 	}
 	return t.pool[v%len(t.pool)]
 }
-
-// isLoopbackV4 reports whether host is an IPv4 loopback address, the only
-// kind of target a 127.x.y.z source address can reach.
-func isLoopbackV4(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.To4() != nil && ip.IsLoopback()
-}
-
-// idleCloser is what Run needs of a transport when it ends.
-type idleCloser interface{ CloseIdleConnections() }
-
-// transport returns a keep-alive HTTP/1.1 client (h1.Client) whose
-// connections come from the source address addr ("" for the system's
-// choice): over DriverOptions.Dial, or TCP to the target.
-func (d *Driver) transport(addr string) (http.RoundTripper, error) {
-	var from netip.Addr
-	if addr != "" {
-		host := addr
-		if h, _, err := net.SplitHostPort(addr); err == nil {
-			host = h
-		}
-		ip, err := netip.ParseAddr(host)
-		if err != nil {
-			return nil, fmt.Errorf("client address %q is not an IP address (want e.g. 127.0.0.2)", addr)
-		}
-		from = ip
-	}
-	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight)}, nil
-}
-
-// dialer returns how the driver's connections from the address from
-// (zero: the system's choice) are made: DriverOptions.Dial, or TCP to the
-// target.
-func (d *Driver) dialer(from netip.Addr) func(ctx context.Context) (net.Conn, error) {
-	if dial := d.opts.Dial; dial != nil {
-		return func(ctx context.Context) (net.Conn, error) { return dial(ctx, from) }
-	}
-	nd := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if from.IsValid() {
-		nd.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
-	}
-	addr := d.opts.Target.Host
-	if d.opts.Target.Port() == "" {
-		addr = net.JoinHostPort(d.opts.Target.Hostname(), "80")
-	}
-	return func(ctx context.Context) (net.Conn, error) { return nd.DialContext(ctx, "tcp", addr) }
-}
-
-// wall converts model time to wall time.
-func (d *Driver) wall(m time.Duration) time.Duration { return time.Duration(float64(m) * d.scale) }
-
-// model converts wall time to model time.
-func (d *Driver) model(w time.Duration) time.Duration { return time.Duration(float64(w) / d.scale) }
 
 // Progress returns the live counts.
 func (d *Driver) Progress() Progress { return d.counters.Snapshot() }
@@ -371,7 +272,7 @@ func (d *Driver) Stalls() Stalls { return d.stalls.summary() }
 // intended time and the send. Paced reports whether the pacer slept, so
 // that do should tell it how late the send was.
 func (d *Driver) wait(ctx context.Context, start time.Time, at time.Duration) (paced, ok bool) {
-	deadline := start.Add(d.wall(at))
+	deadline := start.Add(d.scale.Wall(at))
 	if !d.opts.PreciseTimers {
 		return false, clock.Wait(ctx, deadline, false)
 	}
@@ -396,7 +297,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 		return errors.New("loadgen: Driver.Run called twice")
 	}
 	c := d.counters
-	c.scale.Store(math.Float64bits(d.scale))
+	c.scale.Store(math.Float64bits(float64(d.scale)))
 	c.start.Store(start.UnixNano())
 	defer func() {
 		for _, tr := range d.transports {
@@ -439,7 +340,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 		close(finished)
 	}()
 	if d.opts.Drain > 0 {
-		deadline := time.NewTimer(time.Until(start.Add(d.wall(d.opts.Horizon) + d.opts.Drain)))
+		deadline := time.NewTimer(time.Until(start.Add(d.scale.Wall(d.opts.Horizon) + d.opts.Drain)))
 		select {
 		case <-finished:
 		case <-deadline.C:
@@ -460,172 +361,9 @@ func stream(tenant int32, n int) uint64 {
 	return 1<<63 | uint64(uint32(tenant))<<24 | uint64(n)&(1<<24-1)
 }
 
-// consumeBatch is how long the sink goroutine lets results gather before
-// taking them, while they come faster than one per batch: waking it for
-// each result would cost a hand-off between goroutines per request.
-const consumeBatch = 2 * time.Millisecond
-
-// consume hands results to sink, and calls Sample between them. While
-// results come in bunches it takes them a batch at a time (consumeBatch);
-// otherwise it wakes for each.
-func (d *Driver) consume(start time.Time, results <-chan workload.Result, sink workload.Sink, done chan<- struct{}) {
-	defer close(done)
-	var tick <-chan time.Time
-	if d.opts.Sample != nil {
-		every := d.opts.SampleEvery
-		if every <= 0 {
-			every = max(d.wall(time.Second), 5*time.Millisecond)
-		}
-		ticker := time.NewTicker(every)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	batch := time.NewTimer(consumeBatch)
-	batch.Stop()
-	defer batch.Stop()
-	// One Result reused: sinks must not keep the pointer past Add.
-	var r workload.Result
-	add := func(res workload.Result) {
-		r = res
-		d.counters.outcomes[r.Outcome].Add(1)
-		if r.Outcome != workload.Dropped {
-			d.late.record(time.Duration(r.Late) * time.Microsecond)
-		}
-		sink.Add(&r)
-	}
-	n := 0 // results taken at the last wake
-	for {
-		if n >= 2 {
-			batch.Reset(consumeBatch)
-			select {
-			case <-batch.C:
-			case now := <-tick:
-				d.opts.Sample(d.model(now.Sub(start)))
-			}
-			n = 0
-		} else {
-			select {
-			case res, ok := <-results:
-				if !ok {
-					return
-				}
-				add(res)
-				n = 1
-			case now := <-tick:
-				d.opts.Sample(d.model(now.Sub(start)))
-				n = 0
-			}
-		}
-		for more := true; more; {
-			select {
-			case res, ok := <-results:
-				if !ok {
-					return
-				}
-				add(res)
-				n++
-			default:
-				more = false
-			}
-		}
-	}
-}
-
-// arrival is an open-model tenant's next intended send time.
-type arrival struct {
-	at time.Duration
-	t  *tenant
-}
-
-// before orders arrivals by time, then tenant, so ties go the same way in
-// every run.
-func (a arrival) before(b arrival) bool {
-	return a.at < b.at || a.at == b.at && a.t.index < b.t.index
-}
-
-// arrivalHeap is a min-heap of arrivals, one per open-model tenant.
-type arrivalHeap []arrival
-
-func (h arrivalHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].before(h[l]) {
-			m = r
-		}
-		if !h[m].before(h[i]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
-
-// schedule fires every open-model tenant's arrivals at their intended times
-// from one timer, each request on a sender of the pool (senders), which it
-// waits for before returning.
-func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result) {
-	pool := newSenders(int(d.maxFlight), func(s send) {
-		defer d.openFlight.Add(-1)
-		defer s.t.inFlight.Add(-1)
-		if r, ok := d.do(ctx, start, s.t, s.rt, s.route, s.at, s.paced); ok {
-			out <- r
-		}
-	})
-	defer pool.close()
-	h := make(arrivalHeap, 0, len(open))
-	for _, t := range open {
-		if at, ok := t.arrivals.Next(); ok {
-			h = append(h, arrival{at, t})
-		}
-	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-	for len(h) > 0 {
-		a := h[0]
-		// A runtime timer alone sends up to a millisecond late, which is
-		// 100 ms of model time at 0.01: PreciseTimers times the last
-		// stretch with clock's high-resolution timer, aiming early by its
-		// usual lateness.
-		paced, ok := d.wait(ctx, start, a.at)
-		if !ok {
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		d.stalls.sent(start.Add(d.wall(a.at)), time.Now())
-		t := a.t
-		route := t.arrivals.RouteOf(t.mix, t.picks)
-		if next, ok := t.arrivals.Next(); ok {
-			h[0].at = next
-		} else {
-			h[0] = h[len(h)-1]
-			h = h[:len(h)-1]
-		}
-		h.down(0)
-
-		// Only this goroutine increments the counts, so checking then
-		// adding cannot overshoot the caps.
-		if !workload.Admit(t.inFlight.Load(), t.cap, d.openFlight.Load(), d.maxFlight) {
-			out <- workload.Result{Tenant: t.index, Route: int16(route), Outcome: workload.Dropped, Intended: a.at}
-			continue
-		}
-		t.inFlight.Add(1)
-		d.openFlight.Add(1)
-		rt := t.visitor(t.arrived) // each arrival a new visitor
-		t.arrived++
-		pool.start(send{t: t, rt: rt, route: route, at: a.at, paced: paced})
-	}
-}
-
 // user is one closed-model user, following its tenant's loop
 // (workload.Closed), which the simulator's users follow too.
-func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, rng *rand.Rand, out chan<- workload.Result) {
+func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt *h1.Client, rng *rand.Rand, out chan<- workload.Result) {
 	done := 0
 	for next, more := t.loop.First(); more; {
 		paced, ok := d.wait(ctx, start, next)
@@ -643,117 +381,6 @@ func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt http.R
 		out <- r
 		// From when the answer came, not Intended+Latency: the latency
 		// has the tare taken off, and the user acts on the real clock.
-		next, more = t.loop.Next(&done, r.Intended, max(d.model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
+		next, more = t.loop.Next(&done, r.Intended, max(d.scale.Model(time.Since(start)), r.Intended+r.Latency), r.Outcome)
 	}
-}
-
-// serviceOf reads the fake backend's service header (model time, which is
-// the worker time an answered request used) for Result.Work. A target that
-// does not send it, or sends something else, gives zero: unknown. Requests
-// that got no answer, or an error, have no worker time the driver can know,
-// so their Work stays zero too.
-func serviceOf(h []string) time.Duration {
-	if len(h) == 0 {
-		return 0
-	}
-	d, err := time.ParseDuration(h[0])
-	if err != nil || d < 0 {
-		return 0
-	}
-	return d
-}
-
-// do sends one request intended at model time intended and returns its
-// result, or false when ctx's cancellation abandoned it. Paced says the
-// pacer slept for this send and should learn how late it was.
-func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, rt http.RoundTripper, route int, intended time.Duration, paced bool) (workload.Result, bool) {
-	res := workload.Result{Tenant: t.index, Route: int16(route), Intended: intended}
-	reqCtx := ctx
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-
-	c := d.counters
-	c.sent.Add(1)
-	c.inFlight.Add(1)
-	defer c.inFlight.Add(-1)
-	status := 0
-	limited := false
-	var service []string
-	// Latency counts from the intended time, so a late send does not hide
-	// a slow server, or from the send when the pacer woke early for it, so
-	// an early one does not shorten the wait.
-	from := start.Add(d.wall(intended))
-	sent := time.Now()
-	late := sent.Sub(from)
-	res.Late = int32(min(max(late/time.Microsecond, math.MinInt32), math.MaxInt32))
-	if paced {
-		d.pacer.Observe(late)
-	}
-	if sent.Before(from) {
-		from = sent
-	}
-	var err error
-	if c, ok := rt.(*h1.Client); ok {
-		status, err = c.Get(reqCtx, d.uris[route], t.host, func(name, value []byte) {
-			switch {
-			case bytes.EqualFold(name, serviceHeader):
-				service = []string{string(value)}
-			case bytes.EqualFold(name, limitHeader):
-				limited = len(value) > 0
-			}
-		})
-	} else {
-		req := (&http.Request{
-			Method:     http.MethodGet,
-			URL:        d.urls[route],
-			Proto:      "HTTP/1.1",
-			ProtoMajor: 1,
-			ProtoMinor: 1,
-			Header:     http.Header{},
-			Host:       t.host,
-		}).WithContext(reqCtx)
-		var resp *http.Response
-		if resp, err = rt.RoundTrip(req); err == nil {
-			status = resp.StatusCode
-			service = resp.Header[fakebackend.HeaderService]
-			limited = resp.Header.Get(limiterproxy.LimitHeader) != ""
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}
-	end := time.Now()
-	took := end.Sub(from)
-	if err == nil {
-		took = max(took-time.Duration(d.tare.Load()), 0)
-	}
-	res.Latency = d.model(took)
-	switch {
-	case err == nil:
-		switch {
-		case limited:
-			res.Outcome = workload.Rejected
-		case d.opts.MarkedRejections:
-			res.Outcome = workload.Classify(status, nil) // no status is a rejection without the mark
-		default:
-			res.Outcome = workload.Classify(status, d.reject)
-		}
-		res.Status = int16(status)
-		if res.Outcome == workload.OK {
-			res.Work = serviceOf(service)
-		}
-	case ctx.Err() != nil:
-		if !errors.Is(context.Cause(ctx), errDrainExpired) {
-			c.abandoned.Add(1)
-			return res, false
-		}
-		res.Outcome = workload.ClientTimeout
-	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
-		res.Outcome = workload.ClientTimeout
-	default:
-		res.Outcome = workload.Error
-	}
-	return res, true
 }

@@ -1,7 +1,7 @@
 package loadgen
 
 import (
-	"net/http"
+	"stampede/internal/h1"
 	"sync"
 	"time"
 )
@@ -9,7 +9,7 @@ import (
 // send is one open-model arrival handed to a sender.
 type send struct {
 	t     *tenant
-	rt    http.RoundTripper
+	rt    *h1.Client
 	route int
 	at    time.Duration
 	paced bool

@@ -45,20 +45,130 @@ type Client struct {
 	// MaxBody bounds the answer's body, which RoundTrip reads into memory;
 	// zero means DefaultMaxBody.
 	MaxBody int64
+	// SharedContext says that the callers' contexts outlive their requests,
+	// as a load generator's one context for a whole run does: a connection
+	// then keeps watching its context from one request to the next instead
+	// of registering with it for each request. A context that ends while
+	// its connection is idle costs the connection. False registers for each
+	// request.
+	SharedContext bool
+	// MaxDials bounds the dials in progress at once. A request that finds
+	// no idle connection dials one; past the bound it waits for the first
+	// connection to be put back or dialled, and its own dial starts only
+	// when one ends with requests still waiting. So a burst of requests
+	// that finds every connection busy, as a load generator's after the
+	// CPU was taken from it, opens connections only as fast as it still
+	// needs them. Zero means no bound: every such request starts its dial
+	// at once.
+	MaxDials int
 
-	mu   sync.Mutex
-	idle []*conn
+	mu       sync.Mutex
+	idle     []*conn
+	waiting  []*waiter      // requests waiting for a connection, oldest first; some may be served already
+	undialed []*waiter      // those of them without a dial of their own, oldest first
+	ndials   int            // dials in progress
+	dials    sync.WaitGroup // the same, for CloseIdleConnections
 }
 
 // DefaultMaxBody is the bound on an answer's body when Client.MaxBody is
 // zero.
 const DefaultMaxBody = 8 << 20
 
-// conn is a connection and its buffers.
+// conn is a connection and its buffers, and the context whose end aborts
+// its I/O.
 type conn struct {
 	c  net.Conn
 	br *bufio.Reader
 	bw *bufio.Writer
+	// done is the Done channel of the context watched, nil for none; stop
+	// stops the watch (context.AfterFunc's stop).
+	done <-chan struct{}
+	stop func() bool
+	used bool // an exchange has ended well on it
+	// deadline is the one begin set last.
+	deadline time.Time
+}
+
+func newConn(nc net.Conn) *conn {
+	return &conn{c: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 1024)}
+}
+
+// watch makes the end of ctx abort c's I/O at once. It reports false when
+// c still watched a context that ended, which may have aborted c: c is
+// then unusable.
+func (c *conn) watch(ctx context.Context) bool {
+	done := ctx.Done()
+	if done == c.done {
+		return true
+	}
+	if !c.unwatch() {
+		return false
+	}
+	c.done = done
+	if done != nil {
+		c.stop = context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+	}
+	return true
+}
+
+// unwatch stops c's watch, and reports false when its context ended
+// first.
+func (c *conn) unwatch() bool {
+	if c.stop == nil {
+		return true
+	}
+	ok := c.stop()
+	c.done, c.stop = nil, nil
+	return ok
+}
+
+// close closes c and stops its watch.
+func (c *conn) close() {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.c.Close()
+}
+
+// begin flushes the request written to c.bw, by deadline (zero: none), and
+// waits for the answer's first byte, within HeaderTimeout too. A
+// connection keeps its deadline from one exchange to the next, so that
+// requests each with a deadline set it once.
+func (l *Client) begin(c *conn, deadline time.Time) error {
+	if !deadline.Equal(c.deadline) {
+		c.c.SetDeadline(deadline)
+		c.deadline = deadline
+	}
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	if l.HeaderTimeout > 0 {
+		if t := time.Now().Add(l.HeaderTimeout); deadline.IsZero() || t.Before(deadline) {
+			c.c.SetReadDeadline(t)
+		}
+	}
+	_, err := c.br.Peek(1)
+	return err
+}
+
+// end ends an exchange on c under ctx whose answer was read whole: c goes
+// back to the pool, watching ctx still with SharedContext, or is closed
+// when keep is false. It fails with errAborted when ctx ended meanwhile,
+// since its watch may have aborted c.
+func (l *Client) end(ctx context.Context, c *conn, keep bool) error {
+	if l.HeaderTimeout > 0 {
+		c.c.SetReadDeadline(c.deadline)
+	}
+	if ctx.Err() != nil || !l.SharedContext && !c.unwatch() {
+		return errAborted
+	}
+	if keep {
+		c.used = true
+		l.put(c)
+	} else {
+		c.close()
+	}
+	return nil
 }
 
 var _ http.RoundTripper = (*Client)(nil)
@@ -80,38 +190,60 @@ func Sendable(req *http.Request) bool {
 	return !upgrade
 }
 
-func (l *Client) get() *conn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := len(l.idle); n > 0 {
+// get returns an idle connection that watches ctx, or nil.
+func (l *Client) get(ctx context.Context) *conn {
+	for {
+		l.mu.Lock()
+		n := len(l.idle)
+		if n == 0 {
+			l.mu.Unlock()
+			return nil
+		}
 		c := l.idle[n-1]
 		l.idle[n-1] = nil
 		l.idle = l.idle[:n-1]
-		return c
+		l.mu.Unlock()
+		if c.watch(ctx) {
+			return c
+		}
+		c.close()
 	}
-	return nil
 }
 
 func (l *Client) put(c *conn) {
 	l.mu.Lock()
+	for len(l.waiting) > 0 {
+		w := l.waiting[0]
+		l.waiting[0] = nil
+		l.waiting = l.waiting[1:]
+		if !w.served {
+			w.served = true
+			l.mu.Unlock()
+			w.ch <- dialed{c: c}
+			return
+		}
+	}
 	if len(l.idle) < l.MaxIdle {
 		l.idle = append(l.idle, c)
 		c = nil
 	}
 	l.mu.Unlock()
 	if c != nil {
-		c.c.Close()
+		c.close()
 	}
 }
 
-// CloseIdleConnections closes the idle connections.
+// CloseIdleConnections closes the idle connections, once the dials in
+// progress have ended (see Client). Called when no request is in progress,
+// it leaves no connection open.
 func (l *Client) CloseIdleConnections() {
+	l.dials.Wait()
 	l.mu.Lock()
 	idle := l.idle
 	l.idle = nil
 	l.mu.Unlock()
 	for _, c := range idle {
-		c.c.Close()
+		c.close()
 	}
 }
 
@@ -125,7 +257,7 @@ func (l *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	var resp *http.Response
-	err := l.attempt(ctx, func(c *conn) (bool, error) {
+	err := l.attempt(ctx, time.Time{}, func(c *conn) (bool, error) {
 		r, started, err := l.exchange(ctx, c, req)
 		resp = r
 		return started, err
@@ -133,31 +265,28 @@ func (l *Client) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// attempt runs ex on an idle connection or a new one. When ex fails, the
-// connection is closed, and the exchange is tried once more on a new
-// connection if the failed one was reused and no byte of the answer came
-// (started false) and NoRetry is not set. ex puts the connection back, or
-// closes it, when it succeeds.
-func (l *Client) attempt(ctx context.Context, ex func(c *conn) (started bool, err error)) error {
+// attempt runs ex on a connection from acquire, that watches ctx, by
+// deadline (zero: none). When ex fails, the connection is closed, and the
+// exchange is tried once more on a new connection if the failed one was
+// reused and no byte of the answer came (started false), NoRetry is not
+// set and deadline has not passed. ex puts the connection back, or closes
+// it, when it succeeds.
+func (l *Client) attempt(ctx context.Context, deadline time.Time, ex func(c *conn) (started bool, err error)) error {
 	for n := 0; ; n++ {
-		c := l.get()
-		reused := c != nil
-		if c == nil {
-			nc, err := l.Dial(ctx)
-			if err != nil {
-				return err
-			}
-			c = &conn{c: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 1024)}
+		c, err := l.acquire(ctx, deadline)
+		if err != nil {
+			return err
 		}
+		reused := c.used
 		started, err := ex(c)
 		if err == nil {
 			return nil
 		}
-		c.c.Close()
+		c.close()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if l.NoRetry || !reused || started || n > 0 {
+		if l.NoRetry || !reused || started || n > 0 || !deadline.IsZero() && !time.Now().Before(deadline) {
 			return err
 		}
 	}
@@ -200,7 +329,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
-	return bw.Flush()
+	return nil
 }
 
 // skipHeaders are written by writeRequest itself, as http.Request.Write
@@ -210,16 +339,10 @@ var skipHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfe
 // exchange writes req on c and reads the answer. Started says bytes of the
 // answer came before the error.
 func (l *Client) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
-	// The context's end aborts the connection's I/O at once.
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	if err := writeRequest(c.bw, req); err != nil {
 		return nil, false, err
 	}
-	if l.HeaderTimeout > 0 {
-		c.c.SetReadDeadline(time.Now().Add(l.HeaderTimeout))
-	}
-	if _, err := c.br.Peek(1); err != nil {
+	if err := l.begin(c, time.Time{}); err != nil {
 		return nil, false, err
 	}
 	resp, err := http.ReadResponse(c.br, req)
@@ -234,19 +357,10 @@ func (l *Client) exchange(ctx context.Context, c *conn, req *http.Request) (*htt
 	if err != nil {
 		return nil, true, err
 	}
-	if l.HeaderTimeout > 0 {
-		c.c.SetReadDeadline(time.Time{})
-	}
-	if !stop() {
-		// The context ended meanwhile: the deadline may be set.
-		return nil, true, errAborted
+	if err := l.end(ctx, c, !resp.Close && !req.Close); err != nil {
+		return nil, true, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if resp.Close || req.Close {
-		c.c.Close()
-	} else {
-		l.put(c)
-	}
 	return resp, true, nil
 }
 

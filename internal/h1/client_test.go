@@ -2,6 +2,7 @@ package h1
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,33 +21,18 @@ import (
 // (sent again on a new one), and a request whose context ends.
 func TestClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := memnet.Listen(memnet.Options{})
-		var conns atomic.Int32
-		srv := &http.Server{
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				switch r.URL.Path {
-				case "/close":
-					w.Header().Set("Connection", "close")
-				case "/slow":
-					select {
-					case <-r.Context().Done():
-					case <-time.After(time.Minute):
-					}
+		lc, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/close":
+				w.Header().Set("Connection", "close")
+			case "/slow":
+				select {
+				case <-r.Context().Done():
+				case <-time.After(time.Minute):
 				}
-				io.WriteString(w, r.Host+" "+r.URL.RequestURI())
-			}),
-			ConnState: func(c net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			},
-			IdleTimeout: 10 * time.Second,
-		}
-		go srv.Serve(ln)
-		defer srv.Close()
-		from := netip.MustParseAddr("10.0.0.9")
-		lc := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return ln.Dial(ctx, from) }, MaxIdle: 4}
-		defer lc.CloseIdleConnections()
+			}
+			io.WriteString(w, r.Host+" "+r.URL.RequestURI())
+		}))
 		get := func(step, path string, ctx context.Context) (string, error) {
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://x"+path, nil)
 			req.Host = "site.example"
@@ -84,6 +70,114 @@ func TestClient(t *testing.T) {
 		start := time.Now()
 		if _, err := get("cancelled", "/slow", ctx); err == nil || time.Since(start) != time.Second {
 			t.Errorf("step cancelled: err %v after %v, want an error after 1s", err, time.Since(start))
+		}
+	})
+}
+
+// serve serves h over memnet, with an idle timeout of 10 s, until the test
+// ends, and returns a Client of it that keeps up to 4 idle connections,
+// and the count of connections the server has accepted. It is called in a
+// synctest bubble.
+func serve(t *testing.T, h http.Handler) (*Client, *atomic.Int32) {
+	ln := memnet.Listen(memnet.Options{})
+	conns := new(atomic.Int32)
+	srv := &http.Server{
+		Handler: h,
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+		IdleTimeout: 10 * time.Second,
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	from := netip.MustParseAddr("10.0.0.9")
+	c := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return ln.Dial(ctx, from) }, MaxIdle: 4}
+	t.Cleanup(c.CloseIdleConnections)
+	return c, conns
+}
+
+// TestClientBurstTakesReturned holds a request that finds every connection
+// busy to the first connection it can have: one that an exchange puts back
+// while its own dial still hangs, which then joins the pool when it ends.
+func TestClientBurstTakesReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				time.Sleep(time.Second)
+			}
+		}))
+		dial := c.Dial
+		hold := make(chan struct{})
+		var dials atomic.Int32
+		c.Dial = func(ctx context.Context) (net.Conn, error) {
+			if dials.Add(1) > 1 {
+				<-hold
+			}
+			return dial(ctx)
+		}
+		get := func(path string) error {
+			st, err := c.Get(context.Background(), path, "h", nil)
+			if err == nil && st != 200 {
+				err = fmt.Errorf("status %d", st)
+			}
+			return err
+		}
+		if err := get("/"); err != nil {
+			t.Fatalf("step first: %v", err)
+		}
+		slow := make(chan error)
+		go func() { slow <- get("/slow") }()
+		synctest.Wait() // the slow request holds the only connection
+		start := time.Now()
+		if err := get("/"); err != nil || time.Since(start) != time.Second {
+			t.Errorf("step burst: %v after %v, want the connection put back after 1s", err, time.Since(start))
+		}
+		if err := <-slow; err != nil {
+			t.Errorf("step slow: %v", err)
+		}
+		close(hold)
+		synctest.Wait()
+		if n := len(c.idle); n != 2 {
+			t.Errorf("step dial ended: %d idle connections, want 2 (the dial's joined the pool)", n)
+		}
+		if n := conns.Load(); n != 2 {
+			t.Errorf("step dial ended: server saw %d connections, want 2", n)
+		}
+	})
+}
+
+// TestClientMaxDials holds a burst to MaxDials dials at once, and every
+// request of it to an answer once the dials come through.
+func TestClientMaxDials(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		c.MaxDials = 1
+		dial := c.Dial
+		hold := make(chan struct{})
+		var dials atomic.Int32
+		c.Dial = func(ctx context.Context) (net.Conn, error) {
+			dials.Add(1)
+			<-hold
+			return dial(ctx)
+		}
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := c.Get(context.Background(), "/", "h", nil)
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		if n := dials.Load(); n != 1 {
+			t.Errorf("step burst: %d dials in progress, want 1", n)
+		}
+		close(hold)
+		for i := range 3 {
+			if err := <-errs; err != nil {
+				t.Errorf("step answers: request %d: %v", i, err)
+			}
 		}
 	})
 }

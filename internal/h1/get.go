@@ -24,31 +24,32 @@ var errMalformed = errors.New("h1: malformed answer")
 // answer is skipped. ctx's end aborts the exchange at once and closes its
 // connection.
 func (l *Client) Get(ctx context.Context, uri, host string, header func(name, value []byte)) (int, error) {
+	return l.GetBy(ctx, time.Time{}, uri, host, header)
+}
+
+// GetBy is Get with the exchange bounded by deadline, dial included; zero
+// means none. An exchange that runs out of it fails with an error that is
+// os.ErrDeadlineExceeded. Unlike a context with a deadline, it costs no
+// timer and no registration per request: the deadline is the
+// connection's.
+func (l *Client) GetBy(ctx context.Context, deadline time.Time, uri, host string, header func(name, value []byte)) (int, error) {
 	var status int
-	err := l.attempt(ctx, func(c *conn) (bool, error) {
-		st, started, err := l.getOn(ctx, c, uri, host, header)
+	err := l.attempt(ctx, deadline, func(c *conn) (bool, error) {
+		st, started, err := l.getOn(ctx, c, deadline, uri, host, header)
 		status = st
 		return started, err
 	})
 	return status, err
 }
 
-func (l *Client) getOn(ctx context.Context, c *conn, uri, host string, header func(name, value []byte)) (int, bool, error) {
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+func (l *Client) getOn(ctx context.Context, c *conn, deadline time.Time, uri, host string, header func(name, value []byte)) (int, bool, error) {
 	bw := c.bw
 	bw.WriteString("GET ")
 	bw.WriteString(uri)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(host)
 	bw.WriteString("\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
-	if err := bw.Flush(); err != nil {
-		return 0, false, err
-	}
-	if l.HeaderTimeout > 0 {
-		c.c.SetReadDeadline(time.Now().Add(l.HeaderTimeout))
-	}
-	if _, err := c.br.Peek(1); err != nil {
+	if err := l.begin(c, deadline); err != nil {
 		return 0, false, err
 	}
 	for {
@@ -60,18 +61,7 @@ func (l *Client) getOn(ctx context.Context, c *conn, uri, host string, header fu
 			if err := discardBody(c.br, a); err != nil {
 				return 0, true, err
 			}
-			if l.HeaderTimeout > 0 {
-				c.c.SetReadDeadline(time.Time{})
-			}
-			if !stop() {
-				return 0, true, errAborted
-			}
-			if a.close || a.status == 101 {
-				c.c.Close()
-			} else {
-				l.put(c)
-			}
-			return a.status, true, nil
+			return a.status, true, l.end(ctx, c, !a.close && a.status != 101)
 		}
 	}
 }

@@ -3,14 +3,16 @@ package h1
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"stampede/internal/memnet"
 )
@@ -21,36 +23,23 @@ import (
 // 204, and an HTTP/1.0 answer from a raw server.
 func TestGet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := memnet.Listen(memnet.Options{})
-		var conns atomic.Int32
-		srv := &http.Server{
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("X-Seen", r.Host+" "+r.URL.RequestURI())
-				switch r.URL.Path {
-				case "/chunked":
-					w.WriteHeader(http.StatusAccepted)
-					w.(http.Flusher).Flush()
-					io.WriteString(w, strings.Repeat("x", 10000))
-				case "/close":
-					w.Header().Set("Connection", "close")
-					w.WriteHeader(http.StatusServiceUnavailable)
-					io.WriteString(w, "no")
-				case "/empty":
-					w.WriteHeader(http.StatusNoContent)
-				default:
-					io.WriteString(w, "ok")
-				}
-			}),
-			ConnState: func(c net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			},
-		}
-		go srv.Serve(ln)
-		defer srv.Close()
-		c := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return ln.DialContext(ctx, "", "") }, MaxIdle: 4}
-		defer c.CloseIdleConnections()
+		c, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Seen", r.Host+" "+r.URL.RequestURI())
+			switch r.URL.Path {
+			case "/chunked":
+				w.WriteHeader(http.StatusAccepted)
+				w.(http.Flusher).Flush()
+				io.WriteString(w, strings.Repeat("x", 10000))
+			case "/close":
+				w.Header().Set("Connection", "close")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, "no")
+			case "/empty":
+				w.WriteHeader(http.StatusNoContent)
+			default:
+				io.WriteString(w, "ok")
+			}
+		}))
 		for i, s := range []struct {
 			uri    string
 			status int
@@ -105,6 +94,54 @@ func TestGet(t *testing.T) {
 		}
 		if n := len(rc.idle); n != 0 {
 			t.Errorf("HTTP/1.0: %d idle connections kept, want none", n)
+		}
+	})
+}
+
+// TestGetBy holds Client.GetBy to its deadline, and a SharedContext client
+// to its promises: requests under one context reuse one connection, a
+// context that ends while the connection is idle costs that connection and
+// not the next request, and a context's end aborts an exchange at once.
+func TestGetBy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, conns := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				select {
+				case <-r.Context().Done():
+				case <-time.After(time.Minute):
+				}
+			}
+		}))
+		c.SharedContext = true
+		c.NoRetry = true // a stale connection reused would fail the step, not be retried
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		if _, err := c.GetBy(ctx, start.Add(time.Second), "/slow", "h", nil); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) != time.Second {
+			t.Errorf("step deadline: err %v after %v, want os.ErrDeadlineExceeded after 1s", err, time.Since(start))
+		}
+		for i := range 3 {
+			if st, err := c.GetBy(ctx, time.Now().Add(time.Second), "/", "h", nil); err != nil || st != 200 {
+				t.Errorf("step shared %d: status %d, %v; want 200", i, st, err)
+			}
+		}
+		synctest.Wait()
+		if n := conns.Load(); n != 2 {
+			t.Errorf("step shared: server saw %d connections, want 2 (one cut by the deadline, one reused)", n)
+		}
+		cancel()
+		synctest.Wait()
+		if st, err := c.GetBy(context.Background(), time.Time{}, "/", "h", nil); err != nil || st != 200 {
+			t.Errorf("step after the context ended while idle: status %d, %v; want 200", st, err)
+		}
+		synctest.Wait()
+		if n := conns.Load(); n != 3 {
+			t.Errorf("step after the context ended while idle: server saw %d connections, want 3", n)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		start = time.Now()
+		if _, err := c.GetBy(ctx, time.Time{}, "/slow", "h", nil); err == nil || time.Since(start) != time.Second {
+			t.Errorf("step cancelled: err %v after %v, want an error after 1s", err, time.Since(start))
 		}
 	})
 }
