@@ -6,68 +6,87 @@ import (
 	"time"
 )
 
-// TestArrivalTreeOrder plays random arrivals through an arrivalTree and an
-// eventHeap side by side: both must give the same events in the same
-// order, ties in time included, as players run out one by one.
-func TestArrivalTreeOrder(t *testing.T) {
-	for _, players := range []int{1, 2, 3, 5, 8, 249} {
-		rng := workload.TenantRand(uint64(players), 0)
+// TestArrivalQueueOrder plays random arrivals through an arrivalQueue and
+// an eventHeap side by side: both must give the same events in the same
+// order, ties in time included, as tenants run out one by one. The gaps
+// range from ties to jumps far past the queue's window.
+func TestArrivalQueueOrder(t *testing.T) {
+	for _, tc := range []struct {
+		players     int
+		first, gap  int // first arrivals in [0, first), gaps in [0, gap)
+		jumpEvery   int // every so many arrivals one is gap*1000 later; 0 never
+		arrivalsMax int
+	}{
+		{1, 50, 20, 0, 40},
+		{2, 50, 20, 0, 40},
+		{3, 50, 20, 0, 40},
+		{5, 50, 20, 0, 40},
+		{8, 50, 20, 0, 40},
+		{249, 50, 20, 0, 40},
+		{249, 1e9, 5e9, 0, 100},
+		{1000, 1e9, 5e9, 7, 100},
+		{1000, 1, 3, 0, 100}, // all in one bucket
+		{300, 1e3, 1e12, 3, 50},
+	} {
+		rng := workload.TenantRand(uint64(tc.players), 0)
 		seq := uint64(1)
 		var first []event
 		var h eventHeap
-		left := make([]int, players) // arrivals each player has to come
-		for p := range players {
-			// Coarse times make ties common.
-			ev := event{at: time.Duration(rng.IntN(50)), seq: seq, ref: int32(p)}
+		left := make([]int, tc.players) // arrivals each player has to come
+		for p := range tc.players {
+			ev := event{at: time.Duration(rng.IntN(tc.first)), seq: seq, ref: int32(p)}
 			seq++
 			first = append(first, ev)
 			h.push(ev)
-			left[p] = rng.IntN(40)
+			left[p] = rng.IntN(tc.arrivalsMax)
 		}
-		var tree arrivalTree
-		tree.reset(first)
+		var q arrivalQueue
+		q.reset(first)
 		for step := 0; h.len() > 0; step++ {
-			if tree.len() != h.len() {
-				t.Fatalf("%d players, step %d: tree holds %d, heap %d", players, step, tree.len(), h.len())
+			if q.len() != h.len() {
+				t.Fatalf("%+v, step %d: queue holds %d, heap %d", tc, step, q.len(), h.len())
 			}
-			p, k := tree.top()
+			a := q.top()
 			want := h.ev[0]
-			if got := (event{at: k.at, seq: k.seq, ref: tree.ref[p]}); got != want {
-				t.Fatalf("%d players, step %d: got %+v, want %+v", players, step, got, want)
+			if got := (event{at: a.at, seq: a.seq, ref: a.ref}); got != want {
+				t.Fatalf("%+v, step %d: got %+v, want %+v", tc, step, got, want)
 			}
+			h.pop()
 			if left[want.ref] == 0 {
-				h.pop()
-				tree.replaceTop(0, 0, false)
+				q.replaceTop(0, 0, false)
 				continue
 			}
 			left[want.ref]--
-			next := event{at: want.at + time.Duration(rng.IntN(20)), seq: seq, ref: want.ref}
+			gap := time.Duration(rng.IntN(tc.gap))
+			if tc.jumpEvery > 0 && step%tc.jumpEvery == 0 {
+				gap *= 1000
+			}
+			next := event{at: want.at + gap, seq: seq, ref: want.ref}
 			seq++
-			h.pop()
 			h.push(next)
-			tree.replaceTop(next.at, next.seq, true)
+			q.replaceTop(next.at, next.seq, true)
 		}
-		if tree.len() != 0 {
-			t.Fatalf("%d players: tree holds %d after the heap ran out", players, tree.len())
+		if q.len() != 0 {
+			t.Fatalf("%+v: queue holds %d after the heap ran out", tc, q.len())
 		}
 	}
 }
 
-// BenchmarkArrivalTree replaces the earliest of 249 arrivals, as the
+// BenchmarkArrivalQueue replaces the earliest of 249 arrivals, as the
 // stock-balance scenario's tenants do.
-func BenchmarkArrivalTree(b *testing.B) {
+func BenchmarkArrivalQueue(b *testing.B) {
 	b.ReportAllocs()
 	rng := workload.TenantRand(1, 0)
 	var first []event
 	for i := range 249 {
 		first = append(first, event{at: time.Duration(rng.Int64N(int64(5 * time.Second))), seq: uint64(i), ref: int32(i)})
 	}
-	var tree arrivalTree
-	tree.reset(first)
+	var q arrivalQueue
+	q.reset(first)
 	seq := uint64(len(first))
 	for b.Loop() {
-		_, k := tree.top()
+		a := q.top()
 		seq++
-		tree.replaceTop(k.at+time.Duration(rng.Int64N(int64(10*time.Second))), seq, true)
+		q.replaceTop(a.at+time.Duration(rng.Int64N(int64(10*time.Second))), seq, true)
 	}
 }

@@ -164,7 +164,7 @@ type engine struct {
 	busiest   int
 	keyMap    map[string]int
 	busy      []limit.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
+	arrivals  arrivalQueue     // the open-model tenants' next arrivals, one per tenant
 	heap      eventHeap        // every other event: requests', users', samples
 	seq       uint64
 	free      *request
@@ -437,11 +437,11 @@ func (e *engine) run(ctx context.Context) error {
 			e.stats.Backend = e.pool.Stats(e.stats.End)
 			return ctx.Err()
 		}
-		// The next event is the earlier of the two heaps' tops; both
+		// The next event is the earlier of the two queues' tops; both
 		// take their seqs from one counter, so the order is the one a
 		// single heap would give.
 		if e.arrivals.len() > 0 {
-			if p, a := e.arrivals.top(); e.heap.len() == 0 || a.at < e.heap.ev[0].at || a.at == e.heap.ev[0].at && a.seq < e.heap.ev[0].seq {
+			if a := e.arrivals.top(); e.heap.len() == 0 || a.at < e.heap.ev[0].at || a.at == e.heap.ev[0].at && a.seq < e.heap.ev[0].seq {
 				if a.at > e.horizon {
 					break
 				}
@@ -451,9 +451,9 @@ func (e *engine) run(ctx context.Context) error {
 					return e.fail(e.guard.err())
 				}
 				// The arrival stays on top while it is handled (what it
-				// schedules goes to the other heap) and is then replaced
-				// by the tenant's next.
-				t := &e.tenants[e.arrivals.ref[p]]
+				// schedules goes to the heap) and is then replaced by the
+				// tenant's next.
+				t := &e.tenants[a.ref]
 				e.arrive(t, a.at)
 				next, ok := t.arrivals.Next()
 				e.arrivals.replaceTop(next, e.seq, ok)
