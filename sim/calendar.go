@@ -16,8 +16,8 @@ import (
 // is written once into its bucket and read back with the bucket's others,
 // in a few cache lines, where a tree over all tenants would read one
 // scattered node per level. The bucket width is set from the arrivals the
-// queue holds whenever it starts a window, so that a bucket holds a few
-// dozen of them whatever the tenants' rates.
+// queue holds whenever it starts a window, so that a bucket holds about
+// perBucket of them whatever the tenants' rates.
 type arrivalQueue struct {
 	cur    []arrival   // a min-heap of the arrivals in buckets up to base
 	ring   [][]arrival // ring[b&mask] holds bucket b, for base < b < end
@@ -27,6 +27,7 @@ type arrivalQueue struct {
 	base   int64 // the bucket cur holds
 	end    int64 // the first bucket past the window
 	inRing int   // arrivals in ring
+	loaded bool  // advance has moved a bucket into cur since the flag was cleared
 }
 
 // arrival is a tenant's next arrival.
@@ -41,12 +42,16 @@ func (a *arrival) before(b *arrival) bool {
 }
 
 // perBucket is the mean number of arrivals a bucket is sized to hold.
-const perBucket = 32
+// Large buckets keep the writes of arrivals to few bucket tails and give
+// the engine a batch of tenants to read ahead of their arrivals (see
+// engine.warm); the heap of one bucket still fits the first-level cache's
+// neighbour. Measured at 250,000 tenants, 512 beat 32, 128 and 2048.
+const perBucket = 512
 
 // windowGaps is the window's span in mean gaps between the arrivals of
 // one tenant: a tenant's next arrival falls past the window about once
 // per windowGaps of its arrivals.
-const windowGaps = 8
+const windowGaps = 4
 
 // reset makes q hold the first arrivals evs (ref the tenant).
 func (q *arrivalQueue) reset(evs []event) {
@@ -115,6 +120,7 @@ func (q *arrivalQueue) advance() {
 		q.inRing -= len(*s)
 		*s = (*s)[:0]
 		q.heapify()
+		q.loaded = true
 		return
 	}
 }
