@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"stampede/report"
+	"stampede/scenarios"
 	"stampede/workload"
 )
 
@@ -97,5 +101,112 @@ func BenchmarkHeap(b *testing.B) {
 		now = e.at
 		seq++
 		h.push(event{at: now + time.Duration(rng.Int64N(int64(time.Second))), seq: seq})
+	}
+}
+
+// scaleTenants are the fleet sizes BenchmarkSimScale plays.
+var scaleTenants = []int{250, 2_500, 25_000, 250_000}
+
+// stockBalanceFleet returns the library's stock-balance scenario with
+// tenants in all: the other sites' group grown to tenants-1, the tenant
+// with the report unchanged. It bypasses the file's tenant bound, which is
+// what the benchmark measures against.
+func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
+	tb.Helper()
+	sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range sc.Tenants {
+		if sc.Tenants[i].Group == "other-sites" {
+			sc.Tenants[i].Count = tenants - 1
+		}
+	}
+	return sc
+}
+
+// BenchmarkSimScale plays the 10-minute stock-balance scenario with its
+// other sites scaled to 250 … 250,000 tenants, each sending as in the file
+// (0.2 requests a second), so the work grows with the tenants; the 8
+// workers stay, so that past a few thousand tenants most arrivals meet the
+// in-flight cap. req/s is simulated requests per wall second, req/cpu-s
+// per CPU second; B/tenant is the heap the run holds at its end per tenant
+// (its state, with "recorder" the recorder's too, histograms included),
+// after a collection. "count" sinks results into a counter, measuring the
+// engine alone; "recorder" records them into a report.Recorder with its
+// samples, as `stampede run --engine sim` does, but builds no results.json.
+func BenchmarkSimScale(b *testing.B) {
+	for _, sinkName := range []string{"count", "recorder"} {
+		for _, n := range scaleTenants {
+			b.Run(fmt.Sprintf("%s/tenants=%d", sinkName, n), func(b *testing.B) {
+				benchScale(b, stockBalanceFleet(b, n), n, sinkName == "recorder")
+			})
+		}
+	}
+}
+
+// BenchmarkSimScaleWorkers is BenchmarkSimScale's "count" with the
+// backend's workers scaled with the tenants, 8 per 250 as in the file, so
+// that every request goes the whole way through the proxy and the pool.
+func BenchmarkSimScaleWorkers(b *testing.B) {
+	for _, n := range []int{2_500, 25_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			sc := stockBalanceFleet(b, n)
+			sc.Backend.Workers = 8 * n / 250
+			benchScale(b, sc, n, false)
+		})
+	}
+}
+
+// benchScale runs sc, of n tenants, once per op and reports its rates
+// and its heap per tenant; record says whether into a report.Recorder.
+func benchScale(b *testing.B, sc *scenarios.Scenario, n int, record bool) {
+	b.ReportAllocs()
+	var reqs uint64
+	var held uint64
+	cpu0 := cpuTime()
+	for b.Loop() {
+		var sink workload.Sink = &counter{}
+		opts := Options{}
+		if record {
+			rec := report.NewRecorder(sc)
+			sink, opts.Sampler = rec, rec
+		}
+		before := heapInUse()
+		e, err := newEngine(sc, sink, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		reqs += e.stats.Requests
+		held = heapInUse() - before
+		runtime.KeepAlive(e)
+		runtime.KeepAlive(sink)
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+	// On a shared machine wall time says little: per CPU second too (the
+	// collections heapInUse forces included).
+	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
+	b.ReportMetric(float64(held)/float64(n), "B/tenant")
+}
+
+// heapInUse returns the bytes of live heap objects after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func TestTenantLayout(t *testing.T) {
+	var tn tenant
+	if size := unsafe.Sizeof(tn); size%64 != 0 {
+		t.Errorf("tenant is %d bytes, not a multiple of 64: set tenantPad to %d", size, (64-(int(size)-tenantPad)%64)%64)
+	}
+	if off := unsafe.Offsetof(tn.arrivals); off != 64 {
+		t.Errorf("tenant.arrivals at offset %d, want 64: the first cache line holds the stream, mix and in-flight count", off)
 	}
 }
