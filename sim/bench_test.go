@@ -15,42 +15,13 @@ import (
 )
 
 // BenchmarkSimStockBalanceHour plays the stock-balance scenario stretched to
-// an hour of model time (about 180,000 requests). One op is one whole run;
-// req/s is simulated requests per wall second and allocs/req the heap
-// allocations per request. "count" sinks results into a counter, measuring
-// the engine alone; "recorder" records them into a report.Recorder with its
-// samples, as `stampede run --engine sim` does.
+// an hour of model time (about 180,000 requests), as benchScale measures
+// it: "count" the engine alone, "recorder" into a report.Recorder.
 func BenchmarkSimStockBalanceHour(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		sink func() workload.Sink
-	}{
-		{"count", func() workload.Sink { return &counter{} }},
-		{"recorder", func() workload.Sink {
-			sc := stockBalance(4)
-			sc.Duration = time.Hour
-			return report.NewRecorder(sc)
-		}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			sc := stockBalance(4)
-			sc.Duration = time.Hour
-			b.ReportAllocs()
-			var reqs uint64
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			cpu0 := cpuTime()
-			for b.Loop() {
-				st := mustRun(b, sc, tc.sink(), Options{})
-				reqs += st.Requests
-			}
-			cpu := cpuTime() - cpu0
-			runtime.ReadMemStats(&ms1)
-			b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
-			// On a shared machine wall time says little: per CPU second too.
-			b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
-		})
+	sc := stockBalance(4)
+	sc.Duration = time.Hour
+	for _, sink := range []string{"count", "recorder"} {
+		b.Run(sink, func(b *testing.B) { benchScale(b, sc, sink == "recorder") })
 	}
 }
 
@@ -129,17 +100,12 @@ func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
 // other sites scaled to 250 … 250,000 tenants, each sending as in the file
 // (0.2 requests a second), so the work grows with the tenants; the 8
 // workers stay, so that past a few thousand tenants most arrivals meet the
-// in-flight cap. req/s is simulated requests per wall second, req/cpu-s
-// per CPU second; B/tenant is the heap the run holds at its end per tenant
-// (its state, with "recorder" the recorder's too, histograms included),
-// after a collection. "count" sinks results into a counter, measuring the
-// engine alone; "recorder" records them into a report.Recorder with its
-// samples, as `stampede run --engine sim` does, but builds no results.json.
+// in-flight cap.
 func BenchmarkSimScale(b *testing.B) {
 	for _, sinkName := range []string{"count", "recorder"} {
 		for _, n := range scaleTenants {
 			b.Run(fmt.Sprintf("%s/tenants=%d", sinkName, n), func(b *testing.B) {
-				benchScale(b, stockBalanceFleet(b, n), n, sinkName == "recorder")
+				benchScale(b, stockBalanceFleet(b, n), sinkName == "recorder")
 			})
 		}
 	}
@@ -153,17 +119,25 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
 			sc := stockBalanceFleet(b, n)
 			sc.Backend.Workers = 8 * n / 250
-			benchScale(b, sc, n, false)
+			benchScale(b, sc, false)
 		})
 	}
 }
 
-// benchScale runs sc, of n tenants, once per op and reports its rates
-// and its heap per tenant; record says whether into a report.Recorder.
-func benchScale(b *testing.B, sc *scenarios.Scenario, n int, record bool) {
+// benchScale runs sc once per op and reports its rates, allocations and
+// heap per tenant. req/s is simulated requests per wall second, req/cpu-s
+// per CPU second, allocs/req the heap allocations per request; B/tenant is
+// the heap the run holds at its end per tenant (its state, with record the
+// recorder's too, histograms included), after a collection. Without record
+// results go to a counter, measuring the engine alone; with it into a
+// report.Recorder with its samples, as `stampede run --engine sim` does,
+// which builds no results.json here.
+func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	b.ReportAllocs()
-	var reqs uint64
-	var held uint64
+	var reqs, held uint64
+	var tenants int
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		var sink workload.Sink = &counter{}
@@ -182,15 +156,18 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, n int, record bool) {
 		}
 		reqs += e.stats.Requests
 		held = heapInUse() - before
+		tenants = len(e.tenants)
 		runtime.KeepAlive(e)
 		runtime.KeepAlive(sink)
 	}
 	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
 	// On a shared machine wall time says little: per CPU second too (the
 	// collections heapInUse forces included).
 	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
-	b.ReportMetric(float64(held)/float64(n), "B/tenant")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
+	b.ReportMetric(float64(held)/float64(tenants), "B/tenant")
 }
 
 // heapInUse returns the bytes of live heap objects after a collection.
