@@ -126,7 +126,8 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 
 // benchScale runs sc once per op and reports its rates, allocations and
 // heap per tenant. req/s is simulated requests per wall second, req/cpu-s
-// per CPU second, allocs/req the heap allocations per request; B/tenant is
+// per CPU second, allocs/req the heap allocations and events/req the
+// events (stale ones included) per request; B/tenant is
 // the heap the run holds at its end per tenant (its state, with record the
 // recorder's too, histograms included), after a collection. Without record
 // results go to a counter, measuring the engine alone; with it into a
@@ -134,7 +135,7 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 // which builds no results.json here.
 func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	b.ReportAllocs()
-	var reqs, held uint64
+	var reqs, events, held uint64
 	var tenants int
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -155,6 +156,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 			b.Fatal(err)
 		}
 		reqs += e.stats.Requests
+		events += e.stats.Events
 		held = heapInUse() - before
 		tenants = len(e.tenants)
 		runtime.KeepAlive(e)
@@ -167,6 +169,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	// collections heapInUse forces included).
 	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
+	b.ReportMetric(float64(events)/float64(reqs), "events/req")
 	b.ReportMetric(float64(held)/float64(tenants), "B/tenant")
 }
 
