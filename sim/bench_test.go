@@ -56,25 +56,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkHeap pushes and pops events at random times over a heap of
-// about 1000 events.
-func BenchmarkHeap(b *testing.B) {
-	b.ReportAllocs()
-	var h eventHeap
-	rng := workload.TenantRand(1, 0)
-	now := time.Duration(0)
-	for i := range 1000 {
-		h.push(event{at: time.Duration(rng.Int64N(int64(time.Second))), seq: uint64(i)})
-	}
-	seq := uint64(1000)
-	for b.Loop() {
-		e := h.pop()
-		now = e.at
-		seq++
-		h.push(event{at: now + time.Duration(rng.Int64N(int64(time.Second))), seq: seq})
-	}
-}
-
 // scaleTenants are the fleet sizes BenchmarkSimScale plays.
 var scaleTenants = []int{250, 2_500, 25_000, 250_000}
 

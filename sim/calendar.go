@@ -6,106 +6,114 @@ import (
 	"time"
 )
 
-// arrivalQueue holds the open-model tenants' next arrivals, one per tenant,
-// keyed by (at, seq) like the events of eventHeap: a calendar queue. Time
-// is cut into buckets of 1<<shift nanoseconds; a window of len(ring)
+// calendar is a priority queue of events by (at, seq): a calendar queue.
+// Time is cut into buckets of 1<<shift nanoseconds; a window of len(ring)
 // buckets from base on is kept, the bucket at base as a small heap (cur)
-// and each later one as an unsorted slice, and arrivals past the window
-// wait in far until the window is used up. Arrivals only move forward in
-// time (a tenant's next arrival is never before its last), so an arrival
-// is written once into its bucket and read back with the bucket's others,
-// in a few cache lines, where a tree over all tenants would read one
-// scattered node per level. The bucket width is set from the arrivals the
-// queue holds whenever it starts a window, so that a bucket holds about
-// perBucket of them whatever the tenants' rates.
-type arrivalQueue struct {
-	cur    []arrival   // a min-heap of the arrivals in buckets up to base
-	ring   [][]arrival // ring[b&mask] holds bucket b, for base < b < end
-	far    []arrival   // arrivals in buckets from end on
-	mask   int64
-	shift  uint
-	base   int64 // the bucket cur holds
-	end    int64 // the first bucket past the window
-	inRing int   // arrivals in ring
-	loaded bool  // advance has moved a bucket into cur since the flag was cleared
+// and each later one as an unsorted slice, and events past the window wait
+// in far until the window is used up. The engine never schedules an event
+// before the one it handles, so an event is written once into its bucket
+// and read back with the bucket's others, in a few cache lines, where a
+// heap or a tree over all of them reads one scattered node per level. The
+// bucket width is set from the events the calendar holds whenever it
+// starts a window, so that a bucket holds about perBucket of them whatever
+// the rates; an event in the past of the window, which the engine does
+// not schedule, would still come out in order. The zero calendar is
+// empty; set perBucket before the first push.
+type calendar struct {
+	cur       []event   // a min-heap of the events in buckets up to base
+	ring      [][]event // ring[b&mask] holds bucket b, for base < b < end
+	far       []event   // events in buckets from end on
+	mask      int64
+	shift     uint
+	base      int64 // the bucket cur holds
+	end       int64 // the first bucket past the window
+	inRing    int   // events in ring
+	perBucket int   // the mean number of events a bucket is sized to hold
+	loaded    bool  // a bucket has come into cur since the flag was cleared
 }
 
-// arrival is a tenant's next arrival.
-type arrival struct {
-	at  time.Duration
-	seq uint64
-	ref int32 // the tenant
-}
-
-func (a *arrival) before(b *arrival) bool {
-	return a.at < b.at || a.at == b.at && a.seq < b.seq
-}
-
-// perBucket is the mean number of arrivals a bucket is sized to hold.
-// Large buckets keep the writes of arrivals to few bucket tails and give
-// the engine a batch of tenants to read ahead of their arrivals (see
-// engine.warm); the heap of one bucket still fits the first-level cache's
-// neighbour. Measured at 250,000 tenants, 512 beat 32, 128 and 2048.
-const perBucket = 512
-
-// windowGaps is the window's span in mean gaps between the arrivals of
-// one tenant: a tenant's next arrival falls past the window about once
-// per windowGaps of its arrivals.
+// windowGaps is the window's span in mean distances from its first event
+// to the others the calendar holds when it starts the window: most of them
+// fall within it, and a run of them, as one tenant's arrivals, falls past
+// it about once per windowGaps of its gaps.
 const windowGaps = 4
 
-// reset makes q hold the first arrivals evs (ref the tenant).
-func (q *arrivalQueue) reset(evs []event) {
-	q.cur, q.far, q.inRing = q.cur[:0], q.far[:0], 0
-	for _, ev := range evs {
-		q.far = append(q.far, arrival{at: ev.at, seq: ev.seq, ref: ev.ref})
+// reset makes q hold evs and nothing else.
+func (q *calendar) reset(evs []event) {
+	q.cur, q.far, q.inRing = q.cur[:0], append(q.far[:0], evs...), 0
+	for i := range q.ring {
+		q.ring[i] = q.ring[i][:0]
 	}
 	q.window()
 }
 
-// len returns how many tenants have an arrival to come.
-func (q *arrivalQueue) len() int { return len(q.cur) + q.inRing + len(q.far) }
+// len returns the number of events.
+func (q *calendar) len() int { return len(q.cur) + q.inRing + len(q.far) }
 
-// top returns the earliest arrival. The queue must not be empty.
-func (q *arrivalQueue) top() *arrival { return &q.cur[0] }
+// top returns the earliest event. The calendar must not be empty.
+func (q *calendar) top() *event { return &q.cur[0] }
 
-// replaceTop gives the earliest arrival's tenant its next arrival, at at
-// with seq seq, or, when ok is false, none.
-func (q *arrivalQueue) replaceTop(at time.Duration, seq uint64, ok bool) {
-	if ok && int64(at)>>q.shift <= q.base {
-		q.cur[0].at, q.cur[0].seq = at, seq
-		q.down(0)
-		return
-	}
-	ref := q.cur[0].ref
-	n := len(q.cur) - 1
-	q.cur[0] = q.cur[n]
-	q.cur = q.cur[:n]
-	if n > 0 {
-		q.down(0)
-	}
-	if ok {
-		q.put(arrival{at: at, seq: seq, ref: ref})
-	}
+// pop removes and returns the earliest event. The calendar must not be
+// empty.
+func (q *calendar) pop() event {
+	ev := q.cur[0]
+	q.drop()
+	return ev
+}
+
+// push adds ev.
+func (q *calendar) push(ev event) {
+	q.put(ev)
 	if len(q.cur) == 0 {
 		q.advance()
 	}
 }
 
-// put adds a, which is not before the earliest arrival, past cur.
-func (q *arrivalQueue) put(a arrival) {
-	switch b := int64(a.at) >> q.shift; {
+// replaceTop moves the earliest event to at with seq seq, or, when ok is
+// false, removes it. at must not be before the event.
+func (q *calendar) replaceTop(at time.Duration, seq uint64, ok bool) {
+	if !ok {
+		q.drop()
+		return
+	}
+	ev := q.cur[0]
+	ev.at, ev.seq = at, seq
+	if int64(at)>>q.shift <= q.base {
+		q.cur[0] = ev
+		q.down(0)
+		return
+	}
+	q.drop()
+	q.push(ev)
+}
+
+// drop removes the earliest event.
+func (q *calendar) drop() {
+	n := len(q.cur) - 1
+	q.cur[0] = q.cur[n]
+	q.cur = q.cur[:n]
+	if n > 0 {
+		q.down(0)
+		return
+	}
+	q.advance()
+}
+
+// put adds ev to cur, ring or far, by its bucket.
+func (q *calendar) put(ev event) {
+	switch b := int64(ev.at) >> q.shift; {
 	case b <= q.base:
-		q.push(a)
+		q.up(ev)
 	case b < q.end:
-		q.ring[b&q.mask] = append(q.ring[b&q.mask], a)
+		q.ring[b&q.mask] = append(q.ring[b&q.mask], ev)
 		q.inRing++
 	default:
-		q.far = append(q.far, a)
+		q.far = append(q.far, ev)
 	}
 }
 
-// advance moves the next bucket with arrivals into the empty cur.
-func (q *arrivalQueue) advance() {
+// advance moves the next bucket with events into the empty cur.
+func (q *calendar) advance() {
 	if q.inRing == 0 {
 		q.window()
 		return
@@ -125,10 +133,10 @@ func (q *arrivalQueue) advance() {
 	}
 }
 
-// window starts a new window at the earliest arrival of far, when cur and
-// ring are empty, sizing the buckets for the arrivals of far: all the
-// queue holds.
-func (q *arrivalQueue) window() {
+// window starts a new window at the earliest event of far, when cur and
+// ring are empty, sizing the buckets for the events of far: all the
+// calendar holds.
+func (q *calendar) window() {
 	if len(q.far) == 0 {
 		return
 	}
@@ -139,16 +147,15 @@ func (q *arrivalQueue) window() {
 	for i := range q.far {
 		sum += float64(q.far[i].at - lo)
 	}
-	// The arrivals pending are about one per tenant, a mean gap from now
-	// on average: the mean distance from the earliest estimates the gap.
 	n := len(q.far)
+	per := max(q.perBucket, 1)
 	gap := sum / float64(n)
-	width := max(gap*perBucket/float64(n), 1)
+	width := max(gap*float64(per)/float64(n), 1)
 	q.shift = uint(bits.Len64(uint64(width)) - 1)
-	buckets := max(windowGaps*n/perBucket, 1)
+	buckets := max(windowGaps*n/per, 1)
 	size := 1 << bits.Len(uint(buckets-1))
 	if len(q.ring) != size {
-		q.ring = make([][]arrival, size)
+		q.ring = make([][]event, size)
 		q.mask = int64(size - 1)
 	}
 	q.base = int64(lo) >> q.shift
@@ -158,29 +165,30 @@ func (q *arrivalQueue) window() {
 	}
 	far := q.far
 	q.far = q.far[:0] // put appends to far no faster than it reads it
-	for _, a := range far {
-		q.put(a)
+	for _, ev := range far {
+		q.put(ev)
 	}
+	q.loaded = true
 }
 
-// push adds a to the heap cur.
-func (q *arrivalQueue) push(a arrival) {
-	q.cur = append(q.cur, a)
+// up adds ev to the heap cur.
+func (q *calendar) up(ev event) {
+	q.cur = append(q.cur, ev)
 	h := q.cur
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !a.before(&h[p]) {
+		if !ev.before(&h[p]) {
 			break
 		}
 		h[i] = h[p]
 		i = p
 	}
-	h[i] = a
+	h[i] = ev
 }
 
 // down sifts cur[i] down the heap.
-func (q *arrivalQueue) down(i int) {
+func (q *calendar) down(i int) {
 	h := q.cur
 	n := len(h)
 	x := h[i]
@@ -202,7 +210,7 @@ func (q *arrivalQueue) down(i int) {
 }
 
 // heapify makes cur a heap.
-func (q *arrivalQueue) heapify() {
+func (q *calendar) heapify() {
 	for i := len(q.cur)/2 - 1; i >= 0; i-- {
 		q.down(i)
 	}
