@@ -1,52 +1,27 @@
 package sim
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"stampede/report"
+	"stampede/scenarios"
 	"stampede/workload"
 )
 
 // BenchmarkSimStockBalanceHour plays the stock-balance scenario stretched to
-// an hour of model time (about 180,000 requests). One op is one whole run;
-// req/s is simulated requests per wall second and allocs/req the heap
-// allocations per request. "count" sinks results into a counter, measuring
-// the engine alone; "recorder" records them into a report.Recorder with its
-// samples, as `stampede run --engine sim` does.
+// an hour of model time (about 180,000 requests), as benchScale measures
+// it: "count" the engine alone, "recorder" into a report.Recorder.
 func BenchmarkSimStockBalanceHour(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		sink func() workload.Sink
-	}{
-		{"count", func() workload.Sink { return &counter{} }},
-		{"recorder", func() workload.Sink {
-			sc := stockBalance(4)
-			sc.Duration = time.Hour
-			return report.NewRecorder(sc)
-		}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			sc := stockBalance(4)
-			sc.Duration = time.Hour
-			b.ReportAllocs()
-			var reqs uint64
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			cpu0 := cpuTime()
-			for b.Loop() {
-				st := mustRun(b, sc, tc.sink(), Options{})
-				reqs += st.Requests
-			}
-			cpu := cpuTime() - cpu0
-			runtime.ReadMemStats(&ms1)
-			b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
-			// On a shared machine wall time says little: per CPU second too.
-			b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
-		})
+	sc := stockBalance(4)
+	sc.Duration = time.Hour
+	for _, sink := range []string{"count", "recorder"} {
+		b.Run(sink, func(b *testing.B) { benchScale(b, sc, sink == "recorder") })
 	}
 }
 
@@ -81,21 +56,126 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkHeap pushes and pops events at random times over a heap of
-// about 1000 events.
-func BenchmarkHeap(b *testing.B) {
-	b.ReportAllocs()
-	var h eventHeap
-	rng := workload.TenantRand(1, 0)
-	now := time.Duration(0)
-	for i := range 1000 {
-		h.push(event{at: time.Duration(rng.Int64N(int64(time.Second))), seq: uint64(i)})
+// scaleTenants are the fleet sizes BenchmarkSimScale plays.
+var scaleTenants = []int{250, 2_500, 25_000, 250_000}
+
+// stockBalanceFleet returns the library's stock-balance scenario with
+// tenants in all: the other sites' group grown to tenants-1, the tenant
+// with the report unchanged. It bypasses the file's tenant bound, which is
+// what the benchmark measures against.
+func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
+	tb.Helper()
+	sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", nil)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	seq := uint64(1000)
+	for i := range sc.Tenants {
+		if sc.Tenants[i].Group == "other-sites" {
+			sc.Tenants[i].Count = tenants - 1
+		}
+	}
+	return sc
+}
+
+// BenchmarkSimScale plays the 10-minute stock-balance scenario with its
+// other sites scaled to 250 … 250,000 tenants, each sending as in the file
+// (0.2 requests a second), so the work grows with the tenants; the 8
+// workers stay, so that past a few thousand tenants most arrivals meet the
+// in-flight cap.
+func BenchmarkSimScale(b *testing.B) {
+	for _, sinkName := range []string{"count", "recorder"} {
+		for _, n := range scaleTenants {
+			b.Run(fmt.Sprintf("%s/tenants=%d", sinkName, n), func(b *testing.B) {
+				benchScale(b, stockBalanceFleet(b, n), sinkName == "recorder")
+			})
+		}
+	}
+}
+
+// BenchmarkSimScaleWorkers is BenchmarkSimScale's "count" with the
+// backend's workers scaled with the tenants, 8 per 250 as in the file, so
+// that every request goes the whole way through the proxy and the pool.
+func BenchmarkSimScaleWorkers(b *testing.B) {
+	for _, n := range []int{2_500, 25_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			sc := stockBalanceFleet(b, n)
+			sc.Backend.Workers = 8 * n / 250
+			benchScale(b, sc, false)
+		})
+	}
+}
+
+// benchScale runs sc once per op and reports its rates, allocations and
+// heap per tenant. req/s is simulated requests per wall second, req/cpu-s
+// per CPU second, allocs/req the heap allocations and events/req the
+// events (stale ones included) per request; B/tenant is
+// the heap the first run holds at its end per tenant (its state, with
+// record the recorder's too, histograms included), after a collection. Without record
+// results go to a counter, measuring the engine alone; with it into a
+// report.Recorder with its samples, as `stampede run --engine sim` does,
+// which builds no results.json here.
+func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
+	b.ReportAllocs()
+	var reqs, events, held uint64
+	var tenants int
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
 	for b.Loop() {
-		e := h.pop()
-		now = e.at
-		seq++
-		h.push(event{at: now + time.Duration(rng.Int64N(int64(time.Second))), seq: seq})
+		var sink workload.Sink = &counter{}
+		opts := Options{}
+		if record {
+			rec := report.NewRecorder(sc)
+			sink, opts.Sampler = rec, rec
+		}
+		// The heap is measured on the first op only: a collection per op
+		// would weigh on the rates of small runs.
+		first := tenants == 0
+		var before uint64
+		if first {
+			before = heapInUse()
+		}
+		e, err := newEngine(sc, sink, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		reqs += e.stats.Requests
+		events += e.stats.Events
+		if first {
+			held = heapInUse() - before
+		}
+		tenants = len(e.tenants)
+		runtime.KeepAlive(e)
+		runtime.KeepAlive(sink)
+	}
+	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
+	// On a shared machine wall time says little: per CPU second too (the
+	// collections heapInUse forces on the first op included).
+	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
+	b.ReportMetric(float64(events)/float64(reqs), "events/req")
+	b.ReportMetric(float64(held)/float64(tenants), "B/tenant")
+}
+
+// heapInUse returns the bytes of live heap objects after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func TestTenantLayout(t *testing.T) {
+	var tn tenant
+	if size := unsafe.Sizeof(tn); size%64 != 0 {
+		t.Errorf("tenant is %d bytes, not a multiple of 64: set tenantPad to %d", size, (64-(int(size)-tenantPad)%64)%64)
+	}
+	if off := unsafe.Offsetof(tn.arrivals); off != 64 {
+		t.Errorf("tenant.arrivals at offset %d, want 64: the first cache line holds the stream, mix and in-flight count", off)
 	}
 }

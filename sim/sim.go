@@ -164,8 +164,8 @@ type engine struct {
 	busiest   int
 	keyMap    map[string]int
 	busy      []limit.KeyCount // the busiest keys of the last sample
-	arrivals  arrivalTree      // the open-model tenants' next arrivals, one per tenant
-	heap      eventHeap        // every other event: requests', users', samples
+	arrivals  calendar         // the open-model tenants' next arrivals, one per tenant (evArrival)
+	events    calendar         // every other event: requests', users', samples
 	seq       uint64
 	free      *request
 	chunks    [][]request
@@ -173,6 +173,7 @@ type engine struct {
 	stopping  bool
 	stats     Stats
 	guard     guard
+	warmed    int64 // what warm read, kept so that its reads are not optimised away
 }
 
 // Run plays sc in virtual time and hands every request's result to sink
@@ -258,6 +259,8 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		busiest: opts.BusiestKeys,
 		seq:     1,
 	}
+	e.arrivals.perBucket = arrivalsPerBucket
+	e.events.perBucket = eventsPerBucket
 	e.workerTO = e.pool.Config().Timeout
 	_, e.killable = e.pool.KillTick(0)
 	e.cancel = e.pool.Config().OnClientAbort == workerpool.Cancel
@@ -386,12 +389,47 @@ func at(d time.Duration) time.Time { return Epoch.Add(d) }
 // push schedules an event and returns its seq.
 func (e *engine) push(t time.Duration, k kind, ref int32) uint64 {
 	s := e.nextSeq()
-	e.heap.push(event{at: t, seq: s, ref: ref, kind: k})
+	e.events.push(event{at: t, seq: s, ref: ref, kind: k})
 	return s
 }
 
+// arrivalsPerBucket is the mean number of arrivals a bucket of the
+// arrivals' calendar is sized to hold. Large buckets keep the writes of
+// arrivals to few bucket tails and give warm a batch of tenants to read
+// ahead of their arrivals; the heap of one bucket still fits the
+// second-level cache. Measured at 250,000 tenants, 512 beat 32, 128 and
+// 2048.
+const arrivalsPerBucket = 512
+
+// eventsPerBucket is arrivalsPerBucket for the other events.
+const eventsPerBucket = 512
+
+// warm reads the state of the tenants whose arrivals are next, in one
+// pass: with many tenants each is a cache miss, and misses issued side by
+// side overlap where one tenant's arrival after another's would wait for
+// each in turn.
+func (e *engine) warm() {
+	var x int64
+	for i := range e.arrivals.cur {
+		t := &e.tenants[e.arrivals.cur[i].ref]
+		x += int64(t.inFlight) + int64(t.arrivals.Peek())
+		// The limiter hashes and compares the keys' bytes.
+		for _, k := range t.connKeys {
+			if len(k) > 0 {
+				x += int64(k[0])
+			}
+		}
+		for _, k := range t.reqKeys {
+			if len(k) > 0 {
+				x += int64(k[0])
+			}
+		}
+	}
+	e.warmed = x
+}
+
 // pending returns the number of events scheduled.
-func (e *engine) pending() int { return e.arrivals.len() + e.heap.len() }
+func (e *engine) pending() int { return e.arrivals.len() + e.events.len() }
 
 func (e *engine) nextSeq() uint64 {
 	s := e.seq
@@ -437,11 +475,11 @@ func (e *engine) run(ctx context.Context) error {
 			e.stats.Backend = e.pool.Stats(e.stats.End)
 			return ctx.Err()
 		}
-		// The next event is the earlier of the two heaps' tops; both
+		// The next event is the earlier of the two calendars' tops; both
 		// take their seqs from one counter, so the order is the one a
-		// single heap would give.
+		// single queue would give.
 		if e.arrivals.len() > 0 {
-			if p, a := e.arrivals.top(); e.heap.len() == 0 || a.at < e.heap.ev[0].at || a.at == e.heap.ev[0].at && a.seq < e.heap.ev[0].seq {
+			if a := e.arrivals.top(); e.events.len() == 0 || a.before(e.events.top()) {
 				if a.at > e.horizon {
 					break
 				}
@@ -451,22 +489,26 @@ func (e *engine) run(ctx context.Context) error {
 					return e.fail(e.guard.err())
 				}
 				// The arrival stays on top while it is handled (what it
-				// schedules goes to the other heap) and is then replaced
-				// by the tenant's next.
-				t := &e.tenants[e.arrivals.ref[p]]
+				// schedules goes to the other calendar) and is then
+				// replaced by the tenant's next.
+				t := &e.tenants[a.ref]
 				e.arrive(t, a.at)
 				next, ok := t.arrivals.Next()
 				e.arrivals.replaceTop(next, e.seq, ok)
 				if ok {
 					e.seq++
 				}
+				if e.arrivals.loaded {
+					e.arrivals.loaded = false
+					e.warm()
+				}
 				continue
 			}
 		}
-		if e.heap.len() == 0 || e.heap.peek() > e.horizon {
+		if e.events.len() == 0 || e.events.top().at > e.horizon {
 			break
 		}
-		ev := e.heap.pop()
+		ev := e.events.pop()
 		e.stats.Events++
 		e.stats.End = ev.at
 		if !e.guard.ok(ev.at) {

@@ -161,6 +161,10 @@ func (a *Arrivals) Next() (time.Duration, bool) {
 	return t, true
 }
 
+// Peek returns the intended send time Next returns next, if any; it reads
+// the cache line Next reads first.
+func (a *Arrivals) Peek() time.Duration { return a.next }
+
 // Mix picks routes by weight. The zero Mix always picks route 0.
 //
 // A Mix is immutable after NewMix and safe for concurrent use (each caller

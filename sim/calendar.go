@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"math"
+	"math/bits"
+	"time"
+)
+
+// calendar is a priority queue of events by (at, seq): a calendar queue.
+// Time is cut into buckets of 1<<shift nanoseconds; a window of len(ring)
+// buckets from base on is kept, the bucket at base as a small heap (cur)
+// and each later one as an unsorted slice, and events past the window wait
+// in far until the window is used up. The engine never schedules an event
+// before the one it handles, so an event is written once into its bucket
+// and read back with the bucket's others, in a few cache lines, where a
+// heap or a tree over all of them reads one scattered node per level. The
+// bucket width is set from the events the calendar holds whenever it
+// starts a window, so that a bucket holds about perBucket of them whatever
+// the rates; an event in the past of the window, which the engine does
+// not schedule, would still come out in order. The zero calendar is
+// empty; set perBucket before the first push.
+type calendar struct {
+	cur       []event   // a min-heap of the events in buckets up to base
+	ring      [][]event // ring[b&mask] holds bucket b, for base < b < end
+	far       []event   // events in buckets from end on
+	mask      int64
+	shift     uint
+	base      int64 // the bucket cur holds
+	end       int64 // the first bucket past the window
+	inRing    int   // events in ring
+	perBucket int   // the mean number of events a bucket is sized to hold
+	loaded    bool  // a bucket has come into cur since the flag was cleared
+}
+
+// windowGaps is the window's span in mean distances from its first event
+// to the others the calendar holds when it starts the window: most of them
+// fall within it, and a run of them, as one tenant's arrivals, falls past
+// it about once per windowGaps of its gaps.
+const windowGaps = 4
+
+// reset makes q hold evs and nothing else.
+func (q *calendar) reset(evs []event) {
+	q.cur, q.far, q.inRing = q.cur[:0], append(q.far[:0], evs...), 0
+	for i := range q.ring {
+		q.ring[i] = q.ring[i][:0]
+	}
+	q.window()
+}
+
+// len returns the number of events.
+func (q *calendar) len() int { return len(q.cur) + q.inRing + len(q.far) }
+
+// top returns the earliest event. The calendar must not be empty.
+func (q *calendar) top() *event { return &q.cur[0] }
+
+// pop removes and returns the earliest event. The calendar must not be
+// empty.
+func (q *calendar) pop() event {
+	ev := q.cur[0]
+	q.drop()
+	return ev
+}
+
+// push adds ev.
+func (q *calendar) push(ev event) {
+	q.put(ev)
+	if len(q.cur) == 0 {
+		q.advance()
+	}
+}
+
+// replaceTop moves the earliest event to at with seq seq, or, when ok is
+// false, removes it. at must not be before the event.
+func (q *calendar) replaceTop(at time.Duration, seq uint64, ok bool) {
+	if !ok {
+		q.drop()
+		return
+	}
+	ev := q.cur[0]
+	ev.at, ev.seq = at, seq
+	if int64(at)>>q.shift <= q.base {
+		q.cur[0] = ev
+		q.down(0)
+		return
+	}
+	q.drop()
+	q.push(ev)
+}
+
+// drop removes the earliest event.
+func (q *calendar) drop() {
+	n := len(q.cur) - 1
+	q.cur[0] = q.cur[n]
+	q.cur = q.cur[:n]
+	if n > 0 {
+		q.down(0)
+		return
+	}
+	q.advance()
+}
+
+// put adds ev to cur, ring or far, by its bucket.
+func (q *calendar) put(ev event) {
+	switch b := int64(ev.at) >> q.shift; {
+	case b <= q.base:
+		q.up(ev)
+	case b < q.end:
+		q.ring[b&q.mask] = append(q.ring[b&q.mask], ev)
+		q.inRing++
+	default:
+		q.far = append(q.far, ev)
+	}
+}
+
+// advance moves the next bucket with events into the empty cur.
+func (q *calendar) advance() {
+	if q.inRing == 0 {
+		q.window()
+		return
+	}
+	for {
+		q.base++
+		s := &q.ring[q.base&q.mask]
+		if len(*s) == 0 {
+			continue
+		}
+		q.cur = append(q.cur, *s...)
+		q.inRing -= len(*s)
+		*s = (*s)[:0]
+		q.heapify()
+		q.loaded = true
+		return
+	}
+}
+
+// window starts a new window at the earliest event of far, when cur and
+// ring are empty, sizing the buckets for the events of far: all the
+// calendar holds.
+func (q *calendar) window() {
+	if len(q.far) == 0 {
+		return
+	}
+	lo, sum := q.far[0].at, 0.0
+	for i := range q.far {
+		lo = min(lo, q.far[i].at)
+	}
+	for i := range q.far {
+		sum += float64(q.far[i].at - lo)
+	}
+	n := len(q.far)
+	per := max(q.perBucket, 1)
+	gap := sum / float64(n)
+	width := max(gap*float64(per)/float64(n), 1)
+	q.shift = uint(bits.Len64(uint64(width)) - 1)
+	buckets := max(windowGaps*n/per, 1)
+	size := 1 << bits.Len(uint(buckets-1))
+	if len(q.ring) != size {
+		q.ring = make([][]event, size)
+		q.mask = int64(size - 1)
+	}
+	q.base = int64(lo) >> q.shift
+	q.end = q.base + int64(size)
+	if q.end < q.base {
+		q.end = math.MaxInt64
+	}
+	far := q.far
+	q.far = q.far[:0] // put appends to far no faster than it reads it
+	for _, ev := range far {
+		q.put(ev)
+	}
+	q.loaded = true
+}
+
+// up adds ev to the heap cur.
+func (q *calendar) up(ev event) {
+	q.cur = append(q.cur, ev)
+	h := q.cur
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !ev.before(&h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = ev
+}
+
+// down sifts cur[i] down the heap.
+func (q *calendar) down(i int) {
+	h := q.cur
+	n := len(h)
+	x := h[i]
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h[c+1].before(&h[c]) {
+			c++
+		}
+		if !h[c].before(&x) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = x
+}
+
+// heapify makes cur a heap.
+func (q *calendar) heapify() {
+	for i := len(q.cur)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}
