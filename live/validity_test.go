@@ -98,5 +98,5 @@ func worstDelay(m measured) time.Duration {
 	if m.tare {
 		w = max(w, m.tareMax-m.tareMin)
 	}
-	return time.Duration(float64(w) / m.scale)
+	return m.scale.Model(w)
 }
