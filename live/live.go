@@ -322,8 +322,7 @@ func Explain(res *report.Results, sc *scenarios.Scenario) {
 	if v == nil || v.Conclusive {
 		return
 	}
-	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
-	explain(v, res.SLO, sc, time.Duration(worst*float64(time.Millisecond)))
+	explain(v, res.SLO, sc, worstDelay(v))
 }
 
 // dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
@@ -408,11 +407,7 @@ var (
 // where each takes 127.0.0.1 at a random port. Precise says to time their
 // waits with package clock's high-resolution timer.
 func startPair(sc *scenarios.Scenario, scale clock.Scale, transport string, precise bool) (*pair, error) {
-	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
-	for i, r := range sc.Backend.Routes {
-		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
-	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: routes, TimeScale: scale.Factor(), Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: backendRoutes(sc), TimeScale: scale.Factor(), Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -515,6 +510,15 @@ func startPair(sc *scenarios.Scenario, scale clock.Scale, transport string, prec
 		_ = p.proxy.Serve(pln) // ErrServerClosed once close runs
 	}()
 	return p, nil
+}
+
+// backendRoutes returns sc's routes as the fake backend takes them.
+func backendRoutes(sc *scenarios.Scenario) []fakebackend.Route {
+	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
+	for i, r := range sc.Backend.Routes {
+		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
+	}
+	return routes
 }
 
 // close closes the proxy and every connection to it, then the backend,

@@ -244,6 +244,13 @@ func explain(v *report.Validity, slos []report.SLOResult, sc *scenarios.Scenario
 	}
 }
 
+// worstDelay returns W of the rule, the worst of the delays v states, in
+// model time.
+func worstDelay(v *report.Validity) time.Duration {
+	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+	return time.Duration(worst * float64(time.Millisecond))
+}
+
 // timeoutsOf returns sc's timeouts that are set.
 func timeoutsOf(sc *scenarios.Scenario) []time.Duration {
 	var ds []time.Duration
