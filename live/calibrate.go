@@ -51,9 +51,10 @@ const (
 
 // minWallBudget is the shortest delay budget, in wall time, a run is given
 // (see floorScale). On a shared 2-core VM the generator of stock-balance
-// (a budget of 100 ms of model time) stalled past 2-3 ms a few times a
-// second and past 5 ms about once in 30 s: at time scale 0.02 and 0.03 one
-// run in three was inconclusive, at 0.05 and slower none.
+// (a budget of 100 ms of model time) stalled past its 2-3 ms of wall
+// budget 32-57 times in each of the runs at time scale 0.02 and 0.03 that
+// were inconclusive, one in three; a run at 0.05 stalled past 5 ms once in
+// its 30 s, and every run at 0.1 and 0.2 was conclusive.
 const minWallBudget = 5 * time.Millisecond
 
 // floorScale returns the fastest scale a calibration tries for a delay

@@ -332,7 +332,7 @@ func runJudged(t *testing.T, make func() *scenarios.Scenario, opts Options) (*re
 		res := run(t, context.Background(), make(), opts)
 		v := res.Validity
 		if v.Conclusive {
-			return res, max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+			return res, float64(worstDelay(v)) / float64(time.Millisecond)
 		}
 		t.Logf("live run %d inconclusive: %s", attempt, strings.Join(v.Reasons, "; "))
 		if attempt == 2 {
