@@ -300,18 +300,6 @@ func runMeasured(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink
 	return info, m, nil
 }
 
-// runResults plays sc into a recorder of its own and returns results.json.
-func runResults(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
-	rec := report.NewRecorder(sc)
-	info, err := Run(ctx, sc, rec, opts)
-	if err != nil {
-		return nil, err
-	}
-	res := rec.Results(info)
-	Explain(res, sc)
-	return res, nil
-}
-
 // Explain completes the verdict of a run on itself in res, its results:
 // when the run was inconclusive, it names the failed SLOs that the
 // generator's own delay, as the verdict's figures state it (model time),
