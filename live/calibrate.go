@@ -50,12 +50,15 @@ const (
 )
 
 // minWallBudget is the shortest delay budget, in wall time, a run is given
-// (see floorScale). On a shared 2-core VM the generator of stock-balance
-// (a budget of 100 ms of model time) stalled past its 2-3 ms of wall
-// budget 32-57 times in each of the runs at time scale 0.02 and 0.03 that
-// were inconclusive, one in three; a run at 0.05 stalled past 5 ms once in
-// its 30 s, and every run at 0.1 and 0.2 was conclusive.
-const minWallBudget = 5 * time.Millisecond
+// (see floorScale). On a shared 2-core VM whose hypervisor took 1-17% of
+// the CPU, the generator of stock-balance (a budget of 100 ms of model
+// time) stalled past its 2-3 ms of wall budget 32-57 times in each of the
+// runs at time scale 0.02 and 0.03 that were inconclusive, one in three;
+// at 0.05 (5 ms) three runs of four were inconclusive, though each
+// calibration step before them had no stall over 1 ms; at 0.1 (10 ms) and
+// 0.2 the runs were conclusive but on a machine busy enough to make the
+// calibration itself refuse 0.1.
+const minWallBudget = 10 * time.Millisecond
 
 // floorScale returns the fastest scale a calibration tries for a delay
 // budget of budget: the nice scale at or above the one at which budget

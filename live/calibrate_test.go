@@ -22,15 +22,17 @@ func step(s clock.Scale, late time.Duration, stalls ...time.Duration) Calibratio
 
 // TestCalibrationChoice holds the calibration's rule to its figures, for
 // stock-balance's delay budget (100 ms of model time, a tenth of p99 < 1s)
-// unless a step says otherwise, and its tail share (1%): each step is
+// unless a case says otherwise, and its tail share (1%): each step is
 // judged as Calibrate judges it, on the steps measured up to it, and the
-// run takes the fastest scale that held, none faster than the floor.
+// run takes the fastest scale that held, none faster than the case's floor
+// (see TestFloorScale for the scenario's own).
 func TestCalibrationChoice(t *testing.T) {
 	const tail = 0.01
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	for _, c := range []struct {
 		name   string
 		budget time.Duration // 100 ms when zero
+		floor  float64       // none when zero
 		steps  []CalibrationStep
 		held   []bool
 		want   float64
@@ -46,11 +48,12 @@ func TestCalibrationChoice(t *testing.T) {
 		},
 		{
 			// At 0.02 the budget is 2 ms of wall time and lateness may
-			// take half of it; 0.03 held, but the floor is 0.05.
+			// take half of it; 0.03 held, but the floor is 0.1.
 			name:  "the floor",
+			floor: 0.1,
 			steps: []CalibrationStep{step(0.1, ms(0.2)), step(0.05, ms(0.3)), step(0.03, ms(0.6), ms(1)), step(0.02, ms(1.2))},
 			held:  []bool{true, true, true, false},
-			want:  0.05,
+			want:  0.1,
 		},
 		{
 			// Stalls over half of 3 ms, 4 ms of them in the 1.2 s of the
@@ -65,7 +68,7 @@ func TestCalibrationChoice(t *testing.T) {
 			name:  "stalls under the allowance",
 			steps: []CalibrationStep{step(0.1, ms(0.2)), step(0.05, ms(0.3)), step(0.03, ms(0.5), ms(2.9)), step(0.02, ms(0.5), ms(0.9), ms(0.9)), step(0.01, ms(0.9))},
 			held:  []bool{true, true, true, true, false},
-			want:  0.05, // 0.02 held, but the floor is 0.05
+			want:  0.02,
 		},
 		{
 			// A 3 ms stall in the first step is under half of 0.1's
@@ -128,7 +131,7 @@ func TestCalibrationChoice(t *testing.T) {
 				}
 			}
 		}
-		if got := chosen(c.steps, floorScale(budget)); got != c.want {
+		if got := chosen(c.steps, c.floor); got != c.want {
 			t.Errorf("%s: chosen %g, want %g", c.name, got, c.want)
 		}
 	}
@@ -141,10 +144,10 @@ func TestFloorScale(t *testing.T) {
 		budget time.Duration
 		want   float64
 	}{
-		{100 * time.Millisecond, 0.05}, // stock-balance: p99 < 1s
-		{time.Second, 0.005},
-		{30 * time.Millisecond, 0.2}, // 0.167 rounded up
-		{time.Millisecond, 1},
+		{100 * time.Millisecond, 0.1}, // stock-balance: p99 < 1s
+		{time.Second, 0.01},
+		{30 * time.Millisecond, 0.5}, // 0.333 rounded up
+		{5 * time.Millisecond, 1},
 		{0, 1},
 	} {
 		if got := floorScale(c.budget); got != c.want {
