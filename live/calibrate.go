@@ -56,8 +56,9 @@ const (
 // runs at time scale 0.02 and 0.03 that were inconclusive, one in three;
 // at 0.05 (5 ms) three runs of four were inconclusive, though each
 // calibration step before them had no stall over 1 ms; at 0.1 (10 ms) and
-// 0.2 the runs were conclusive but on a machine busy enough to make the
-// calibration itself refuse 0.1.
+// 0.2 the runs of a quiet machine were conclusive. (Beside a one-core CPU
+// hog or a neighbour's test suites, runs at 0.1-0.3 were inconclusive too,
+// and said so.)
 const minWallBudget = 10 * time.Millisecond
 
 // floorScale returns the fastest scale a calibration tries for a delay
