@@ -36,13 +36,6 @@ type Handler struct {
 	// Scale but no Base is anchored at the Handler's first request. The
 	// zero value is real time on the runtime's timers.
 	Clock clock.Clock
-	// TimeScale, when Clock.Model.Scale is zero, is the scale instead, 0
-	// meaning 1 and a negative one taken as 1; PreciseTimers makes the
-	// waits precise as Clock.Precise does. They are the older form of
-	// Clock, anchored at the Handler's first request, so Handlers given
-	// only these fields do not agree on model time.
-	TimeScale     float64
-	PreciseTimers bool
 
 	// clockOnce settles clk, the Clock the Handler uses, at its first
 	// request.
@@ -159,15 +152,11 @@ func putKeys(ks *limit.Keys) {
 	keysPool.Put(ks)
 }
 
-// clock returns the Handler's Clock, settled at its first request from
-// Clock and the older TimeScale and PreciseTimers.
+// clock returns the Handler's Clock, settled at its first request: one
+// with a Scale but no Base is anchored then.
 func (h *Handler) clock() *clock.Clock {
 	h.clockOnce.Do(func() {
 		c := h.Clock
-		if c.Model.Scale == 0 {
-			c.Model.Scale = clock.Scale(max(h.TimeScale, 0))
-		}
-		c.Precise = c.Precise || h.PreciseTimers
 		if s := c.Model.Scale; s != 0 && s != 1 && c.Model.Base.IsZero() {
 			c = clock.NewClock(s, c.Precise)
 		}

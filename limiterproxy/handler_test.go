@@ -384,9 +384,9 @@ func direct(h http.Handler, ctx context.Context, host string) *httptest.Response
 // TestReqDelayTwoStage plays DESIGN.md's worked example in virtual time:
 // rate=5r/s burst=12 delay=8, 14 simultaneous requests → 1–9 at once,
 // 10–13 after 200/400/600/800 ms, 14 rejected. At time scale 0.5, given
-// as a Clock with no Base or as the older TimeScale, the waits are halved.
+// as a Clock with no Base, the waits are halved.
 func TestReqDelayTwoStage(t *testing.T) {
-	for i, ts := range []float64{0, 0.5, 0.5} {
+	for _, ts := range []float64{0, 0.5} {
 		synctest.Test(t, func(t *testing.T) {
 			p, err := limit.NewPolicy(limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
 			if err != nil {
@@ -400,12 +400,7 @@ func TestReqDelayTwoStage(t *testing.T) {
 				waits = append(waits, time.Since(start))
 				mu.Unlock()
 			})
-			h := &Handler{Policy: p, Next: next, Metrics: NewMetrics(p)}
-			if i == 2 {
-				h.TimeScale = ts
-			} else {
-				h.Clock.Model.Scale = clock.Scale(ts)
-			}
+			h := &Handler{Policy: p, Next: next, Metrics: NewMetrics(p), Clock: clock.Clock{Model: clock.ModelClock{Scale: clock.Scale(ts)}}}
 			codes := make([]int, 14)
 			var wg sync.WaitGroup
 			for i := range codes {

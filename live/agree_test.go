@@ -182,6 +182,22 @@ var stockBalanceSets = []string{
 	"duration=5m",
 }
 
+// checkStory checks the stock-balance story in the results of each engine:
+// 4 of user-x's tabs get through, 4 are refused with 503, and the other
+// sites are never refused.
+func checkStory(t *testing.T, results ...*report.Results) {
+	t.Helper()
+	for _, res := range results {
+		x := group(t, res, "user-x")
+		if x.Requests != 8 || x.OK != 4 || x.Rejected != 4 || x.Status["503"] != 4 {
+			t.Errorf("%s: user-x %d requests, %d ok, %d rejected, statuses %v; want 8, 4, 4 × 503", res.Engine, x.Requests, x.OK, x.Rejected, x.Status)
+		}
+		if o := group(t, res, "other-sites"); o.Rejected != 0 || o.OK != o.Requests {
+			t.Errorf("%s: other-sites %d ok and %d rejected of %d; want all ok", res.Engine, o.OK, o.Rejected, o.Requests)
+		}
+	}
+}
+
 func TestAgreeStockBalance(t *testing.T) {
 	liveRes, simRes, slack := playBoth(t, func(t *testing.T) *scenarios.Scenario {
 		sc, err := scenarios.LoadWith("../scenarios/stock-balance.yaml", stockBalanceSets)
@@ -191,17 +207,7 @@ func TestAgreeStockBalance(t *testing.T) {
 		return sc
 	})
 
-	// The story, in both engines: 4 of user-x's tabs get through, 4 are
-	// refused with 503, and the other sites are never refused.
-	for _, res := range []*report.Results{liveRes, simRes} {
-		x := group(t, res, "user-x")
-		if x.Requests != 8 || x.OK != 4 || x.Rejected != 4 || x.Status["503"] != 4 {
-			t.Errorf("%s: user-x %d requests, %d ok, %d rejected, statuses %v; want 8, 4, 4 × 503", res.Engine, x.Requests, x.OK, x.Rejected, x.Status)
-		}
-		if o := group(t, res, "other-sites"); o.Rejected != 0 || o.OK != o.Requests {
-			t.Errorf("%s: other-sites %d ok and %d rejected of %d; want all ok", res.Engine, o.OK, o.Rejected, o.Requests)
-		}
-	}
+	checkStory(t, liveRes, simRes)
 
 	// The report's 2–4 minutes are 1.2–2.4 s of wall time: HTTP's fraction
 	// of a millisecond is lost in them, and user-x's latencies are compared.

@@ -89,12 +89,22 @@ const drainMargin = time.Second
 // not recorded (see loadgen.Driver.Run). Run shuts down every server it
 // started before returning.
 func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, error) {
-	var none report.RunInfo
+	info, _, err := runMeasured(ctx, sc, sink, opts)
+	return info, err
+}
+
+// runMeasured is Run, and returns beside its RunInfo what the run measured of
+// itself in wall time, which a calibration step reads.
+func runMeasured(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts Options) (report.RunInfo, measured, error) {
+	var (
+		none report.RunInfo
+		m    measured
+	)
 	auto := sc.TimeScaleAuto
 	if auto && opts.Target == "" {
 		cal, err := Calibrate(ctx, sc, opts.Transport)
 		if err != nil {
-			return none, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
+			return none, m, fmt.Errorf("live: scenario %s: calibrating the time scale: %w", sc.Name, err)
 		}
 		if opts.Calibrated != nil {
 			opts.Calibrated(cal)
@@ -105,11 +115,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	}
 	// Against a target, auto is real time: nginx-config writes the
 	// target's configuration for time scale 1 then.
-	scale := sc.TimeScale
-	if scale == 0 {
-		scale = 1
-	}
-	wall := func(m time.Duration) time.Duration { return time.Duration(float64(m) * scale) }
+	scale := clock.Scale(sc.TimeScale)
+	wall := scale.Wall
 
 	var (
 		pr      *pair
@@ -127,7 +134,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	if opts.Target == "" {
 		p, err := startPair(sc, scale, opts.Transport, !opts.RuntimeTimers)
 		if err != nil {
-			return none, err
+			return none, m, err
 		}
 		pr = p
 		cleanup = append(cleanup, p.close)
@@ -136,15 +143,15 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	} else {
 		var err error
 		if target, err = checkTarget(ctx, "target", opts.Target, opts.AllowRemote); err != nil {
-			return none, &TargetError{err}
+			return none, m, &TargetError{err}
 		}
 		if err := reachable(ctx, target); err != nil {
-			return none, &TargetError{err}
+			return none, m, &TargetError{err}
 		}
 		if opts.BackendStatsURL != "" {
 			u, err := checkTarget(ctx, "backend stats URL", opts.BackendStatsURL, opts.AllowRemote)
 			if err != nil {
-				return none, &TargetError{err}
+				return none, m, &TargetError{err}
 			}
 			pctx, cancel := context.WithCancel(ctx)
 			poll := newStatsPoller(u, max(wall(time.Second), 50*time.Millisecond))
@@ -190,13 +197,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	if pr != nil {
 		var err error
 		if probes, err = pr.newProber(probeWait(sc, scale)); err != nil {
-			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, m, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 		defer probes.close()
 		// Cut off by ctx, the run is interrupted before it began: the
 		// driver returns at once and the results say so.
 		if tare, err = probes.calibrate(ctx, &tracker); err != nil && ctx.Err() == nil {
-			return none, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
+			return none, m, fmt.Errorf("live: scenario %s: calibrating: %w", sc.Name, err)
 		}
 	}
 
@@ -208,7 +215,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 		Tenants:        tenants,
 		Routes:         sc.Backend.Routes,
 		Horizon:        sc.Duration,
-		TimeScale:      scale,
+		TimeScale:      scale.Factor(),
 		Seed:           sc.Seed,
 		RejectStatuses: RejectStatuses(sc.Proxy.Limits),
 		// The built-in proxy marks its limits' answers; a target may not.
@@ -221,7 +228,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 		Dial:             dialOf(pr),
 	})
 	if err != nil {
-		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
+		return none, m, fmt.Errorf("live: scenario %s: %w", sc.Name, err)
 	}
 
 	stopProbes := func() {}
@@ -250,17 +257,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	after := sampleOS()
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
-		return none, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
+		return none, m, fmt.Errorf("live: scenario %s: %w", sc.Name, runErr)
 	}
 	// The driver's sink goroutine has ended: the sampler is ours again.
-	modelElapsed := time.Duration(float64(elapsed) / scale)
+	modelElapsed := scale.Model(elapsed)
 	sample(modelElapsed)
 	var end workerpool.Stats
 	if stats != nil {
 		end, _ = stats()
 	}
-	m := measured{
+	m = measured{
 		scale:    scale,
+		wall:     elapsed,
 		lateness: drv.SendLateness(),
 		stalls:   drv.Stalls(),
 		tare:     probes != nil && tracker.n > 0,
@@ -275,7 +283,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	info := report.RunInfo{
 		Validity:      validity,
 		TimeScaleAuto: auto,
-		TimeScale:     scale,
+		TimeScale:     scale.Factor(),
 		Tare:          tare,
 		SendLateness:  m.lateness,
 		Engine:        Engine,
@@ -289,19 +297,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink, opts O
 	if interrupted {
 		info.Model = workload.Reached(modelElapsed, sc.Duration)
 	}
-	return info, nil
-}
-
-// runResults plays sc into a recorder of its own and returns results.json.
-func runResults(ctx context.Context, sc *scenarios.Scenario, opts Options) (*report.Results, error) {
-	rec := report.NewRecorder(sc)
-	info, err := Run(ctx, sc, rec, opts)
-	if err != nil {
-		return nil, err
-	}
-	res := rec.Results(info)
-	Explain(res, sc)
-	return res, nil
+	return info, m, nil
 }
 
 // Explain completes the verdict of a run on itself in res, its results:
@@ -314,8 +310,7 @@ func Explain(res *report.Results, sc *scenarios.Scenario) {
 	if v == nil || v.Conclusive {
 		return
 	}
-	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
-	explain(v, res.SLO, sc, time.Duration(worst*float64(time.Millisecond)))
+	explain(v, res.SLO, sc, worstDelay(v))
 }
 
 // dialOf returns the driver's dialer for pr: in memory, or nil for TCP.
@@ -399,12 +394,8 @@ var (
 // front of it, over transport: Memory (the default when empty) or TCP,
 // where each takes 127.0.0.1 at a random port. Precise says to time their
 // waits with package clock's high-resolution timer.
-func startPair(sc *scenarios.Scenario, scale float64, transport string, precise bool) (*pair, error) {
-	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
-	for i, r := range sc.Backend.Routes {
-		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
-	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: routes, TimeScale: scale, Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
+func startPair(sc *scenarios.Scenario, scale clock.Scale, transport string, precise bool) (*pair, error) {
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.PoolConfig(), Routes: backendRoutes(sc), TimeScale: scale.Factor(), Seed: sc.Seed, KeepAlive: true, PreciseTimers: precise})
 	if err != nil {
 		return nil, fmt.Errorf("live: scenario %s: backend: %w", sc.Name, err)
 	}
@@ -413,7 +404,7 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		return nil, fmt.Errorf("live: scenario %s: proxy: %w", sc.Name, err)
 	}
 	memory := transport != TCP
-	wall := func(m time.Duration) time.Duration { return time.Duration(float64(m) * scale) }
+	wall := scale.Wall
 	var (
 		bln      net.Listener
 		upstream *url.URL
@@ -495,7 +486,10 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		NextUpstreamOff:   true,
 		Dial:              dialUp,
 	})
-	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
+	// The proxy reads the backend's model clock, so that limit_req and the
+	// pool agree on model time.
+	h := &limiterproxy.Handler{Policy: policy, Next: rp, Clock: clock.Clock{Model: b.Clock(), Precise: precise}}
+	p.proxy = limiterproxy.NewServer(h, opts)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})
@@ -504,6 +498,15 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		_ = p.proxy.Serve(pln) // ErrServerClosed once close runs
 	}()
 	return p, nil
+}
+
+// backendRoutes returns sc's routes as the fake backend takes them.
+func backendRoutes(sc *scenarios.Scenario) []fakebackend.Route {
+	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
+	for i, r := range sc.Backend.Routes {
+		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
+	}
+	return routes
 }
 
 // close closes the proxy and every connection to it, then the backend,

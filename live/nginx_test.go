@@ -87,11 +87,7 @@ func checkStockBalanceSplit(t *testing.T, via string, res *report.Results) {
 // base URL.
 func startScenarioBackend(t *testing.T, sc *scenarios.Scenario) string {
 	t.Helper()
-	routes := make([]fakebackend.Route, len(sc.Backend.Routes))
-	for i, r := range sc.Backend.Routes {
-		routes[i] = fakebackend.Route{Name: r.Name, Path: r.Path, Service: r.Service}
-	}
-	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: routes, TimeScale: sc.TimeScale, Seed: sc.Seed})
+	b, err := fakebackend.New(fakebackend.Options{Pool: sc.Backend.PoolConfig(), Routes: backendRoutes(sc), TimeScale: sc.TimeScale, Seed: sc.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,15 +63,7 @@ func TestSynctestAgreeStockBalance(t *testing.T) {
 	if v := liveRes.Validity; v == nil || !v.Conclusive {
 		t.Errorf("validity %+v, want conclusive: in fake time the generator is never late", v)
 	}
-	for _, res := range []*report.Results{liveRes, simRes} {
-		x := group(t, res, "user-x")
-		if x.Requests != 8 || x.OK != 4 || x.Rejected != 4 || x.Status["503"] != 4 {
-			t.Errorf("%s: user-x %d requests, %d ok, %d rejected, statuses %v; want 8, 4, 4 × 503", res.Engine, x.Requests, x.OK, x.Rejected, x.Status)
-		}
-		if o := group(t, res, "other-sites"); o.Rejected != 0 || o.OK != o.Requests {
-			t.Errorf("%s: other-sites %d ok and %d rejected of %d; want all ok", res.Engine, o.OK, o.Rejected, o.Requests)
-		}
-	}
+	checkStory(t, liveRes, simRes)
 	for _, name := range []string{"user-x", "other-sites"} {
 		l, s := group(t, liveRes, name), group(t, simRes, name)
 		if l.Requests != s.Requests || l.OK != s.OK {

@@ -50,7 +50,7 @@ const (
 // like the requests whose tare it measures: probes of 5 ms under 0.9 ms
 // pages (stock-balance at 0.03) took a tenth of a millisecond more than
 // the pages did.
-func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
+func probeWait(sc *scenarios.Scenario, scale clock.Scale) time.Duration {
 	type weighted struct {
 		d time.Duration
 		w float64
@@ -106,7 +106,7 @@ func probeWait(sc *scenarios.Scenario, scale float64) time.Duration {
 			break
 		}
 	}
-	return min(max(time.Duration(float64(med)*scale), minProbeWait), maxProbeWait)
+	return min(max(scale.Wall(med), minProbeWait), maxProbeWait)
 }
 
 func totalWeight(wr []scenarios.WeightedRoute) float64 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"stampede/clock"
 	"stampede/fakebackend"
 	"stampede/limit"
 	"stampede/limiterproxy"
@@ -96,7 +97,7 @@ func TestRunTareExternalTarget(t *testing.T) {
 				}
 				up, _ := url.Parse(bsrv.URL)
 				rp := limiterproxy.NewProxy(up, limiterproxy.ProxyOptions{UpstreamKeepAlive: 1024, NextUpstreamOff: true})
-				psrv := httptest.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: sc.TimeScale})
+				psrv := httptest.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, Clock: clock.Clock{Model: b.Clock()}})
 				defer psrv.Close()
 				target = psrv.URL
 			}
@@ -214,7 +215,7 @@ func TestProbeWait(t *testing.T) {
 	tests := []struct {
 		name  string
 		sc    *scenarios.Scenario
-		scale float64
+		scale clock.Scale
 		lo    time.Duration
 		hi    time.Duration
 	}{

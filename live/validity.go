@@ -99,7 +99,8 @@ type osSample struct {
 
 // measured is what a live run measured of itself, in wall time.
 type measured struct {
-	scale    float64
+	scale    clock.Scale
+	wall     time.Duration // the run's wall time, from its first send due
 	lateness workload.Lateness
 	stalls   loadgen.Stalls
 	tare     bool // a tare was measured and taken off
@@ -109,6 +110,16 @@ type measured struct {
 	after    osSample
 	sent     uint64
 	wakes    clock.Wakes // the process's precise timers during the run
+}
+
+// steal returns the share of the machine's CPU time the hypervisor gave to
+// others during the run, 0 when Linux does not say.
+func (m measured) steal() float64 {
+	b, a := m.before, m.after
+	if !b.stealOK || !a.stealOK || a.jiffies <= b.jiffies {
+		return 0
+	}
+	return float64(a.steal-b.steal) / float64(a.jiffies-b.jiffies)
 }
 
 // niceScales are the time scales judge suggests, each a round number.
@@ -126,9 +137,9 @@ func roundScaleUp(s float64) float64 {
 
 // judge applies the rule to what a live run of sc measured.
 func judge(sc *scenarios.Scenario, m measured) *report.Validity {
-	scale := m.scale
+	scale := m.scale.Factor()
 	budget := DelayBudget(sc)
-	model := func(wall time.Duration) time.Duration { return time.Duration(float64(wall) / scale) }
+	model := m.scale.Model
 	ms := func(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 	v := &report.Validity{Conclusive: true, Reasons: []string{}, BudgetMS: ms(budget)}
 	// worst is the largest wall delay that broke the budget, from which the
@@ -149,9 +160,9 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 	s := m.stalls
 	v.LongestStallMS = ms(model(s.Longest))
 	var stalled time.Duration
-	stalled, v.StallsOverBudget = s.Over(time.Duration(float64(budget) * scale))
+	stalled, v.StallsOverBudget = s.Over(m.scale.Wall(budget))
 	tail := tailShare(sc)
-	if share := float64(stalled) / float64(time.Duration(float64(sc.Duration)*scale)); v.StallsOverBudget > 0 && share > tail/2 {
+	if share := float64(stalled) / float64(m.scale.Wall(sc.Duration)); v.StallsOverBudget > 0 && share > tail/2 {
 		v.Conclusive = false
 		v.Reasons = append(v.Reasons, fmt.Sprintf("the generator stalled %d times for longer than the delay budget of %s, %s of model time in all (%.2f%% of the run, above half the %.2g%% of requests the tightest latency SLO leaves out), the longest %s (%.3f ms wall): sends were due and none went out",
 			v.StallsOverBudget, fmtDur(budget), fmtDur(model(stalled)), 100*share, 100*tail, fmtDur(model(s.Longest)), float64(s.Longest)/1e6))
@@ -170,9 +181,7 @@ func judge(sc *scenarios.Scenario, m measured) *report.Validity {
 			fmtDur(model(drift)), float64(m.tareMin)/1e6, float64(m.tareMax)/1e6, fmtDur(budget))
 	}
 	b, a := m.before, m.after
-	if b.stealOK && a.stealOK && a.jiffies > b.jiffies {
-		v.CPUSteal = math.Round(1e4*float64(a.steal-b.steal)/float64(a.jiffies-b.jiffies)) / 1e4
-	}
+	v.CPUSteal = math.Round(1e4*m.steal()) / 1e4
 	if b.throttleOK && a.throttleOK {
 		v.CgroupThrottled = a.throttled - b.throttled
 		v.CgroupThrottledWallMS = ms(a.throttledTime - b.throttledTime)
@@ -233,6 +242,13 @@ func explain(v *report.Validity, slos []report.SLOResult, sc *scenarios.Scenario
 			v.Unexplained = append(v.Unexplained, s.Name)
 		}
 	}
+}
+
+// worstDelay returns W of the rule, the worst of the delays v states, in
+// model time.
+func worstDelay(v *report.Validity) time.Duration {
+	worst := max(v.LatenessP99MS, v.LongestStallMS, v.TimersP99MS, v.TareDriftMS)
+	return time.Duration(worst * float64(time.Millisecond))
 }
 
 // timeoutsOf returns sc's timeouts that are set.
