@@ -75,6 +75,11 @@ func drawLatencyTime(c draw.Canvas, title string, r *Results) {
 				name = g + " p99"
 			}
 			for j, seg := range segments(tl.t, vals) {
+				for n := range seg {
+					// A bucket of 0 ms answers sits on the axis's floor: a
+					// log scale has no 0.
+					seg[n].Y = math.Max(seg[n].Y, lo)
+				}
 				if len(seg) == 1 { // a lone bucket: a short dash
 					seg = append(seg, plotter.XY{X: seg[0].X + r.Series.Step, Y: seg[0].Y})
 				}

@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image"
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"stampede/workload"
 	"strings"
 	"testing"
@@ -306,6 +308,32 @@ func TestNewChartsSayWhatTheyShow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLatencyTimeZeroBucket draws latency over time where a bucket's
+// answers all took 0 ms (the tare can take a live answer to 0) beside
+// the noisy group's minutes: the log scale has no 0, and the chart must
+// still be drawn, not fail the report.
+func TestLatencyTimeZeroBucket(t *testing.T) {
+	r := synthResults(20)
+	h := newHist()
+	for range 10 {
+		h.RecordValue(0)
+	}
+	var enc v2Encoder
+	r.Histograms.Intervals = append(r.Histograms.Intervals, IntervalSnapshot{Group: "other-sites", T: 7, Hist: enc.encode(h)})
+	slices.SortStableFunc(r.Histograms.Intervals, func(a, b IntervalSnapshot) int { return cmp.Compare(a.T, b.T) })
+	charts, err := runCharts(r, formatPNG)
+	if err != nil {
+		t.Fatalf("charts with a 0 ms bucket: %v", err)
+	}
+	for _, ch := range charts {
+		if ch.Name == "latency-time" {
+			checkPNG(t, ch, 8, 0.01)
+			return
+		}
+	}
+	t.Fatal("no latency-time chart")
 }
 
 func TestSummarySpectrum(t *testing.T) {
