@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"stampede/internal/errtree"
 )
 
 // The bounds of a Config, as Validate checks them. The scenario format and
@@ -110,23 +112,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 // return them, in order, through any wrapping; nil when err is nil. An
 // error that holds no FieldError comes back as one with an empty Field.
 func FieldErrors(err error) []*FieldError {
-	switch e := err.(type) {
-	case nil:
-		return nil
-	case *FieldError:
-		return []*FieldError{e}
-	case interface{ Unwrap() []error }:
-		var out []*FieldError
-		for _, e := range e.Unwrap() {
-			out = append(out, FieldErrors(e)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		if inner := e.Unwrap(); inner != nil {
-			return FieldErrors(inner)
-		}
-	}
-	return []*FieldError{{Err: err}}
+	return errtree.Find(err, func(err error) (*FieldError, bool) { return &FieldError{Err: err}, true })
 }
 
 // fieldErrs collects FieldErrors under a prefix.

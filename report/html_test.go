@@ -12,10 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"stampede/internal/golden"
 )
 
 var (
-	update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 	outDir = flag.String("outdir", "", "also write the rendered test reports under this directory, to look at")
 )
 
@@ -106,38 +107,10 @@ func structure(page string) string {
 	return b.String()
 }
 
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name, or rewrites it under -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(gl), len(wl)); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs from the golden file at line %d:\ngot:  %s\nwant: %s\n(run go test -update if the change is intended)", name, i+1, g, w)
-			}
-		}
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // checkSelfContained fails if page could make any request: external URLs,
@@ -273,7 +246,7 @@ func TestRunReportGolden(t *testing.T) {
 					t.Errorf("%s.png: %v", name, err)
 				}
 			}
-			golden(t, tc.name+".txt", structure(page))
+			checkGolden(t, tc.name+".txt", structure(page))
 		})
 	}
 }
@@ -420,7 +393,7 @@ func TestComparisonReportGolden(t *testing.T) {
 			t.Errorf("link %s: %v", l[1], err)
 		}
 	}
-	golden(t, "comparison.txt", structure(page))
+	checkGolden(t, "comparison.txt", structure(page))
 
 	// An empty comparison still renders, saying so.
 	empty := t.TempDir()
@@ -431,7 +404,7 @@ func TestComparisonReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "comparison-empty.txt", structure(string(b)))
+	checkGolden(t, "comparison-empty.txt", structure(string(b)))
 }
 
 func TestComparisonChartsDecode(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"stampede/internal/errtree"
 )
 
 // AbortPolicy says what a worker does when the client of its request goes
@@ -227,17 +229,5 @@ func (c Config) Validate() error {
 // FieldErrors returns the *FieldError values in err, as Validate returns
 // them, through any wrapping; none for nil.
 func FieldErrors(err error) []*FieldError {
-	switch e := err.(type) {
-	case *FieldError:
-		return []*FieldError{e}
-	case interface{ Unwrap() []error }:
-		var out []*FieldError
-		for _, x := range e.Unwrap() {
-			out = append(out, FieldErrors(x)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return FieldErrors(e.Unwrap())
-	}
-	return nil
+	return errtree.Find[*FieldError](err, nil)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"stampede/accesslog"
 	"stampede/fakebackend"
 	"stampede/internal/nginxtest"
+	"stampede/internal/testproc"
 	"stampede/limiterproxy"
 	"stampede/live"
 	"stampede/report"
@@ -92,10 +92,7 @@ func TestImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testproc.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {

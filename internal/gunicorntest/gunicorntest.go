@@ -14,17 +14,10 @@ import (
 	"stampede/internal/tool"
 )
 
-// program is gunicorn as tests look for it: Debian's /usr/bin/gunicorn,
-// else gunicorn from PATH; STAMPEDE_REQUIRE_GUNICORN=1 makes its absence a
-// failure.
-var program = tool.Program{Name: "gunicorn", DebianPath: "/usr/bin/gunicorn", Package: "gunicorn", RequireEnv: "STAMPEDE_REQUIRE_GUNICORN"}
-
-// Require returns the gunicorn binary. When there is none it skips the test,
-// saying why, or fails it when STAMPEDE_REQUIRE_GUNICORN is set to 1.
-func Require(t testing.TB) string {
-	t.Helper()
-	return program.Require(t)
-}
+// Require returns the gunicorn binary: Debian's /usr/bin/gunicorn, else gunicorn from
+// PATH. When there is neither it skips the test, saying why, or fails it
+// when STAMPEDE_REQUIRE_GUNICORN is set to 1.
+var Require = tool.Program{Name: "gunicorn", DebianPath: "/usr/bin/gunicorn", Package: "gunicorn", RequireEnv: "STAMPEDE_REQUIRE_GUNICORN"}.Require
 
 // Options say how to run gunicorn: its settings, as on its command line,
 // and the app.

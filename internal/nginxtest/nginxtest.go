@@ -14,16 +14,10 @@ import (
 	"stampede/internal/tool"
 )
 
-// program is nginx as tests look for it: Debian's /usr/sbin/nginx, else nginx
-// from PATH; STAMPEDE_REQUIRE_NGINX=1 makes its absence a failure.
-var program = tool.Program{Name: "nginx", DebianPath: "/usr/sbin/nginx", Package: "nginx", RequireEnv: "STAMPEDE_REQUIRE_NGINX"}
-
-// Require returns the nginx binary. When there is none it skips the test,
-// saying why, or fails it when STAMPEDE_REQUIRE_NGINX is set to 1.
-func Require(t testing.TB) string {
-	t.Helper()
-	return program.Require(t)
-}
+// Require returns the nginx binary: Debian's /usr/sbin/nginx, else nginx from
+// PATH. When there is neither it skips the test, saying why, or fails it
+// when STAMPEDE_REQUIRE_NGINX is set to 1.
+var Require = tool.Program{Name: "nginx", DebianPath: "/usr/sbin/nginx", Package: "nginx", RequireEnv: "STAMPEDE_REQUIRE_NGINX"}.Require
 
 // Start runs nginx (Require's) with the configuration that conf writes for
 // nginx to listen on listen, a free loopback address whose listener nginx
