@@ -38,7 +38,7 @@ type Server struct {
 	// its first byte. Zero means no limit.
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout bounds the wait for the next request on a keep-alive
-	// connection. Zero means ReadHeaderTimeout; both zero, no limit.
+	// connection. Zero means no limit, as net/http's with no ReadTimeout.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps the request line and headers. Zero means
 	// http.DefaultMaxHeaderBytes (1 MiB).
@@ -203,13 +203,6 @@ func (s *Server) maxHeaderBytes() int {
 		return s.MaxHeaderBytes
 	}
 	return http.DefaultMaxHeaderBytes
-}
-
-func (s *Server) idleTimeout() time.Duration {
-	if s.IdleTimeout > 0 {
-		return s.IdleTimeout
-	}
-	return s.ReadHeaderTimeout
 }
 
 func (s *Server) logf(format string, args ...any) {

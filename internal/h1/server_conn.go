@@ -145,7 +145,7 @@ func (c *serverConn) awaitRequest(first bool) bool {
 	if c.br.Buffered() > 0 || c.r.hasByte {
 		return true
 	}
-	d := c.srv.idleTimeout()
+	d := c.srv.IdleTimeout
 	if first {
 		d = c.srv.ReadHeaderTimeout
 	}
@@ -456,6 +456,7 @@ type reqContext struct {
 	parent context.Context
 	c      *serverConn
 	once   sync.Once
+	ready  atomic.Bool // ctx and stop are set
 	ctx    context.Context
 	stop   context.CancelFunc
 }
@@ -463,6 +464,7 @@ type reqContext struct {
 func (x *reqContext) init() {
 	x.once.Do(func() {
 		x.ctx, x.stop = context.WithCancel(x.parent)
+		x.ready.Store(true)
 		x.c.startWatch(x)
 	})
 }
@@ -470,9 +472,19 @@ func (x *reqContext) init() {
 func (x *reqContext) cancel() { x.stop() }
 
 func (x *reqContext) Deadline() (time.Time, bool) { return x.parent.Deadline() }
-func (x *reqContext) Value(key any) any           { return x.parent.Value(key) }
-func (x *reqContext) Done() <-chan struct{}       { x.init(); return x.ctx.Done() }
-func (x *reqContext) Err() error                  { x.init(); return x.ctx.Err() }
+
+// Value looks key up in the parent; once the context behind x is made,
+// in it, which lets the context package find it as a derived context's
+// parent and link the child to it directly.
+func (x *reqContext) Value(key any) any {
+	if x.ready.Load() {
+		return x.ctx.Value(key)
+	}
+	return x.parent.Value(key)
+}
+
+func (x *reqContext) Done() <-chan struct{} { x.init(); return x.ctx.Done() }
+func (x *reqContext) Err() error            { x.init(); return x.ctx.Err() }
 
 // AfterFunc lets a context derived from x follow it without a goroutine
 // of the context package's own.

@@ -41,6 +41,21 @@ type response struct {
 
 var _ http.Flusher = (*response)(nil)
 
+// SetReadDeadline sets the connection's read deadline, as
+// http.ResponseController's: the handler's, for the request's body; the
+// header deadline no longer applies.
+func (w *response) SetReadDeadline(t time.Time) error {
+	c := w.c
+	c.mu.Lock()
+	c.deadline = false
+	c.mu.Unlock()
+	return c.rwc.SetReadDeadline(t)
+}
+
+// SetWriteDeadline sets the connection's write deadline, as
+// http.ResponseController's.
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
 func (w *response) Header() http.Header {
 	if w.header == nil {
 		w.header = make(http.Header, 4)
