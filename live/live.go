@@ -369,9 +369,12 @@ type pair struct {
 
 	stopBackend context.CancelFunc
 	backendDone chan struct{}
-	proxy       *http.Server
-	proxyDone   chan struct{}
-	rp          http.Handler // the reverse proxy behind the limits
+	proxy       interface {
+		Serve(net.Listener) error
+		Close() error
+	}
+	proxyDone chan struct{}
+	rp        http.Handler // the reverse proxy behind the limits
 }
 
 // dialFunc is http.Transport.DialContext.
@@ -495,7 +498,15 @@ func startPair(sc *scenarios.Scenario, scale float64, transport string, precise 
 		NextUpstreamOff:   true,
 		Dial:              dialUp,
 	})
-	p.proxy = limiterproxy.NewServer(&limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}, opts)
+	h := &limiterproxy.Handler{Policy: policy, Next: rp, TimeScale: scale, PreciseTimers: precise}
+	if memory {
+		// net/http's server reads every connection on a goroutine of
+		// its own while a request is served; the lean one only while
+		// the request's context is waited on.
+		p.proxy = limiterproxy.NewLeanServer(h, opts)
+	} else {
+		p.proxy = limiterproxy.NewServer(h, opts)
+	}
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})
