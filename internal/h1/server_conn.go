@@ -44,7 +44,8 @@ type serverConn struct {
 	// mu guards the watch, which a request's context may ask for from any
 	// goroutine.
 	mu       sync.Mutex
-	watch    *reqContext   // the request whose context asked for a watch
+	cur      *reqContext   // the context of the request being served
+	watch    *reqContext   // cur, once it asked for a watch
 	watching chan struct{} // closed when the watching goroutine ends
 	stopping atomic.Bool   // set while stopWatch aborts the watching read
 	bodyEOF  bool          // the request's body is read to its end
@@ -188,7 +189,7 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 	}
 	rc := &reqContext{parent: ctx, c: c}
 	c.mu.Lock()
-	c.watch, c.bodyEOF, c.finished = nil, req.Body == http.NoBody, false
+	c.cur, c.watch, c.bodyEOF, c.finished = rc, nil, req.Body == http.NoBody, false
 	c.mu.Unlock()
 	req = req.WithContext(rc)
 	req.RemoteAddr = c.remote
@@ -267,11 +268,12 @@ func (c *serverConn) clearDeadline() {
 }
 
 // startWatch asks for rc's client to be watched: at once if its body is
-// read, else when it is; never once its handler returned.
+// read, else when it is; never once its handler returned (a goroutine of
+// the handler's may ask later, even while the next request is served).
 func (c *serverConn) startWatch(rc *reqContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished {
+	if c.finished || c.cur != rc {
 		rc.cancel()
 		return
 	}
@@ -325,7 +327,7 @@ func (c *serverConn) stopWatch() {
 	c.mu.Lock()
 	c.finished = true
 	done, rc := c.watching, c.watch
-	c.watching, c.watch = nil, nil
+	c.watching, c.watch, c.cur = nil, nil, nil
 	c.mu.Unlock()
 	if done != nil {
 		c.stopping.Store(true)

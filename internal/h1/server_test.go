@@ -297,6 +297,8 @@ func TestServerPanic(t *testing.T) {
 func TestServerClientGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cancelled := make(chan error, 1)
+		kept := make(chan context.Context, 1)
+		release := make(chan struct{})
 		srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/wait":
@@ -306,6 +308,10 @@ func TestServerClientGone(t *testing.T) {
 					return
 				case <-time.After(time.Minute):
 				}
+			case "/keep":
+				kept <- r.Context()
+			case "/hold":
+				<-release
 			case "/derived":
 				ctx, cancel := context.WithTimeout(r.Context(), time.Hour)
 				defer cancel()
@@ -344,6 +350,24 @@ func TestServerClientGone(t *testing.T) {
 		rs := exchange(t, c, "GET /wait HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "GET")
 		if a, b := bodyOf(rs[0]), bodyOf(rs[1]); a != "/wait" || b != "/next" || len(cancelled) != 0 {
 			t.Errorf("step 3: %q then %q, %d cancelled; want /wait then /next, none", a, b, len(cancelled))
+		}
+
+		// A request's context asked for only after its handler returned,
+		// while the next request runs: already done, and no watch of the
+		// connection under the next request.
+		exchange(t, c, "GET /keep HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+		io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+		synctest.Wait()
+		old := <-kept
+		select {
+		case <-old.Done():
+		default:
+			t.Errorf("step 4: a finished request's context is not done")
+		}
+		close(release)
+		rs = exchange(t, c, "", "GET", "GET")
+		if a, b := bodyOf(rs[0]), bodyOf(rs[1]); a != "/hold" || b != "/next" {
+			t.Errorf("step 4: %q then %q, want /hold then /next", a, b)
 		}
 	})
 }
