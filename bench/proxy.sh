@@ -266,6 +266,7 @@ index_of() {
   for i in "${!names[@]}"; do
     [ "${names[$i]}" = "$1" ] && echo "$i" && return
   done
+  return 0 # none: a peer that is not installed prints nothing
 }
 # ratio A B COLUMN: "median (min-max)" over the rounds of A's column ÷ B's, round by round.
 ratio() {
