@@ -20,8 +20,9 @@
 # limit_conn).
 #
 # Beside them it measures bench/floorproxy, the least a Go proxy can do
-# per request, served by net/http ("go floor, net/http") and by a bare loop
-# without net/http's server ("go floor, raw"), in both modes: what the
+# per request, served by net/http ("floor net/http"), by internal/h1's lean
+# server ("floor h1") and by a bare loop without either ("floor raw"), in
+# both modes: what the
 # platform costs before stampede adds anything. The proxies take turns, a
 # round at a time, so that a slow spell of the machine falls on all of
 # them. It prints per proxy the median (min-max) over the rounds of
@@ -61,7 +62,7 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
+for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 13))); do
   if port_open "$port"; then
     echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT and PORT_BASE)" >&2
     exit 1
@@ -133,6 +134,9 @@ for mode in off ka; do
   "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp -keepalive "$ka" &
   pids+=($!)
   add "floor net/http $mode" $!
+  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server h1 -keepalive "$ka" &
+  pids+=($!)
+  add "floor h1 $mode" $!
   "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw -keepalive "$ka" &
   pids+=($!)
   add "floor raw $mode" $!
@@ -262,6 +266,7 @@ index_of() {
   for i in "${!names[@]}"; do
     [ "${names[$i]}" = "$1" ] && echo "$i" && return
   done
+  return 0 # none: a peer that is not installed prints nothing
 }
 # ratio A B COLUMN: "median (min-max)" over the rounds of A's column ÷ B's, round by round.
 ratio() {
@@ -286,7 +291,7 @@ echo
 printf '%-34s %-24s %s\n' "ratio, same mode" "requests/s" "CPU per request"
 for mode in off ka; do
   s=$(index_of "stampede $mode")
-  for peer in nginx caddy haproxy "floor net/http" "floor raw"; do
+  for peer in nginx caddy haproxy "floor net/http" "floor h1" "floor raw"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"

@@ -224,7 +224,17 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := b.pool.Arrive(now, j)
 	b.mu.Unlock()
 
-	gone := r.Context().Done()
+	// The client's going away is asked for only where the handler waits:
+	// asking makes the lean server (see Serve) watch the connection,
+	// which a request answered at once does not need.
+	var gone <-chan struct{}
+	watching := false
+	watch := func() <-chan struct{} {
+		if !watching {
+			gone, watching = r.Context().Done(), true
+		}
+		return gone
+	}
 	started := wk.started
 	var (
 		timer    *time.Timer
@@ -247,7 +257,7 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		timer = time.NewTimer(time.Until(b.wallAt(at)))
 		select {
 		case <-timer.C:
-		case <-gone:
+		case <-watch():
 			b.abandon(j, rt)
 			return
 		case <-b.quit:
@@ -268,31 +278,39 @@ func (b *Backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 wait:
 	for {
-		select {
-		case <-started:
-			started = nil
-			// wk.end was set before started was closed.
-			deadline = b.wallAt(wk.end)
-			d := time.Until(deadline)
-			if d <= 0 {
-				break wait
-			}
-			// The runtime's timer wakes up to a millisecond late, which a
-			// time-scaled run multiplies: with precise timers it covers
-			// all but the last stretch, which clock.Wait times.
-			if b.precise {
-				if d <= clock.Coarse {
-					clock.Wait(nil, deadline, true) //nolint:staticcheck // no context: the work goes on
+		if started != nil {
+			select {
+			case <-started:
+				started = nil
+				// wk.end was set before started was closed.
+				deadline = b.wallAt(wk.end)
+				d := time.Until(deadline)
+				if d <= 0 {
 					break wait
 				}
-				d -= clock.Coarse
+				// The runtime's timer wakes up to a millisecond late,
+				// which a time-scaled run multiplies: with precise timers
+				// it covers all but the last stretch, which clock.Wait
+				// times.
+				if b.precise {
+					if d <= clock.Coarse {
+						clock.Wait(nil, deadline, true) //nolint:staticcheck // no context: the work goes on
+						break wait
+					}
+					d -= clock.Coarse
+				}
+				timer = time.NewTimer(d)
+				fired = timer.C
+			default:
 			}
-			timer = time.NewTimer(d)
-			fired = timer.C
+		}
+		select {
+		case <-started:
+			// Taken at the top of the loop.
 		case <-fired:
 			clock.Wait(nil, deadline, b.precise) //nolint:staticcheck // no context: the work goes on
 			break wait
-		case <-gone:
+		case <-watch():
 			gone = nil
 			if b.abandon(j, rt) {
 				return

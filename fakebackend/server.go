@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"stampede/internal/acceptq"
 	"time"
+
+	"stampede/internal/h1"
 )
 
 // Server limits for Serve. Every connection carries one request (the
@@ -35,7 +37,10 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 	if errorLog == nil {
 		errorLog = io.Discard
 	}
-	srv := &http.Server{
+	// A sync worker does not read its connection while it works, and the
+	// lean server reads it only for a handler that waits on its request's
+	// context: see ServeHTTP.
+	srv := &h1.Server{
 		Handler:           b,
 		ReadHeaderTimeout: readHeaderTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -51,7 +56,7 @@ func (b *Backend) Serve(ctx context.Context, ln net.Listener, errorLog io.Writer
 		b.mu.Unlock()
 		ln = b.Gate(ln)
 		srv.ConnContext = b.ConnContext
-		srv.SetKeepAlivesEnabled(false) // a sync worker closes every connection
+		srv.DisableKeepAlives = true // a sync worker closes every connection
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"stampede/internal/h1"
 )
 
 // ServerOptions configure NewServer and Listen. Every zero value means the
@@ -81,6 +83,25 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 		ErrorLog:                     opts.ErrorLog,
 		ConnContext:                  connContext, // see guard.go and gone.go
 		DisableGeneralOptionsHandler: true,        // "OPTIONS *" is nginx's 400, not Go's 200
+	}
+}
+
+// NewLeanServer returns the server NewServer does, with the same guard,
+// limits and timeouts, on h1.Server rather than net/http's: it reads a
+// connection for its client's end only while a request's context is
+// waited on (a request being limited or proxied always is), and costs no
+// goroutine of its own otherwise. It speaks HTTP/1.x alone, answers no
+// trailers and hijacks nothing (no Upgrade), and refuses an empty Host on
+// HTTP/1.1, as nginx does anyway; for anything else prefer NewServer.
+func NewLeanServer(h http.Handler, opts ServerOptions) *h1.Server {
+	opts = opts.withDefaults()
+	return &h1.Server{
+		Handler:           &guard{next: h, bodyTimeout: opts.ClientBodyTimeout},
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		ErrorLog:          opts.ErrorLog,
+		ConnContext:       connContext,
 	}
 }
 
@@ -196,11 +217,18 @@ func (c *limitConn) Close() error {
 	return err
 }
 
+// server is what Serve serves: *http.Server or *h1.Server.
+type server interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
 // Serve serves srv on ln until ctx is done, then shuts it down gracefully:
 // it stops accepting, lets requests in flight finish for up to grace, then
 // closes what is left. It returns nil after a shutdown caused by ctx, or
 // the error that stopped the server.
-func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
+func Serve(ctx context.Context, srv server, ln net.Listener, grace time.Duration) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -364,9 +364,12 @@ type pair struct {
 
 	stopBackend context.CancelFunc
 	backendDone chan struct{}
-	proxy       *http.Server
-	proxyDone   chan struct{}
-	rp          http.Handler // the reverse proxy behind the limits
+	proxy       interface {
+		Serve(net.Listener) error
+		Close() error
+	}
+	proxyDone chan struct{}
+	rp        http.Handler // the reverse proxy behind the limits
 }
 
 // dialFunc is http.Transport.DialContext.
@@ -489,7 +492,14 @@ func startPair(sc *scenarios.Scenario, scale clock.Scale, transport string, prec
 	// The proxy reads the backend's model clock, so that limit_req and the
 	// pool agree on model time.
 	h := &limiterproxy.Handler{Policy: policy, Next: rp, Clock: clock.Clock{Model: b.Clock(), Precise: precise}}
-	p.proxy = limiterproxy.NewServer(h, opts)
+	if memory {
+		// net/http's server reads every connection on a goroutine of
+		// its own while a request is served; the lean one only while
+		// the request's context is waited on.
+		p.proxy = limiterproxy.NewLeanServer(h, opts)
+	} else {
+		p.proxy = limiterproxy.NewServer(h, opts)
+	}
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})

@@ -14,7 +14,9 @@
 // net/http's server, as stampede proxy does; -server raw serves them with
 // a bare loop over http.ReadRequest, without net/http's server, its
 // deadlines or its background read, to show what is left of Go's own cost
-// without it.
+// without it; -server h1 serves them with internal/h1's lean server, which
+// stampede's in-memory pair uses (its handler here never waits on the
+// request's context, so no connection is watched).
 package main
 
 import (
@@ -27,12 +29,14 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+
+	"stampede/internal/h1"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18483", "address to serve on")
 	upstream := flag.String("upstream", "127.0.0.1:18480", "host:port of the upstream")
-	server := flag.String("server", "nethttp", "nethttp or raw")
+	server := flag.String("server", "nethttp", "nethttp, h1 or raw")
 	keepAlive := flag.Int("keepalive", 0, "idle upstream connections kept; 0 dials one per request")
 	flag.Parse()
 	if *keepAlive > 0 {
@@ -46,16 +50,9 @@ func main() {
 	dialer := &net.Dialer{KeepAlive: -1}
 	switch *server {
 	case "nethttp":
-		log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			status, body, err := roundTrip(dialer, *upstream, r)
-			if err != nil {
-				w.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(status)
-			w.Write(body) //nolint:errcheck
-		})))
+		log.Fatal(http.Serve(ln, floor(dialer, *upstream)))
+	case "h1":
+		log.Fatal((&h1.Server{Handler: floor(dialer, *upstream)}).Serve(ln))
 	case "raw":
 		for {
 			c, err := ln.Accept()
@@ -65,9 +62,23 @@ func main() {
 			go serveRaw(c, dialer, *upstream)
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "floorproxy: -server %q: want nethttp or raw\n", *server)
+		fmt.Fprintf(os.Stderr, "floorproxy: -server %q: want nethttp, h1 or raw\n", *server)
 		os.Exit(2)
 	}
+}
+
+// floor is the handler of -server nethttp and h1.
+func floor(d *net.Dialer, upstream string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body, err := roundTrip(d, upstream, r)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(status)
+		w.Write(body) //nolint:errcheck
+	})
 }
 
 // upConn is an upstream connection kept with its reader.

@@ -1,0 +1,557 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxPostHandlerRead bounds the unread request body the server discards
+// after the handler to keep the connection, as net/http does; a longer one
+// closes it.
+const maxPostHandlerRead = 256 << 10
+
+// serverConn is one connection of a Server and the state its goroutine keeps
+// across requests.
+type serverConn struct {
+	srv    *Server
+	rwc    net.Conn
+	remote string
+	idle   atomic.Bool // waiting for a request; Shutdown closes it
+	r      serverReader
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	keys   []string // a response's header keys, sorted; reused
+	head   []byte   // a response's header lines as WriteHeader saw them; reused
+	// deadline says a read deadline is set that a handler's reads must
+	// not meet: reading the body or watching clears it first.
+	deadline bool
+	hold     [bufferBeforeCommit]byte // a response's body held back before commit
+	date     [len(http.TimeFormat)]byte
+	dateSec  int64
+
+	// mu guards the watch, which a request's context may ask for from any
+	// goroutine.
+	mu       sync.Mutex
+	cur      *reqContext   // the context of the request being served
+	watch    *reqContext   // cur, once it asked for a watch
+	watching chan struct{} // closed when the watching goroutine ends
+	stopping atomic.Bool   // set while stopWatch aborts the watching read
+	bodyEOF  bool          // the request's body is read to its end
+	finished bool          // the request's handler has returned
+}
+
+// serverReader is what the bufio.Reader reads: the connection, with the
+// byte a watch read first and a limit on a request's headers.
+type serverReader struct {
+	c       *serverConn
+	remain  int64 // bytes left before the header limit
+	hit     bool  // the header limit was reached
+	hasByte bool
+	byteBuf [1]byte
+}
+
+func (cr *serverReader) Read(p []byte) (int, error) {
+	if cr.remain <= 0 {
+		cr.hit = true
+		return 0, io.EOF
+	}
+	if int64(len(p)) > cr.remain {
+		p = p[:cr.remain]
+	}
+	if cr.hasByte && len(p) > 0 {
+		p[0] = cr.byteBuf[0]
+		cr.hasByte = false
+		cr.remain--
+		return 1, nil
+	}
+	n, err := cr.c.rwc.Read(p)
+	cr.remain -= int64(n)
+	return n, err
+}
+
+var (
+	readerPool sync.Pool
+	writerPool sync.Pool
+)
+
+func (c *serverConn) serve() {
+	defer c.srv.removeConn(c)
+	defer func() {
+		if v := recover(); v != nil {
+			c.logPanic(v)
+		}
+		c.rwc.Close()
+		c.release()
+	}()
+	c.remote = c.rwc.RemoteAddr().String()
+	c.r.c = c
+	c.r.remain = math.MaxInt64
+	if v := readerPool.Get(); v != nil {
+		c.br = v.(*bufio.Reader)
+		c.br.Reset(&c.r)
+	} else {
+		c.br = bufio.NewReaderSize(&c.r, 4<<10)
+	}
+	if v := writerPool.Get(); v != nil {
+		c.bw = v.(*bufio.Writer)
+		c.bw.Reset(c.rwc)
+	} else {
+		c.bw = bufio.NewWriterSize(c.rwc, 4<<10)
+	}
+	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, c.rwc.LocalAddr())
+	if c.srv.ConnContext != nil {
+		ctx = c.srv.ConnContext(ctx, c.rwc)
+	}
+	for first := true; ; first = false {
+		if !c.awaitRequest(first) {
+			return
+		}
+		if !c.serveRequest(ctx) {
+			return
+		}
+	}
+}
+
+// release gives the buffers back; the goroutine that read and wrote them
+// is done.
+func (c *serverConn) release() {
+	c.br.Reset(nil)
+	readerPool.Put(c.br)
+	c.bw.Reset(nil)
+	writerPool.Put(c.bw)
+	c.br, c.bw = nil, nil
+}
+
+// awaitRequest waits for the first byte of the next request under the
+// idle timeout (the header timeout for a connection's first), and reports
+// whether one came.
+func (c *serverConn) awaitRequest(first bool) bool {
+	c.idle.Store(true)
+	defer c.idle.Store(false)
+	if c.srv.closed.Load() {
+		return false
+	}
+	if c.br.Buffered() > 0 || c.r.hasByte {
+		return true
+	}
+	d := c.srv.IdleTimeout
+	if first {
+		d = c.srv.ReadHeaderTimeout
+	}
+	if d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.deadline = true
+	}
+	_, err := c.br.Peek(1)
+	return err == nil
+}
+
+// serveRequest reads one request and answers it, and reports whether the
+// connection can carry another.
+func (c *serverConn) serveRequest(ctx context.Context) bool {
+	if d := c.srv.ReadHeaderTimeout; d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.deadline = true
+	}
+	c.r.hit = false
+	c.r.remain = int64(c.srv.maxHeaderBytes()) + 4096 // as net/http, room for the request line and bufio's read-ahead
+	req, err := http.ReadRequest(c.br)
+	c.r.remain = math.MaxInt64
+	if err != nil {
+		switch {
+		case c.r.hit:
+			c.refuse(http.StatusRequestHeaderFieldsTooLarge, "")
+		case errors.Is(err, io.EOF), isNetError(err):
+			// The client went away or was too slow: no answer, as
+			// net/http gives none.
+		case strings.Contains(err.Error(), "unsupported transfer encoding"):
+			c.refuse(http.StatusNotImplemented, "unsupported transfer encoding")
+		default:
+			c.refuse(http.StatusBadRequest, "")
+		}
+		return false
+	}
+	if status, why := check(req); status != 0 {
+		c.refuse(status, why)
+		return false
+	}
+	rc := &reqContext{parent: ctx, c: c}
+	c.mu.Lock()
+	c.cur, c.watch, c.bodyEOF, c.finished = rc, nil, req.Body == http.NoBody, false
+	c.mu.Unlock()
+	req = req.WithContext(rc)
+	req.RemoteAddr = c.remote
+	w := &response{c: c, req: req, contentLength: -1}
+	if req.Body != http.NoBody {
+		b := &requestBody{c: c, w: w, rc: req.Body}
+		if expectsContinue(req) {
+			b.wantContinue = true
+		}
+		req.Body = b
+		w.body = b
+	}
+	w.closeAfter = req.Close || c.srv.DisableKeepAlives
+
+	if !c.runHandler(w, req) {
+		c.stopWatch()
+		return false
+	}
+	w.finish()
+	c.stopWatch()
+	if w.err != nil {
+		return false
+	}
+	if w.closeAfter {
+		if err := c.bw.Flush(); err == nil {
+			if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
+			}
+		}
+		return false
+	}
+	return c.bw.Flush() == nil
+}
+
+// runHandler runs the handler and reports whether it returned rather than
+// panicked. A panic drops the connection without a response, or with what
+// had been flushed of one, as net/http does.
+func (c *serverConn) runHandler(w *response, req *http.Request) (ok bool) {
+	defer func() {
+		if ok {
+			return
+		}
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			c.logPanic(v)
+		}
+		c.bw.Reset(c.rwc) // drop what was not flushed
+	}()
+	c.srv.Handler.ServeHTTP(w, req)
+	return true
+}
+
+func (c *serverConn) logPanic(v any) {
+	buf := make([]byte, 64<<10)
+	buf = buf[:runtime.Stack(buf, false)]
+	c.srv.logf("h1: panic serving %v: %v\n%s", c.remote, v, buf)
+}
+
+// refuse answers a request the server will not serve and closes.
+func (c *serverConn) refuse(status int, why string) {
+	text := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	if why != "" {
+		text += ": " + why
+	}
+	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", status, http.StatusText(status), text)
+	c.bw.Flush()
+}
+
+// clearDeadline lifts the header deadline before a handler's read; c.mu
+// is held.
+func (c *serverConn) clearDeadline() {
+	if c.deadline {
+		c.rwc.SetReadDeadline(time.Time{})
+		c.deadline = false
+	}
+}
+
+// startWatch asks for rc's client to be watched: at once if its body is
+// read, else when it is; never once its handler returned (a goroutine of
+// the handler's may ask later, even while the next request is served).
+func (c *serverConn) startWatch(rc *reqContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished || c.cur != rc {
+		rc.cancel()
+		return
+	}
+	c.watch = rc
+	if c.bodyEOF {
+		c.goWatch()
+	}
+}
+
+// sawBodyEOF records that the request's body was read to its end, and
+// starts the watch if it was asked for. It runs on the goroutine that read
+// the body.
+func (c *serverConn) sawBodyEOF() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bodyEOF = true
+	if c.watch != nil && c.watching == nil && !c.finished {
+		c.goWatch()
+	}
+}
+
+// goWatch starts reading the connection for the client's end; c.mu is
+// held. A read that returns a byte (a pipelined request) ends the watch,
+// keeping the byte; the end of the stream or an error cancels the
+// request's context; stopWatch's deadline ends it quietly.
+func (c *serverConn) goWatch() {
+	if c.watching != nil {
+		return
+	}
+	c.clearDeadline()
+	done := make(chan struct{})
+	c.watching = done
+	rc := c.watch
+	go func() {
+		defer close(done)
+		n, err := c.rwc.Read(c.r.byteBuf[:])
+		if n == 1 {
+			c.r.hasByte = true
+			return
+		}
+		if isTimeout(err) && c.stopping.Load() {
+			return
+		}
+		rc.cancel()
+	}()
+}
+
+// stopWatch ends the watch, if one runs, once the handler has returned,
+// and cancels the request's context, if one was made.
+func (c *serverConn) stopWatch() {
+	c.mu.Lock()
+	c.finished = true
+	done, rc := c.watching, c.watch
+	c.watching, c.watch, c.cur = nil, nil, nil
+	c.mu.Unlock()
+	if done != nil {
+		c.stopping.Store(true)
+		c.rwc.SetReadDeadline(aLongTimeAgo)
+		<-done
+		c.stopping.Store(false)
+		c.rwc.SetReadDeadline(time.Time{})
+		c.deadline = false
+	}
+	if rc != nil {
+		rc.cancel()
+	}
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
+}
+
+// check returns the status net/http's server refuses req with before any
+// handler sees it, and why; 0 if it takes it.
+func check(req *http.Request) (int, string) {
+	if req.ProtoMajor != 1 {
+		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	}
+	// ReadRequest refuses a second Host and takes the header out of the
+	// map, so an empty one cannot be told from none: both are refused on
+	// HTTP/1.1, where net/http refuses only none.
+	switch {
+	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
+		return http.StatusBadRequest, "missing required Host header"
+	case req.Host != "" && !validHost(req.Host):
+		return http.StatusBadRequest, "malformed Host header"
+	}
+	for k, vv := range req.Header {
+		if !validFieldName(k) {
+			return http.StatusBadRequest, "invalid header name"
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return http.StatusBadRequest, "invalid header value"
+			}
+		}
+	}
+	if e := req.Header.Get("Expect"); e != "" && !hasToken(e, "100-continue") {
+		return http.StatusExpectationFailed, ""
+	}
+	return 0, ""
+}
+
+// expectsContinue reports whether req waits for 100 Continue before it
+// sends its body.
+func expectsContinue(req *http.Request) bool {
+	return req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && hasToken(req.Header.Get("Expect"), "100-continue")
+}
+
+// hasToken reports whether the comma-separated list v holds token, in any
+// case.
+func hasToken(v, token string) bool {
+	for part := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(part), token) {
+			return true
+		}
+	}
+	return false
+}
+
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if !validHostByte[h[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validHostByte are the bytes of a Host header: a reg-name, an IP literal
+// and a port (RFC 3986), as net/http accepts them.
+var validHostByte = func() (t [256]bool) {
+	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!$%&'()*+,-.:;=[]_~") {
+		t[b] = true
+	}
+	return t
+}()
+
+// validFieldName reports whether k is an RFC 9110 token.
+func validFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !tokenByte[k[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var tokenByte = func() (t [256]bool) {
+	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~") {
+		t[b] = true
+	}
+	return t
+}()
+
+// validFieldValue reports whether v holds no control byte but tab.
+func validFieldValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// reqContext is a request's context. It is made as the request is read,
+// for nothing: only when something asks for its Done or Err, or derives a
+// context from it, does it make the cancellable context behind it and
+// have the connection watched for the client's end (see Server).
+type reqContext struct {
+	parent context.Context
+	c      *serverConn
+	once   sync.Once
+	ready  atomic.Bool // ctx and stop are set
+	ctx    context.Context
+	stop   context.CancelFunc
+}
+
+func (x *reqContext) init() {
+	x.once.Do(func() {
+		x.ctx, x.stop = context.WithCancel(x.parent)
+		x.ready.Store(true)
+		x.c.startWatch(x)
+	})
+}
+
+func (x *reqContext) cancel() { x.stop() }
+
+func (x *reqContext) Deadline() (time.Time, bool) { return x.parent.Deadline() }
+
+// Value looks key up in the parent; once the context behind x is made,
+// in it, which lets the context package find it as a derived context's
+// parent and link the child to it directly.
+func (x *reqContext) Value(key any) any {
+	if x.ready.Load() {
+		return x.ctx.Value(key)
+	}
+	return x.parent.Value(key)
+}
+
+func (x *reqContext) Done() <-chan struct{} { x.init(); return x.ctx.Done() }
+func (x *reqContext) Err() error            { x.init(); return x.ctx.Err() }
+
+// AfterFunc lets a context derived from x follow it without a goroutine
+// of the context package's own.
+func (x *reqContext) AfterFunc(f func()) (stop func() bool) {
+	x.init()
+	return context.AfterFunc(x.ctx, f)
+}
+
+func (x *reqContext) String() string { return "h1 request context" }
+
+// requestBody is a request's body as the handler reads it: the header deadline
+// lifted, 100 Continue sent first when the client waits for it, and its
+// end noted for the watch and for keep-alive.
+type requestBody struct {
+	c            *serverConn
+	w            *response
+	rc           io.ReadCloser
+	started      bool // read from
+	wantContinue bool
+	sentContinue bool
+	eof          bool
+	err          error // a read error other than io.EOF
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	if !b.started {
+		b.started = true
+		b.c.mu.Lock()
+		b.c.clearDeadline()
+		b.c.mu.Unlock()
+	}
+	if b.wantContinue && !b.sentContinue {
+		b.sentContinue = true
+		if !b.w.wroteHeader {
+			b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := b.c.bw.Flush(); err != nil {
+				b.w.err = err
+			}
+		}
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+		b.c.sawBodyEOF()
+	} else if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return nil }
+
+// drain reads what the handler left of the body, up to
+// maxPostHandlerRead, and reports whether the connection can carry
+// another request after it.
+func (b *requestBody) drain() bool {
+	if b.eof {
+		return true
+	}
+	if b.err != nil || b.wantContinue && !b.sentContinue {
+		return false // the client is still waiting to send it
+	}
+	_, err := io.CopyN(io.Discard, b, maxPostHandlerRead+1)
+	return err == io.EOF
+}
