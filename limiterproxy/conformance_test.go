@@ -219,6 +219,9 @@ func play(t *testing.T, up *confUpstream, cl *clients, base string, waves [][]co
 	return got, limits
 }
 
+// TestConformanceWithNginx plays every conformance case through the proxy
+// on each of proxyServers and through nginx, and compares every status and
+// the limit each names.
 func TestConformanceWithNginx(t *testing.T) {
 	nginxtest.Require(t)
 	if c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).Dial("tcp", "127.0.0.1:1"); err == nil {
@@ -231,21 +234,30 @@ func TestConformanceWithNginx(t *testing.T) {
 
 	for _, tc := range confCases {
 		t.Run(tc.name, func(t *testing.T) {
-			goBase := startGoProxy(t, tc.cfg, upstream.URL, tc.readTimeout)
-			goGot, goLimits := play(t, up, cl, goBase, tc.waves)
+			type played struct {
+				got    []map[string][]int
+				limits []map[string][]string
+			}
+			var ours []played
+			for _, ps := range proxyServers {
+				got, limits := play(t, up, cl, startProxyOn(t, ps.new, tc.cfg, upstream.URL, tc.readTimeout), tc.waves)
+				ours = append(ours, played{got, limits})
+			}
 			ngBase := startNginx(t, tc.cfg, upstream.Listener.Addr().String(), tc.readTimeout)
 			ngGot, ngLimits := play(t, up, cl, ngBase, tc.waves)
 			for w := range tc.waves {
-				for g, want := range ngGot[w] {
-					if !slices.Equal(goGot[w][g], want) {
-						t.Errorf("wave %d, %s: stampede %v, nginx %v", w, g, goGot[w][g], want)
+				for i, ps := range proxyServers {
+					for g, want := range ngGot[w] {
+						if got := ours[i].got[w][g]; !slices.Equal(got, want) {
+							t.Errorf("wave %d, %s: %s %v, nginx %v", w, g, ps.name, got, want)
+						}
 					}
-				}
-				// nginx names the limit only when one of its kind is
-				// configured; then both must name the same.
-				for g, want := range ngLimits[w] {
-					if strings.Contains(strings.Join(want, ""), "[") && !slices.Equal(goLimits[w][g], want) {
-						t.Errorf("wave %d, %s: %s stampede %q, nginx %q", w, g, LimitHeader, goLimits[w][g], want)
+					// nginx names the limit only when one of its kind is
+					// configured; then both must name the same.
+					for g, want := range ngLimits[w] {
+						if got := ours[i].limits[w][g]; strings.Contains(strings.Join(want, ""), "[") && !slices.Equal(got, want) {
+							t.Errorf("wave %d, %s: %s %s %q, nginx %q", w, g, LimitHeader, ps.name, got, want)
+						}
 					}
 				}
 				total := map[int]int{}
@@ -262,9 +274,26 @@ func TestConformanceWithNginx(t *testing.T) {
 	}
 }
 
-// startGoProxy serves Handler+NewProxy for cfg on a loopback port until the
-// test ends, and returns its base URL.
+// proxyServers are the servers the proxy runs on, NewServer's for a real
+// app and NewLeanServer's for the live engine's in-memory pair, held to
+// nginx alike.
+var proxyServers = []struct {
+	name string
+	new  func(http.Handler, ServerOptions) server
+}{
+	{"stampede", func(h http.Handler, o ServerOptions) server { return NewServer(h, o) }},
+	{"stampede (lean)", func(h http.Handler, o ServerOptions) server { return NewLeanServer(h, o) }},
+}
+
+// startGoProxy serves Handler+NewProxy for cfg on NewServer on a loopback
+// port until the test ends, and returns its base URL.
 func startGoProxy(t *testing.T, cfg limit.Config, upstream string, readTimeout time.Duration) string {
+	t.Helper()
+	return startProxyOn(t, proxyServers[0].new, cfg, upstream, readTimeout)
+}
+
+// startProxyOn is startGoProxy on the server newServer makes.
+func startProxyOn(t *testing.T, newServer func(http.Handler, ServerOptions) server, cfg limit.Config, upstream string, readTimeout time.Duration) string {
 	t.Helper()
 	p, err := limit.NewPolicy(cfg)
 	if err != nil {
@@ -274,7 +303,7 @@ func startGoProxy(t *testing.T, cfg limit.Config, upstream string, readTimeout t
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, upstream), ProxyOptions{ReadTimeout: readTimeout})}, ServerOptions{})
+	srv := newServer(&Handler{Policy: p, Next: NewProxy(mustURL(t, upstream), ProxyOptions{ReadTimeout: readTimeout})}, ServerOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
