@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"stampede/internal/synthlog"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/internal/synthlog"
 )
 
 func BenchmarkParse(b *testing.B) {

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"stampede/internal/synthlog"
 	"testing"
+
+	"stampede/internal/synthlog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

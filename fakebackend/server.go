@@ -8,9 +8,9 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"stampede/internal/acceptq"
 	"time"
 
+	"stampede/internal/acceptq"
 	"stampede/internal/h1"
 )
 

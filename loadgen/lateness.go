@@ -1,11 +1,12 @@
 package loadgen
 
 import (
-	"stampede/workload"
 	"sync"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"stampede/workload"
 )
 
 // latenessOffset shifts lateness into the histogram's non-negative range:

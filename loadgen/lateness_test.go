@@ -1,9 +1,10 @@
 package loadgen
 
 import (
-	"stampede/workload"
 	"testing"
 	"time"
+
+	"stampede/workload"
 )
 
 func TestLatenessSummary(t *testing.T) {

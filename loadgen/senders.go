@@ -1,9 +1,10 @@
 package loadgen
 
 import (
-	"stampede/internal/h1"
 	"sync"
 	"time"
+
+	"stampede/internal/h1"
 )
 
 // send is one open-model arrival handed to a sender.

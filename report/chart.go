@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"image/color"
 	"image/png"
-	"stampede/workload"
 	"sync"
 
 	"gonum.org/v1/plot"
@@ -25,6 +24,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"stampede/workload"
 )
 
 // Chart is one rendered chart. Name is a file-name stem ("latency",

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"stampede/workload"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
+
+	"stampede/workload"
 )
 
 // tenantShare is one bar pair of the fairness chart.

@@ -9,11 +9,12 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"stampede/workload"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
+
+	"stampede/workload"
 )
 
 // busiestGroups returns the indexes into s.Groups of up to n groups with the

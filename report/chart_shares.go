@@ -5,10 +5,11 @@ package report
 
 import (
 	"image/color"
-	"stampede/workload"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
+
+	"stampede/workload"
 )
 
 // outcomeShare is one group's requests by outcome, as shares 0..1.

@@ -9,11 +9,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"stampede/workload"
 	"strings"
 	"testing"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"stampede/workload"
 )
 
 // synthResults returns a deterministic run of the story's shape: one noisy

@@ -3,8 +3,9 @@ package report
 import (
 	"bytes"
 	"io"
-	"stampede/scenarios"
 	"testing"
+
+	"stampede/scenarios"
 )
 
 // FuzzDecodeResults feeds arbitrary documents to the results.json reader

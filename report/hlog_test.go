@@ -3,12 +3,13 @@ package report
 import (
 	"bytes"
 	"io"
-	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"stampede/workload"
 )
 
 func TestWriteHlogReadsBack(t *testing.T) {

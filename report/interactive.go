@@ -15,8 +15,9 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"stampede/workload"
 	"strconv"
+
+	"stampede/workload"
 )
 
 var (

@@ -8,11 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stampede/workload"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workload"
 )
 
 // hdrReference returns the java binary and the reference HdrHistogram jar

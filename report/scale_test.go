@@ -2,9 +2,10 @@ package report
 
 import (
 	"fmt"
-	"stampede/workload"
 	"testing"
 	"time"
+
+	"stampede/workload"
 )
 
 // BenchmarkResultsAndCharts builds results.json and draws the run's charts

@@ -2,10 +2,11 @@ package report
 
 import (
 	"bytes"
-	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workload"
 )
 
 func TestWriteSummary(t *testing.T) {

@@ -2,10 +2,11 @@ package report
 
 import (
 	"bytes"
-	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
+
+	"stampede/workload"
 )
 
 // TestValidityBanner checks that an inconclusive run opens its summary and

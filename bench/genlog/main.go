@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
 	"stampede/internal/synthlog"
 )
 

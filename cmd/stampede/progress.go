@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"stampede/workload"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"stampede/workload"
 )
 
 // tally counts results by outcome as they pass to the next sink, so that a

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"stampede/workload"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"stampede/workload"
 )
 
 func TestProgressLine(t *testing.T) {

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"stampede/internal/testproc"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stampede/internal/testproc"
 )
 
 // TestSecondSignal: a SIGHUP interrupts like Ctrl-C, and a second signal
