@@ -1,6 +1,3 @@
-// Package errtree finds the errors of one type in the tree that
-// errors.Join and %w wrapping build, so that a Validate method can return
-// every bad field at once and its caller can still list them one by one.
 package errtree
 
 // Find returns the errors of type E in err's tree, in order, depth first;

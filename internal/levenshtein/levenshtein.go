@@ -1,5 +1,3 @@
-// Package levenshtein measures how far apart two words are, for the
-// "did you mean" hints of the command line and the access-log formats.
 package levenshtein
 
 // Distance returns the Levenshtein distance between a and b: the fewest

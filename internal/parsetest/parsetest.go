@@ -1,6 +1,3 @@
-// Package parsetest holds the property every parser of user input is
-// fuzzed for: it never panics, what it accepts is in range, and what it
-// accepts formats back to text that parses to the same value.
 package parsetest
 
 import "testing"
