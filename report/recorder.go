@@ -191,10 +191,6 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	}
 	r.pos = positions(r.tenants)
 	r.tTally = make([]tally, len(r.tenants))
-	shared := &statusTable{shared: true}
-	for i := range r.tTally {
-		r.tTally[i].status = shared
-	}
 	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
 	r.tWork = make([]time.Duration, len(r.tenants))
 	r.tBusy = make([][]float32, len(r.tenants))
@@ -287,9 +283,7 @@ func (r *Recorder) Add(res *workload.Result) {
 		us = micros(res.Latency)
 	}
 	r.tTally[ti].add(o, res.Status)
-	if res.Work != 0 { // most results at fleet scale did no work: spare the miss
-		r.tWork[ti] += res.Work
-	}
+	r.tWork[ti] += res.Work
 	if o != workload.Dropped {
 		r.noteInFlight(ti, res.Intended, end)
 	}
