@@ -371,13 +371,12 @@ func BenchmarkRecorderAdd(b *testing.B) {
 // tenants as the simulator sends them at scale: tenants in random order,
 // most answers rejections from the in-flight cap, some ok, some dropped.
 // One op is one Add; B/tenant is the heap the recorder holds per tenant
-// after recording one result per tenant, histograms included.
+// after one result per tenant and the 65,536 results the ops cycle
+// through, histograms included.
 func BenchmarkRecorderAddFleet(b *testing.B) {
 	for _, n := range []int{250, 25_000, 250_000} {
 		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
-			sc := recScenario()
-			sc.Tenants[0].Count = n - 1
-			sc.Duration = 10 * time.Minute
+			sc := fleetScenario(n)
 			rs := make([]workload.Result, 1<<16)
 			x := uint32(1)
 			for i := range rs {
@@ -416,6 +415,14 @@ func BenchmarkRecorderAddFleet(b *testing.B) {
 			runtime.KeepAlive(r)
 		})
 	}
+}
+
+// fleetScenario is recScenario with n tenants over ten model minutes.
+func fleetScenario(n int) *scenarios.Scenario {
+	sc := recScenario()
+	sc.Tenants[0].Count = n - 1
+	sc.Duration = 10 * time.Minute
+	return sc
 }
 
 // heapAlloc returns the bytes of live heap objects after a collection.
