@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -364,6 +365,72 @@ func BenchmarkRecorderAdd(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		r.Add(&rs[i&4095])
 	}
+}
+
+// BenchmarkRecorderAddFleet records results of a fleet of 250 … 250,000
+// tenants as the simulator sends them at scale: tenants in random order,
+// most answers rejections from the in-flight cap, some ok, some dropped.
+// One op is one Add; B/tenant is the heap the recorder holds per tenant
+// after one result per tenant and the 65,536 results the ops cycle
+// through, histograms included.
+func BenchmarkRecorderAddFleet(b *testing.B) {
+	for _, n := range []int{250, 25_000, 250_000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			sc := fleetScenario(n)
+			rs := make([]workload.Result, 1<<16)
+			x := uint32(1)
+			for i := range rs {
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				res := workload.Result{
+					Tenant: int32(x % uint32(n)), Route: int16(x >> 31), Outcome: workload.Rejected, Status: 503,
+					Intended: time.Duration(i) * 10 * time.Minute / time.Duration(len(rs)),
+				}
+				switch x >> 28 {
+				case 0, 1, 2:
+					res.Outcome, res.Status = workload.OK, 200
+					res.Latency, res.Work = time.Duration(20+x%200)*time.Millisecond, time.Duration(10+x%100)*time.Millisecond
+				case 3:
+					res.Outcome, res.Status = workload.Dropped, 0
+				}
+				rs[i] = res
+			}
+			runtime.GC()
+			before := heapAlloc()
+			r := NewRecorder(sc)
+			for i := range n {
+				r.Add(&workload.Result{Tenant: int32(i), Outcome: workload.OK, Status: 200, Latency: time.Millisecond})
+			}
+			for i := range rs {
+				r.Add(&rs[i])
+			}
+			held := heapAlloc() - before
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				r.Add(&rs[i&(len(rs)-1)])
+			}
+			b.ReportMetric(float64(held)/float64(n), "B/tenant")
+			runtime.KeepAlive(r)
+		})
+	}
+}
+
+// fleetScenario is recScenario with n tenants over ten model minutes.
+func fleetScenario(n int) *scenarios.Scenario {
+	sc := recScenario()
+	sc.Tenants[0].Count = n - 1
+	sc.Duration = 10 * time.Minute
+	return sc
+}
+
+// heapAlloc returns the bytes of live heap objects after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // BenchmarkRecorderResults250 builds results.json for the story's shape:
