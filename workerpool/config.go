@@ -3,6 +3,7 @@ package workerpool
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"stampede/internal/errtree"
@@ -22,14 +23,6 @@ const (
 	Cancel
 )
 
-// String returns the policy as a scenario names it.
-func (a AbortPolicy) String() string {
-	if a == Cancel {
-		return "cancel"
-	}
-	return "continue"
-}
-
 // OverflowPolicy says what the kernel does with a connection attempt that
 // finds the listen backlog full.
 type OverflowPolicy uint8
@@ -45,12 +38,25 @@ const (
 	Reset
 )
 
+// The policies' names in a scenario, by value.
+var (
+	abortNames    = [...]string{Continue: "continue", Cancel: "cancel"}
+	overflowNames = [...]string{Drop: "drop", Reset: "reset"}
+)
+
 // String returns the policy as a scenario names it.
-func (o OverflowPolicy) String() string {
-	if o == Reset {
-		return "reset"
+func (a AbortPolicy) String() string { return policyName(abortNames[:], a) }
+
+// String returns the policy as a scenario names it.
+func (o OverflowPolicy) String() string { return policyName(overflowNames[:], o) }
+
+// policyName returns the name of policy v, or its number when it has none
+// (a value Validate refuses).
+func policyName[P ~uint8](names []string, v P) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return "drop"
+	return strconv.Itoa(int(v))
 }
 
 // DefaultWorkers is gunicorn's default number of workers.
