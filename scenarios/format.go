@@ -79,6 +79,15 @@ func plainNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, V
 
 func intNode(i int) *yaml.Node { return plainNode(strconv.Itoa(i)) }
 
+// countNode is intNode with zero's meaning as a comment when i is 0.
+func countNode(i int, zero string) *yaml.Node {
+	n := intNode(i)
+	if i == 0 {
+		n.LineComment = "# " + zero
+	}
+	return n
+}
+
 func floatNode(f float64) *yaml.Node { return plainNode(strconv.FormatFloat(f, 'g', -1, 64)) }
 
 func boolNode(b bool) *yaml.Node { return plainNode(strconv.FormatBool(b)) }
@@ -187,22 +196,14 @@ func (s *Scenario) loadNode(gi int, l *Load) (*yaml.Node, error) {
 		} else {
 			pairs = append(pairs, kv("rate", strNode(formatRate(l.Rate))))
 		}
-		mif := intNode(l.MaxInFlight)
-		if l.MaxInFlight == 0 {
-			mif.LineComment = "# the engine's default"
-		}
-		pairs = append(pairs, kv("max_in_flight", mif))
+		pairs = append(pairs, kv("max_in_flight", countNode(l.MaxInFlight, "the engine's default")))
 	} else if l.Model == Traced {
-		pairs = append(pairs, kv("max_in_flight", traceInFlightNode(l.MaxInFlight)))
+		pairs = append(pairs, kv("max_in_flight", countNode(l.MaxInFlight, "the engine's default")))
 	} else {
-		it := intNode(l.Iterations)
-		if l.Iterations == 0 {
-			it.LineComment = "# until stop"
-		}
 		pairs = append(pairs,
 			kv("users", intNode(l.Users)),
 			kv("think", durNode(l.Think, "")),
-			kv("iterations", it),
+			kv("iterations", countNode(l.Iterations, "until stop")),
 			kv("on_timeout", strNode(l.OnTimeout.String())))
 	}
 	pairs = append(pairs,

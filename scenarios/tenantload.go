@@ -14,6 +14,9 @@ import (
 // This file reads a tenant group's load: open arrivals and their stages,
 // closed-model users, and the mix of routes.
 
+// traceExcluded are the keys a trace load may not have.
+var traceExcluded = slices.Concat(closedKeys, []string{"arrivals", "rate", "stages"})
+
 func (d *decoder) load(n *yaml.Node, path string, duration time.Duration, l *Load) {
 	f := d.mapping(n, path, "{model: open, rate: 1/s}", loadKeys)
 	if f == nil {

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"stampede/workerpool"
 )
 
@@ -48,9 +46,6 @@ const Traced Model = 2
 
 // maxTraceArrivals bounds a trace, at 16 bytes an arrival in memory.
 const maxTraceArrivals = 200_000_000
-
-// traceExcluded are the keys a trace load may not have.
-var traceExcluded = slices.Concat(closedKeys, []string{"arrivals", "rate", "stages"})
 
 // Count returns the number of arrivals in t.
 func (t *Trace) Count() int {
@@ -296,12 +291,3 @@ func (s *Scenario) TraceOf(group string, n int) []TraceArrival {
 
 // LoadedTrace returns the trace the scenario's trace: file holds, or nil.
 func (s *Scenario) LoadedTrace() *Trace { return s.trace }
-
-// traceInFlightNode writes a trace load's max_in_flight.
-func traceInFlightNode(n int) *yaml.Node {
-	mif := intNode(n)
-	if n == 0 {
-		mif.LineComment = "# the engine's default"
-	}
-	return mif
-}
