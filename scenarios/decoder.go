@@ -376,6 +376,18 @@ func choice[T fmt.Stringer](f *fields, key, why string, dst *T, values ...T) boo
 	return false
 }
 
+// first reports whether v is the first of its name in seen, and records it
+// there with where it is; a repeat is reported at n and path by format, which
+// is given v and where the first one is.
+func first[W any](d *decoder, n *yaml.Node, path string, seen map[string]W, v string, where W, format string) bool {
+	if prev, dup := seen[v]; dup {
+		d.fail(n, path, nil, format, v, prev)
+		return false
+	}
+	seen[v] = where
+	return true
+}
+
 // parsed reads key with parse into dst; a value parse refuses is reported
 // with its error and example.
 func parsed[T any](f *fields, key, example string, dst *T, parse func(string) (T, error)) bool {

@@ -115,6 +115,7 @@ func TestBadFiles(t *testing.T) {
 		{"unclosed host template", withLine(13, "    host: site{i.example.com"), 13, 11, "tenants[0].host", "{ without }"},
 		{"empty host", withLine(13, `    host: ""`), 13, 11, "tenants[0].host", "is empty"},
 		{"host with a slash", withLine(13, `    host: site{i}/x`), 13, 11, "tenants[0].host", `holds '/'`},
+		{"duplicate host", withLine(13, "    hosts: [a.example.com, b.example.com, a.example.com]"), 13, 43, "tenants[0].hosts[2]", `host "a.example.com" is already hosts[0]; each tenant has its own`},
 		{"non-loopback addr", withLine(12, "    addr: 10.0.0.1"), 12, 11, "tenants[0].addr", "is not on loopback"},
 		{"addr template past 255", withLine(12, "    count: 300\n    addr: 127.0.0.{i}"), 13, 11, "tenants[0].addr", `tenant 256's address "127.0.0.256" is not an IP address`},
 		{"count 0", withLine(12, "    count: 0"), 12, 12, "tenants[0].count", "0 is below 1"},

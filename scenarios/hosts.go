@@ -36,12 +36,9 @@ func (d *decoder) hostList(f *fields, path string, g *TenantGroup) {
 			d.fail(hn, ep, nil, "host %q %s (want e.g. a.example.com)", h, why)
 			continue
 		}
-		if j, dup := seen[h]; dup {
-			d.fail(hn, ep, nil, "host %q is already hosts[%d]; each tenant has its own", h, j)
-			continue
+		if first(d, hn, ep, seen, h, i, "host %q is already hosts[%d]; each tenant has its own") {
+			g.Hosts = append(g.Hosts, h)
 		}
-		seen[h] = i
-		g.Hosts = append(g.Hosts, h)
 	}
 	if f.has("count") && g.Count != len(n.Content) {
 		d.fail(f.at("count"), join(path, "count"), nil, "count %d but %s hosts (want count: %s, or leave it out)", g.Count, strconv.Itoa(len(n.Content)), strconv.Itoa(len(n.Content)))

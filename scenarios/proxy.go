@@ -101,12 +101,9 @@ func (d *decoder) locPath(n *yaml.Node, path, v string, seen map[string]string, 
 		d.fail(n, path, err, "%v", err)
 		return
 	}
-	if prev, dup := seen[v]; dup {
-		d.fail(n, path, nil, "%q is %s already (nginx refuses a duplicate location)", v, prev)
-		return
+	if first(d, n, path, seen, v, path, "%q is %s already (nginx refuses a duplicate location)") {
+		loc.Paths = append(loc.Paths, v)
 	}
-	seen[v] = path
-	loc.Paths = append(loc.Paths, v)
 }
 
 // list reads "one mapping or a list of them"; off or null mean none.
