@@ -18,8 +18,6 @@ import (
 	"stampede/workerpool"
 )
 
-func init() { commands = append(commands, newBackendCmd) }
-
 type backendFlags struct {
 	listen        string
 	scenario      string

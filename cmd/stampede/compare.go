@@ -14,8 +14,6 @@ import (
 	"stampede/scenarios"
 )
 
-func init() { commands = append(commands, newCompareCmd) }
-
 func newCompareCmd() *cobra.Command {
 	var (
 		f            runFlags

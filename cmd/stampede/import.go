@@ -16,8 +16,6 @@ import (
 	"stampede/scenarios"
 )
 
-func init() { commands = append(commands, newImportCmd) }
-
 type importFlags struct {
 	out, logFormat, gunicornFormat string
 	gunicornLogs, logVars          []string

@@ -8,8 +8,6 @@ import (
 	"stampede/limiterproxy"
 )
 
-func init() { commands = append(commands, newNginxConfigCmd) }
-
 func newNginxConfigCmd() *cobra.Command {
 	var (
 		listen, upstream string

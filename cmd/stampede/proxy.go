@@ -16,8 +16,6 @@ import (
 	"stampede/limiterproxy"
 )
 
-func init() { commands = append(commands, newProxyCmd) }
-
 // shutdownGrace is how long Ctrl-C lets requests in flight finish.
 const shutdownGrace = 10 * time.Second
 

@@ -10,8 +10,6 @@ import (
 	"stampede/report"
 )
 
-func init() { commands = append(commands, newReportCmd) }
-
 func newReportCmd() *cobra.Command {
 	var (
 		out        string

@@ -50,9 +50,12 @@ type exitCodeError struct {
 
 func (e exitCodeError) Error() string { return e.msg }
 
-// commands lists the subcommands; each file of this package adds its own
-// constructor here from an init function.
-var commands []func() *cobra.Command
+// commands lists the subcommands' constructors, one a file of this package;
+// help lists them sorted by name.
+var commands = []func() *cobra.Command{
+	newRunCmd, newCompareCmd, newReportCmd, newValidateCmd, newImportCmd,
+	newNginxConfigCmd, newBackendCmd, newProxyCmd,
+}
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{

@@ -13,8 +13,6 @@ import (
 	"stampede/scenarios"
 )
 
-func init() { commands = append(commands, newRunCmd) }
-
 // scenarioSets are the --set overrides of a command that reads a scenario.
 type scenarioSets []string
 

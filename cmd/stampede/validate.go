@@ -6,8 +6,6 @@ import (
 	"stampede/scenarios"
 )
 
-func init() { commands = append(commands, newValidateCmd) }
-
 func newValidateCmd() *cobra.Command {
 	var (
 		sets      scenarioSets
