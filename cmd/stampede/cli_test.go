@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,6 +24,39 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (code int, stdout
 	var out, errb bytes.Buffer
 	code = run(ctx, args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// writeScenario writes body as a scenario file in a new temporary directory
+// and returns its path.
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// readFile returns the contents of the file at path, and fails the test at
+// once when it cannot.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readJSON reads the JSON file at path into a T, and fails the test at
+// once when it cannot.
+func readJSON[T any](t *testing.T, path string) *T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(readFile(t, path), &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &v
 }
 
 // cliStopWithin is how long a command started by startCLI has to return
@@ -100,9 +136,6 @@ func runWant(t *testing.T, args []string, wants ...string) string {
 	return stdout
 }
 
-// runRefused runs the command line in-process and fails the test unless
-// the command refuses it as a usage error: exit exitUsage, with want in
-// its stderr.
 // refusal is a command line, past the command's name, and a part of the
 // error it must be refused with.
 type refusal struct {
@@ -119,6 +152,9 @@ func runRefusals(t *testing.T, command string, refusals []refusal) {
 	}
 }
 
+// runRefused runs the command line in-process and fails the test unless
+// the command refuses it as a usage error: exit exitUsage, with want in
+// its stderr.
 func runRefused(t *testing.T, want string, args ...string) {
 	t.Helper()
 	code, _, stderr := runCLI(t, t.Context(), args...)

@@ -37,10 +37,7 @@ func TestComparePointReportsOnDemand(t *testing.T) {
 				t.Errorf("%v: point %s has report.html = %v, want %v", c.flags, p, got, c.report)
 			}
 		}
-		page, err := os.ReadFile(filepath.Join(out, "report.html"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		page := readFile(t, filepath.Join(out, "report.html"))
 		if want := `href="per_key=2` + c.linkSuffix + `"`; !strings.Contains(string(page), want) {
 			t.Errorf("%v: the comparison report does not link %s", c.flags, want)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -72,11 +71,7 @@ func readManifests(t *testing.T) map[string]*k8s {
 	}
 	out := map[string]*k8s{}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec := yaml.NewDecoder(bytes.NewReader(readFile(t, f)))
 		dec.KnownFields(false)
 		for {
 			var m k8s
@@ -192,11 +187,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Errorf("the merge Job's %v finds %d of the %d shards' results.json", c.Flags().Args(), found, len(outs))
 	}
 
-	df, err := os.ReadFile(filepath.Join(deployDir, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := string(df)
+	d := string(readFile(t, filepath.Join(deployDir, "Dockerfile")))
 	for _, want := range []string{"CGO_ENABLED=0 go build", "./cmd/stampede", "FROM gcr.io/distroless/static", `ENTRYPOINT ["/stampede"]`, "COPY --from=build /out/stampede /stampede", "-o /out/stampede"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("Dockerfile lacks %q", want)

@@ -41,30 +41,6 @@ slo:
   quiet: ["p99 < 1s", "ok_rate > 99%"]
 `
 
-func writeScenario(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "s.yaml")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// readJSON reads the JSON file at path into a T, and fails the test at
-// once when it cannot.
-func readJSON[T any](t *testing.T, path string) *T {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return &v
-}
-
 func group(t *testing.T, r *report.Results, name string) report.GroupResult {
 	t.Helper()
 	for _, g := range r.Groups {
@@ -212,10 +188,7 @@ func TestRunSimDeterministic(t *testing.T) {
 	for i := range outs {
 		out := t.TempDir()
 		runExit(t, t.Context(), exitOK, "run", sc, "--engine", "sim", "-o", out, "--no-progress")
-		b, err := os.ReadFile(filepath.Join(out, "results.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, filepath.Join(out, "results.json"))
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)

@@ -34,14 +34,7 @@ func TestCompareShardsJoin(t *testing.T) {
 	runRefused(t, "lacks shard 1/3", "report", "--comparison", dirs[2], dirs[0], "-o", joined)
 	// As a shell without globbing passes it: the pattern itself.
 	runExit(t, t.Context(), exitOK, "report", "--comparison", filepath.Join(filepath.Dir(dirs[0]), "..", "*", "shard-*")+"/", "-o", joined)
-	want, err := os.ReadFile(filepath.Join(whole, "comparison.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(joined, "comparison.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, got := readFile(t, filepath.Join(whole, "comparison.json")), readFile(t, filepath.Join(joined, "comparison.json"))
 	if !bytes.Equal(got, want) {
 		t.Errorf("joined comparison.json differs from the whole sweep's:\n%s\nwant:\n%s", got, want)
 	}
