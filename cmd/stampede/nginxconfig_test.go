@@ -96,3 +96,22 @@ func snippetParts(t *testing.T, s string) (httpPart, serverPart string) {
 	return cut("# ---- http {} part: paste inside http { ... } ----", "# ---- end of the http {} part ----"),
 		cut("# ---- server {} part: paste inside the server { ... } that serves the app ----", "# ---- end of the server {} part ----")
 }
+
+func TestNginxConfigCommand(t *testing.T) {
+	path := writeScenario(t, string(readFile(t, filepath.Join("..", "..", "scenarios", "stock-balance.yaml"))))
+	runWant(t, []string{"nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01"},
+		"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01")
+	runRefused(t, "missing.yaml", "nginx-config", filepath.Join(filepath.Dir(path), "missing.yaml"))
+	runRefused(t, "--time-scale", "nginx-config", path, "--time-scale", "-1")
+}
+
+func TestNginxConfigSnippet(t *testing.T) {
+	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
+	out := runWant(t, []string{"nginx-config", path, "--snippet", "--headers=false"},
+		"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own")
+	for _, bad := range []string{"X-Stampede", "worker_processes", "server {\n"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("--snippet --headers=false has %q:\n%s", bad, out)
+		}
+	}
+}

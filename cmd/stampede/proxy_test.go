@@ -4,8 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -159,22 +157,6 @@ func TestProxyMetricsFlag(t *testing.T) {
 	}
 }
 
-func TestNginxConfigCommand(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "s.yaml")
-	src, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "stock-balance.yaml"))
-	if err != nil {
-		t.Skipf("no scenarios/stock-balance.yaml: %v", err)
-	}
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runWant(t, []string{"nginx-config", path, "--listen", "127.0.0.1:8181", "--upstream", "127.0.0.1:9191", "--time-scale", "0.01"},
-		"limit_conn_zone $host", "listen 127.0.0.1:8181;", "proxy_pass http://127.0.0.1:9191;", "time scale 0.01")
-	runRefused(t, "missing.yaml", "nginx-config", filepath.Join(dir, "missing.yaml"))
-	runRefused(t, "--time-scale", "nginx-config", path, "--time-scale", "-1")
-}
-
 func TestProxyPrintNginxLocations(t *testing.T) {
 	runWant(t, []string{"proxy", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "$host=8", "--limit-conn", "/api/method/stock_balance,/api/method/general_ledger:$host=4",
@@ -185,15 +167,4 @@ func TestProxyPrintNginxLocations(t *testing.T) {
 		"location /api/method/login {\n            limit_req zone=stampede_l1_req0 burst=3;  # locations[1].limit_req[0]",
 		"limit_req_zone $binary_remote_addr$arg_usr zone=stampede_l1_req0:10m rate=5r/m;",
 		"location / {")
-}
-
-func TestNginxConfigSnippet(t *testing.T) {
-	path := filepath.Join("..", "..", "scenarios", "stock-balance.yaml")
-	out := runWant(t, []string{"nginx-config", path, "--snippet", "--headers=false"},
-		"# ---- http {} part", "limit_conn_zone $host", "# ---- server {} part", "add_header is inherited only by a block that has none of its own")
-	for _, bad := range []string{"X-Stampede", "worker_processes", "server {\n"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("--snippet --headers=false has %q:\n%s", bad, out)
-		}
-	}
 }
