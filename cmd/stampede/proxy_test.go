@@ -7,11 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"stampede/fakebackend"
 	"stampede/internal/testproc"
-	"stampede/workerpool"
 )
 
 func TestProxyBadFlags(t *testing.T) {
@@ -97,22 +94,18 @@ func concurrentGets(t *testing.T, base string, hosts []string) map[int]int {
 	return got
 }
 
-// TestProxyDoneWhen is the issue's "done when" through the command: a fake
-// backend with 16 workers and a 1 s route (played at time scale 0.5) behind
-// `stampede proxy --limit-conn '$host=4'`.
-func TestProxyDoneWhen(t *testing.T) {
-	be, err := fakebackend.New(fakebackend.Options{
-		Pool:      workerpool.Config{Workers: 16},
-		Routes:    []fakebackend.Route{{Name: "slow", Path: "/slow", Service: workerpool.Constant{D: time.Second}}},
-		TimeScale: 0.5,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := httptest.NewServer(be)
-	defer backend.Close()
+// backendListeningRE finds where `stampede backend` listens in its first
+// line.
+var backendListeningRE = regexp.MustCompile(`backend listening on (\S+) `)
 
-	base := startProxyCLI(t, "--upstream", backend.URL, "--limit-conn", "$host=4")
+// TestProxyDoneWhen is the issue's "done when" through the commands:
+// `stampede backend` with 16 workers and a 1 s route (played at time scale
+// 0.5) behind `stampede proxy --limit-conn '$host=4'`.
+func TestProxyDoneWhen(t *testing.T) {
+	backend := "http://" + startCLI(t, backendListeningRE, "backend", "--listen", "127.0.0.1:0", "--workers", "16",
+		"--route", "/slow=1s", "--time-scale", "0.5")[1]
+
+	base := startProxyCLI(t, "--upstream", backend, "--limit-conn", "$host=4")
 	hosts := make([]string, 8)
 	for i := range hosts {
 		hosts[i] = "site1"
@@ -127,7 +120,7 @@ func TestProxyDoneWhen(t *testing.T) {
 		t.Errorf("8 concurrent for 8 hosts: %v, want 8×200", got)
 	}
 
-	reqBase := startProxyCLI(t, "--upstream", backend.URL, "--limit-req", "$host=1r/s,burst=5,nodelay")
+	reqBase := startProxyCLI(t, "--upstream", backend, "--limit-req", "$host=1r/s,burst=5,nodelay")
 	for i := range hosts {
 		hosts[i] = "site1"
 	}
