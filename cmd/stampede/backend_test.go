@@ -13,35 +13,6 @@ import (
 	"stampede/workerpool"
 )
 
-func TestBackendBadFlags(t *testing.T) {
-	runRefusals(t, "backend", []refusal{
-		{[]string{"--workers", "0"}, "--workers 0: 0 is below 1 (want e.g. 8)"},
-		{[]string{"--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
-		{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
-		{[]string{"--backlog", "2000000"}, "--backlog 2000000: 2000000 is over 1048576 (want e.g. 2048)"},
-		{[]string{"--threads", "1001"}, "--threads 1001: 1001 is over 1000 (want e.g. 4)"},
-		{[]string{"--boot", "2h"}, "--boot 2h0m0s: 2h is longer than 1h (want e.g. 300ms)"},
-		{[]string{"--max-requests", "-1"}, "--max-requests -1: -1 is below 0 (want e.g. 5000)"},
-		{[]string{"--backlog-overflow", "later"}, `--backlog-overflow "later": "later" is not drop or reset`},
-		{[]string{"--workers", "x"}, `invalid argument "x" for "--workers"`},
-		{[]string{"--backlog", "-1"}, "--backlog -1: -1 is below 0 (want e.g. 2048)"},
-		{[]string{"--timeout", "-5s"}, `--timeout -5s: "-5s" is negative (want e.g. 120s)`},
-		{[]string{"--timeout", "2 minutes"}, `invalid argument "2 minutes" for "--timeout"`},
-		{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": "stop" is not continue or cancel`},
-		{[]string{"--time-scale", "0"}, "--time-scale 0: want a number above 0"},
-		{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
-		{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
-		{[]string{"--route", "/x"}, `--route "/x": want PATH=DIST`},
-		{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" is not a URL path`},
-		{[]string{"--route", "/a=1s", "--route", "/a=2s"}, `--route "/a=2s": path /a is given twice`},
-		{[]string{"--route", "/a=uniform:4m..2m"}, "MAX is below MIN"},
-		{[]string{"--listen", "9000"}, `--listen "9000": want HOST:PORT`},
-		{[]string{"--scenario", "does-not-exist.yaml"}, "does-not-exist.yaml"},
-		{[]string{"--bogus"}, "unknown flag: --bogus"},
-		{[]string{"extra"}, `unknown command "extra"`},
-	})
-}
-
 func TestBackendOptions(t *testing.T) {
 	parse := func(t *testing.T, args ...string) fakebackend.Options {
 		t.Helper()

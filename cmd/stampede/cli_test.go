@@ -143,15 +143,6 @@ type refusal struct {
 	want string
 }
 
-// runRefusals runs command with the arguments of each refusal, as
-// runRefused.
-func runRefusals(t *testing.T, command string, refusals []refusal) {
-	t.Helper()
-	for _, r := range refusals {
-		runRefused(t, r.want, append([]string{command}, r.args...)...)
-	}
-}
-
 // runRefused runs the command line in-process and fails the test unless
 // the command refuses it as a usage error: exit exitUsage, with want in
 // its stderr.
@@ -160,6 +151,62 @@ func runRefused(t *testing.T, want string, args ...string) {
 	code, _, stderr := runCLI(t, t.Context(), args...)
 	if code != exitUsage || !strings.Contains(stderr, want) {
 		t.Errorf("stampede %s: exit %d, stderr %q; want exit %d and %q", strings.Join(args, " "), code, stderr, exitUsage, want)
+	}
+}
+
+// TestBadFlags holds each command to refusing bad flags as usage errors
+// (exit 2) that name the flag and what is wrong with its value.
+func TestBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		command  string
+		refusals []refusal
+	}{
+		{"backend", []refusal{
+			{[]string{"--workers", "0"}, "--workers 0: 0 is below 1 (want e.g. 8)"},
+			{[]string{"--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+			{[]string{"--scenario", "../../scenarios/stock-balance.yaml", "--workers", "70000"}, "--workers 70000: 70000 is over 65536 (want e.g. 8)"},
+			{[]string{"--backlog", "2000000"}, "--backlog 2000000: 2000000 is over 1048576 (want e.g. 2048)"},
+			{[]string{"--threads", "1001"}, "--threads 1001: 1001 is over 1000 (want e.g. 4)"},
+			{[]string{"--boot", "2h"}, "--boot 2h0m0s: 2h is longer than 1h (want e.g. 300ms)"},
+			{[]string{"--max-requests", "-1"}, "--max-requests -1: -1 is below 0 (want e.g. 5000)"},
+			{[]string{"--backlog-overflow", "later"}, `--backlog-overflow "later": "later" is not drop or reset`},
+			{[]string{"--workers", "x"}, `invalid argument "x" for "--workers"`},
+			{[]string{"--backlog", "-1"}, "--backlog -1: -1 is below 0 (want e.g. 2048)"},
+			{[]string{"--timeout", "-5s"}, `--timeout -5s: "-5s" is negative (want e.g. 120s)`},
+			{[]string{"--timeout", "2 minutes"}, `invalid argument "2 minutes" for "--timeout"`},
+			{[]string{"--on-client-abort", "stop"}, `--on-client-abort "stop": "stop" is not continue or cancel`},
+			{[]string{"--time-scale", "0"}, "--time-scale 0: want a number above 0"},
+			{[]string{"--time-scale", "-1"}, "--time-scale -1: want a number above 0"},
+			{[]string{"--route", "/x=fast"}, `--route "/x=fast": bad service-time distribution "fast": "fast" is not a duration (want e.g. 2s`},
+			{[]string{"--route", "/x"}, `--route "/x": want PATH=DIST`},
+			{[]string{"--route", "x=2s"}, `--route "x=2s": path "x" is not a URL path`},
+			{[]string{"--route", "/a=1s", "--route", "/a=2s"}, `--route "/a=2s": path /a is given twice`},
+			{[]string{"--route", "/a=uniform:4m..2m"}, "MAX is below MIN"},
+			{[]string{"--listen", "9000"}, `--listen "9000": want HOST:PORT`},
+			{[]string{"--scenario", "does-not-exist.yaml"}, "does-not-exist.yaml"},
+			{[]string{"--bogus"}, "unknown flag: --bogus"},
+			{[]string{"extra"}, `unknown command "extra"`},
+		}},
+		{"proxy", []refusal{
+			{nil, "--upstream is required"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$host=x"}, `--limit-conn "$host=x": limit "x"`},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$hots=4"}, "--limit-conn"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "$host=fast"}, `--limit-req "$host=fast": rate "fast"`},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--status", "200"}, "--status 200"},
+			{[]string{"--upstream", "ftp://x"}, "--upstream"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "-1"}, "--upstream-keepalive -1: want 0"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "5000"}, "--upstream-keepalive 5000"},
+			{[]string{"--frobnicate"}, "unknown flag"},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
+			{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
+		}},
+	} {
+		for _, r := range c.refusals {
+			runRefused(t, r.want, append([]string{c.command}, r.args...)...)
+		}
 	}
 }
 

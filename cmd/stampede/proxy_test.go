@@ -11,25 +11,6 @@ import (
 	"stampede/internal/testproc"
 )
 
-func TestProxyBadFlags(t *testing.T) {
-	runRefusals(t, "proxy", []refusal{
-		{nil, "--upstream is required"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$host=x"}, `--limit-conn "$host=x": limit "x"`},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "$hots=4"}, "--limit-conn"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "$host=fast"}, `--limit-req "$host=fast": rate "fast"`},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--status", "200"}, "--status 200"},
-		{[]string{"--upstream", "ftp://x"}, "--upstream"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--listen", "8080"}, "--listen"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--read-timeout", "soon"}, "read-timeout"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--max-conns", "0"}, "--max-conns"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "-1"}, "--upstream-keepalive -1: want 0"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-keepalive", "5000"}, "--upstream-keepalive 5000"},
-		{[]string{"--frobnicate"}, "unknown flag"},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-conn", "/api"}, `--limit-conn "/api": a location's limit is PATH:LIMIT`},
-		{[]string{"--upstream", "http://127.0.0.1:1", "--limit-req", "/a,b:$host=1r/s"}, `--limit-req "/a,b:$host=1r/s": "b" does not start with "/"`},
-	})
-}
-
 func TestProxyPrintNginx(t *testing.T) {
 	runWant(t, []string{"proxy", "--listen", "127.0.0.1:8088", "--upstream", "http://127.0.0.1:9009",
 		"--limit-conn", "host=4", "--limit-req", "$binary_remote_addr=10r/s,burst=20,nodelay", "--status", "429", "--print-nginx"},
