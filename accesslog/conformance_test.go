@@ -5,10 +5,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,8 +87,6 @@ http {
 // access log to what the app did: %(D)s at least the app's sleep, the Host
 // header, the path.
 func TestGunicornWritesWhatWeRead(t *testing.T) {
-	bin := gunicorntest.Require(t)
-	dir := t.TempDir()
 	app := `import time
 def app(environ, start_response):
     ms = int(environ.get('QUERY_STRING', 'ms=0').split('=')[1])
@@ -98,19 +94,8 @@ def app(environ, start_response):
     start_response('200 OK', [('Content-Type', 'text/plain')])
     return [b'ok\n']
 `
-	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(app), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "access.log")
-	args := []string{"--chdir", dir, "-w", "1", "-b", fmt.Sprintf("fd://%d", testproc.InheritedFD), "--access-logfile", logPath, "--access-logformat", GunicornWorkerTime, "app:app"}
-	cmd := exec.Command(bin, args...)
-	ln := testproc.Inherit(t, cmd)
-	addr := ln.Addr
-	// SIGINT: gunicorn's quick shutdown.
-	p := ln.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))
-	if err := p.Wait(10*time.Second, ln.Accepting); err != nil {
-		t.Fatalf("gunicorn does not accept on %s: %v\n%s", addr, err, p.Log())
-	}
+	g := gunicorntest.Start(t, gunicorntest.Options{App: app, AccessLogFormat: GunicornWorkerTime})
+	addr, logPath := g.Addr, g.AccessLog
 	sleeps := []int{0, 60, 120}
 	for i, ms := range sleeps {
 		req, _ := http.NewRequest("GET", fmt.Sprintf("http://%s/api/method/x%d?ms=%d", addr, i, ms), nil)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,10 @@ type Options struct {
 	Backlog     int           // --backlog; zero means gunicorn's 2048
 	Timeout     time.Duration // --timeout, in whole seconds; zero means none (0)
 	MaxRequests int           // --max-requests; zero means never
+	// AccessLogFormat is --access-logformat: when set, gunicorn logs every
+	// request in it to the file Server.AccessLog names; when empty it
+	// keeps no access log.
+	AccessLogFormat string
 }
 
 // Ready is the line the configuration Start writes has every worker log
@@ -36,8 +41,9 @@ const Ready = "stampede-gunicorntest-ready"
 
 // Server is a running gunicorn.
 type Server struct {
-	Addr string // host:port it listens on
-	p    *testproc.Process
+	Addr      string // host:port it listens on
+	AccessLog string // the access log's path, when Options.AccessLogFormat is set
+	p         *testproc.Process
 }
 
 // Log returns what gunicorn has logged so far.
@@ -73,6 +79,11 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.MaxRequests > 0 {
 		args = append(args, "--max-requests", strconv.Itoa(opts.MaxRequests))
 	}
+	accessLog := ""
+	if opts.AccessLogFormat != "" {
+		accessLog = filepath.Join(dir, "access.log")
+		args = append(args, "--access-logfile", accessLog, "--access-logformat", opts.AccessLogFormat)
+	}
 	args = append(args, "stampedeapp:app")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
@@ -80,7 +91,7 @@ func Start(t testing.TB, opts Options) *Server {
 	// other process can take the port first; it sets its own --backlog on it.
 	ln := testproc.Inherit(t, cmd)
 	// SIGINT: gunicorn's quick shutdown, without waiting for requests.
-	s := &Server{Addr: ln.Addr, p: ln.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
+	s := &Server{Addr: ln.Addr, AccessLog: accessLog, p: ln.Start(t, cmd, syscall.SIGINT, "gunicorn "+strings.Join(args, " "))}
 	if err := s.p.Wait(20*time.Second, func() bool { return s.ReadyCount() >= workers }); err != nil {
 		t.Fatalf("gunicorn's %d workers were not ready: %v\n%s", workers, err, s.Log())
 	}
