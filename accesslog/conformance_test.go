@@ -24,24 +24,14 @@ func TestNginxWritesWhatWeRead(t *testing.T) {
 	plain := `log_format plain '$host $remote_addr [$time_local] "$request" $status $body_bytes_sent $msec $request_time "$http_user_agent"';`
 	json := `log_format js escape=json '{"host":"$host","t":$msec,"req":"$request","st":$status,"rt":$request_time,"ua":"$http_user_agent"}';`
 	url := nginxtest.Start(t, func(w io.Writer, listen string) error {
-		_, err := fmt.Fprintf(w, `pid nginx.pid;
-events { worker_connections 64; }
-http {
-    client_body_temp_path client_body_temp;
-    proxy_temp_path proxy_temp;
-    fastcgi_temp_path fastcgi_temp;
-    uwsgi_temp_path uwsgi_temp;
-    scgi_temp_path scgi_temp;
+		_, err := fmt.Fprintf(w, nginxtest.Conf(`    %s
     %s
-    %s
-    access_log %s plain;
-    access_log %s js;
     server {
         listen %s;
+        access_log %s plain;
+        access_log %s js;
         location / { return 200 "ok\n"; }
-    }
-}
-`, strings.TrimSuffix(plain, ";")+";", strings.TrimSuffix(json, ";")+";", filepath.Join(dir, "plain.log"), filepath.Join(dir, "json.log"), listen)
+    }`), strings.TrimSuffix(plain, ";")+";", strings.TrimSuffix(json, ";")+";", listen, filepath.Join(dir, "plain.log"), filepath.Join(dir, "json.log"))
 		return err
 	})
 	type sent struct{ host, path, ua string }
