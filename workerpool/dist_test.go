@@ -77,6 +77,15 @@ func TestParseDist(t *testing.T) {
 		{"lognormal:median=1s,p99=1x", `"1x" is not a duration`},
 		{"normal:1s", `unknown kind "normal"`},
 		{"exp:1s:2s", "is not a duration"},
+		{"empirical:", "not pPERCENT=DURATION"},
+		{"empirical:p50=1s,p100=2s", "must begin at p0"},
+		{"empirical:p0=1s,p50=2s", "end at p100"},
+		{"empirical:p0=1s,p50=500ms,p100=2s", "quantiles never fall"},
+		{"empirical:p0=1s,p50=2s,p40=3s,p100=4s", "percents must rise"},
+		{"empirical:p0=1s,p101=2s", "not a percent"},
+		{"empirical:p0=1s,pinf=2s", "not a percent"},
+		{"empirical:p0=1s,p100=x", "not a duration"},
+		{"empirical:q0=1s,p100=2s", "not pPERCENT=DURATION"},
 	}
 	for i, c := range bad {
 		d, err := ParseDist(c.in)
