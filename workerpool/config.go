@@ -3,7 +3,6 @@ package workerpool
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"stampede/internal/errtree"
@@ -45,18 +44,18 @@ var (
 )
 
 // String returns the policy as a scenario names it.
-func (a AbortPolicy) String() string { return policyName(abortNames[:], a) }
+func (a AbortPolicy) String() string { return enumName(abortNames[:], a, "on_client_abort") }
 
 // String returns the policy as a scenario names it.
-func (o OverflowPolicy) String() string { return policyName(overflowNames[:], o) }
+func (o OverflowPolicy) String() string { return enumName(overflowNames[:], o, "backlog_overflow") }
 
-// policyName returns the name of policy v, or its number when it has none
-// (a value Validate refuses).
-func policyName[P ~uint8](names []string, v P) string {
+// enumName returns the name of v, or kind(v) for a value that has none (one
+// that Validate refuses).
+func enumName[E ~uint8](names []string, v E, kind string) string {
 	if int(v) < len(names) {
 		return names[v]
 	}
-	return strconv.Itoa(int(v))
+	return fmt.Sprintf("%s(%d)", kind, uint8(v))
 }
 
 // DefaultWorkers is gunicorn's default number of workers.

@@ -40,20 +40,3 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
-
-// TestPolicyString: each policy prints as a scenario names it, which the
-// scenario decoder matches against; a value without a name prints as its
-// number rather than passing for another policy.
-func TestPolicyString(t *testing.T) {
-	for _, c := range []struct {
-		p    fmt.Stringer
-		want string
-	}{
-		{Continue, "continue"}, {Cancel, "cancel"}, {AbortPolicy(7), "7"},
-		{Drop, "drop"}, {Reset, "reset"}, {OverflowPolicy(9), "9"},
-	} {
-		if got := c.p.String(); got != c.want {
-			t.Errorf("%T(%d).String() = %q, want %q", c.p, c.p, got, c.want)
-		}
-	}
-}

@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -45,12 +44,7 @@ const (
 
 var stateNames = [...]string{"pending", "queued", "running", "done", "killed", "refused", "cancelled", "dropped"}
 
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
+func (s State) String() string { return enumName(stateNames[:], s, "state") }
 
 // A Job is one request's work. The caller fills Service (and Data, which the
 // pool never reads) and hands it to Pool.Arrive; the pool fills the rest.

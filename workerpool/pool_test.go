@@ -351,7 +351,8 @@ func TestStateAndPolicyStrings(t *testing.T) {
 			t.Errorf("State(%d).String() = %q, want %q", uint8(s), got, want)
 		}
 	}
-	for p, want := range map[fmt.Stringer]string{Continue: "continue", Cancel: "cancel", Drop: "drop", Reset: "reset"} {
+	for p, want := range map[fmt.Stringer]string{Continue: "continue", Cancel: "cancel", AbortPolicy(7): "on_client_abort(7)",
+		Drop: "drop", Reset: "reset", OverflowPolicy(9): "backlog_overflow(9)"} {
 		if got := p.String(); got != want {
 			t.Errorf("%T(%v).String() = %q, want %q", p, p, got, want)
 		}
