@@ -8,6 +8,43 @@ import (
 	"time"
 )
 
+// TestPoolConfigDefaults: a pool plays the zero values a Config documents
+// (Workers 0 and below means 1, Backlog 0 DefaultBacklog, negative none).
+func TestPoolConfigDefaults(t *testing.T) {
+	cases := []struct {
+		cfg              Config
+		workers, backlog int
+	}{
+		{Config{Overflow: Reset}, 1, DefaultBacklog},
+		{Config{Workers: 8, Backlog: 10, Overflow: Reset}, 8, 10},
+		{Config{Workers: -3, Backlog: -1, Overflow: Reset}, 1, 0},
+	}
+	for n, c := range cases {
+		p := NewPool(c.cfg)
+		s := p.Stats(0)
+		if s.Workers != c.workers || s.Backlog != c.backlog {
+			t.Errorf("step %d: NewPool(%+v): workers %d backlog %d, want %d and %d", n, c.cfg, s.Workers, s.Backlog, c.workers, c.backlog)
+		}
+		if p.Config() != c.cfg {
+			t.Errorf("step %d: Config() = %+v, want %+v", n, p.Config(), c.cfg)
+		}
+		// Fill the workers and the accept queue (Linux's holds one more
+		// than the backlog), then one more is refused.
+		q := c.backlog + 1
+		if c.cfg.Backlog < 0 {
+			q = 0
+		}
+		for i := range c.workers + q {
+			if st := p.Arrive(0, &Job{}); st == Refused {
+				t.Fatalf("step %d: arrival %d refused, want room for %d workers + %d backlog", n, i, c.workers, c.backlog)
+			}
+		}
+		if st := p.Arrive(0, &Job{}); st != Refused {
+			t.Errorf("step %d: arrival past workers+backlog: got %v, want refused", n, st)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for i, c := range []struct {
 		cfg  Config
