@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,16 +24,24 @@ func traceScenario(t testing.TB) string {
 	return string(b)
 }
 
-func writeTraceScenario(t *testing.T, trace string) string {
+// writeTraceScenario writes a copy of traceScenario beside its trace, the
+// text trace, in a new temporary directory and returns the scenario's path.
+func writeTraceScenario(t testing.TB, trace string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "replay.yaml"), []byte(traceScenario(t)), 0o644); err != nil {
+	writeFile(t, dir, "replay.trace", trace)
+	return writeFile(t, dir, "replay.yaml", traceScenario(t))
+}
+
+// writeFile writes data to the file name in dir and returns its path. It
+// fails the test when the file cannot be written.
+func writeFile(t testing.TB, dir, name, data string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "replay.trace"), []byte(trace), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "replay.yaml")
+	return path
 }
 
 func TestTraceLoads(t *testing.T) {
@@ -52,7 +61,7 @@ func TestTraceLoads(t *testing.T) {
 		{{10 * time.Microsecond, 0}, {30 * time.Microsecond, 0}},
 	}
 	for i, tn := range tenants {
-		if got := tn.Trace; len(got) != len(want[i]) || len(got) > 0 && !equalArrivals(got, want[i]) {
+		if got := tn.Trace; !slices.Equal(got, want[i]) {
 			t.Errorf("tenant %s: trace %v, want %v", tn.Name, got, want[i])
 		}
 	}
@@ -67,13 +76,12 @@ func TestTraceLoads(t *testing.T) {
 	if err := sc.Format(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back := filepath.Join(filepath.Dir(path), "back.yaml")
-	os.WriteFile(back, buf.Bytes(), 0o644)
+	back := writeFile(t, filepath.Dir(path), "back.yaml", buf.String())
 	sc2, err := LoadWith(back, nil)
 	if err != nil {
 		t.Fatalf("loading Format's output: %v\n%s", err, buf.String())
 	}
-	if got := sc2.Expand()[0].Trace; !equalArrivals(got, want[0]) {
+	if got := sc2.Expand()[0].Trace; !slices.Equal(got, want[0]) {
 		t.Errorf("after Format: heavy's trace %v, want %v", got, want[0])
 	}
 	// With keeps the trace.
@@ -81,7 +89,7 @@ func TestTraceLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sc3.Expand()[0].Trace; !equalArrivals(got, want[0]) {
+	if got := sc3.Expand()[0].Trace; !slices.Equal(got, want[0]) {
 		t.Errorf("after With: heavy's trace %v, want %v", got, want[0])
 	}
 	// writeTrace writes what reads back the same.
@@ -95,22 +103,10 @@ func TestTraceLoads(t *testing.T) {
 		t.Fatalf("reading writeTrace's output: %v\n%s", err, tb.String())
 	}
 	for i, tn := range sc4.Expand() {
-		if !equalArrivals(tn.Trace, want[i]) {
+		if !slices.Equal(tn.Trace, want[i]) {
 			t.Errorf("writeTrace round trip: tenant %s: %v, want %v", tn.Name, tn.Trace, want[i])
 		}
 	}
-}
-
-func equalArrivals(a, b []TraceArrival) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestTraceBad(t *testing.T) {
@@ -132,12 +128,10 @@ func TestTraceBad(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario(t), "trace: replay.trace\n", "", 1)), 0o644)
-	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "names no trace") {
+	if _, err := LoadWith(writeFile(t, dir, "s.yaml", strings.Replace(traceScenario(t), "trace: replay.trace\n", "", 1)), nil); err == nil || !strings.Contains(err.Error(), "names no trace") {
 		t.Errorf("model trace without a trace file: LoadWith = %v, want an error saying so", err)
 	}
-	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(strings.Replace(traceScenario(t), "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), 0o644)
-	if _, err := LoadWith(filepath.Join(dir, "s.yaml"), nil); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
+	if _, err := LoadWith(writeFile(t, dir, "s.yaml", strings.Replace(traceScenario(t), "{model: trace, routes: {page: 1}}", "{model: trace, rate: 5/s, routes: {page: 1}}", 1)), nil); err == nil || !strings.Contains(err.Error(), "rate is for the open or closed model") {
 		t.Errorf("trace with a rate: LoadWith = %v, want an error saying so", err)
 	}
 }
@@ -146,11 +140,7 @@ func FuzzParseTrace(f *testing.F) {
 	for _, s := range []string{"t heavy 1\nr report 1000000 1000000\nr page 500000\n", "t rest 2\nr page 10 20\n", "# c\n\nt rest 1\nr page 1\nr page 1\n", "r x", "t heavy 0"} {
 		f.Add(s)
 	}
-	dir := f.TempDir()
-	path := filepath.Join(dir, "replay.yaml")
-	os.WriteFile(path, []byte(traceScenario(f)), 0o644)
-	os.WriteFile(filepath.Join(dir, "replay.trace"), nil, 0o644)
-	sc, err := LoadWith(path, nil)
+	sc, err := LoadWith(writeTraceScenario(f, ""), nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -179,12 +169,7 @@ func FuzzParseTrace(f *testing.F) {
 // order.
 func writeTrace(w io.Writer, t *Trace, routes []string) error {
 	tw := NewTraceWriter(w)
-	names := make([]string, 0, len(t.Groups))
-	for g := range t.Groups {
-		names = append(names, g)
-	}
-	slices.Sort(names)
-	for _, g := range names {
+	for _, g := range slices.Sorted(maps.Keys(t.Groups)) {
 		for i, arr := range t.Groups[g] {
 			if len(arr) == 0 {
 				continue
