@@ -19,11 +19,11 @@ import (
 type importFlags struct {
 	out, logFormat, gunicornFormat string
 	gunicornLogs, logVars          []string
+	logTimeScale                   float64
 	from, to, tenantKey            string
 	workers, backlog               int
 	timeout, readTimeout           time.Duration
 	fit, lenient, noProgress       bool
-	logTimeScale                   float64
 }
 
 func newImportCmd() *cobra.Command {
