@@ -15,6 +15,9 @@ import (
 	"stampede/workload"
 )
 
+// ms is n milliseconds.
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
 // recScenario is the story in miniature: three ordinary sites and user-x on
 // two routes, a per-host limit of 4, ten model seconds.
 func recScenario() *scenarios.Scenario {
@@ -33,8 +36,6 @@ func recScenario() *scenarios.Scenario {
 		Settings: map[string]string{"proxy.limit_conn.per_key": "4"},
 	}
 }
-
-func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 
 // miniRun is a fixed set of results for recScenario: site 1 gets 100 ok
 // answers of 1..100 ms, one each 50 ms; site 2 one 503 and one 502; site 3 a
