@@ -10,6 +10,21 @@ import (
 	"testing/synctest"
 )
 
+// serveHTTP serves h on ln until the test ends, then closes the server and
+// waits for it.
+func serveHTTP(tb testing.TB, ln net.Listener, h http.HandlerFunc) {
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	tb.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+}
+
 // TestHTTP serves HTTP/1.1 over a Listener and checks the server sees the
 // client's address.
 func TestHTTP(t *testing.T) {
@@ -32,21 +47,6 @@ func TestHTTP(t *testing.T) {
 			}
 		}
 		tr.CloseIdleConnections()
-	})
-}
-
-// serveHTTP serves h on ln until the test ends, then closes the server and
-// waits for it.
-func serveHTTP(tb testing.TB, ln net.Listener, h http.HandlerFunc) {
-	srv := &http.Server{Handler: h}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	tb.Cleanup(func() {
-		srv.Close()
-		<-done
 	})
 }
 
