@@ -3,13 +3,12 @@ package fakebackend_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,7 +54,9 @@ func (s gShot) path() string { return "/ms/" + strconv.Itoa(s.ms) }
 
 // group is what identical requests share: which of several identical
 // simultaneous requests the kernel queues first is not up to the backend.
-func (s gShot) group() string { return fmt.Sprintf("%s at %v abort %v", s.path(), s.at, s.abort) }
+func (s gShot) group() string {
+	return s.path() + " at " + s.at.String() + " abort " + s.abort.String()
+}
 
 // gResult is what one request got: a status (0: the client went away, or
 // an error), when it ended after the pattern began, and any error.
@@ -114,7 +115,7 @@ var gCases = []gCase{
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
 			ends := endsOf(got)
 			for i, want := range []time.Duration{500, 500, 1000, 1000, 1500} {
-				within(t, fmt.Sprintf("%s: request %d of 5 on 2 workers ended", who, i+1), ends[i], want*time.Millisecond, want*time.Millisecond+slack)
+				within(t, who+": request "+strconv.Itoa(i+1)+" of 5 on 2 workers ended", ends[i], want*time.Millisecond, want*time.Millisecond+slack)
 			}
 		},
 	},
@@ -390,7 +391,7 @@ func compareShots(t *testing.T, c gCase, real, fake []gResult) {
 	for _, r := range real {
 		count[r.status]++
 	}
-	if fmt.Sprint(count) != fmt.Sprint(c.want) {
+	if !maps.Equal(count, c.want) {
 		t.Errorf("gunicorn's statuses %v, the case wants %v (the test's own expectation)", count, c.want)
 	}
 }
@@ -399,7 +400,7 @@ func compareShots(t *testing.T, c gCase, real, fake []gResult) {
 func (r gResult) String() string {
 	s := strconv.Itoa(r.status) + "@" + r.end.Round(10*time.Millisecond).String()
 	if r.err != nil {
-		s += "(" + strings.TrimSpace(r.err.Error()) + ")"
+		s += "(" + r.err.Error() + ")"
 	}
 	return s
 }
