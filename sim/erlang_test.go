@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"stampede/limit"
 	"stampede/scenarios"
 	"stampede/workerpool"
 	"stampede/workload"
@@ -50,10 +49,10 @@ func ErlangCWait(lambda float64, s time.Duration, c int) time.Duration {
 }
 
 // erlangScenario is one Poisson tenant at lambda/s on a route of service
-// dist, for model time d.
-func erlangScenario(lambda float64, dist workerpool.Dist, workers int, limits limit.Config, d time.Duration) *scenarios.Scenario {
+// dist, for model time d, without a limit.
+func erlangScenario(lambda float64, dist workerpool.Dist, workers int, d time.Duration) *scenarios.Scenario {
 	sc := one(dist, scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: lambda, MaxInFlight: 1 << 30},
-		scenarios.Backend{Workers: workers}, limits)
+		scenarios.Backend{Workers: workers})
 	sc.Duration = d
 	sc.Seed = 20260101
 	return sc
@@ -74,7 +73,7 @@ func TestErlangB(t *testing.T) {
 	} {
 		a := lambda * dist.Mean().Seconds()
 		w := ErlangB(a, limit)
-		st := mustRun(t, erlangScenario(lambda, dist, 1000, connLimit("$host", limit), time.Hour), nil, Options{})
+		st := mustRun(t, connLimit(erlangScenario(lambda, dist, 1000, time.Hour), "$host", limit), nil, Options{})
 		got := float64(st.Outcomes[workload.Rejected]) / float64(max(st.Requests, 1))
 		t.Logf("Erlang B, %v service, %.2f erlangs, %d slots: rejected %.4f, formula %.4f (%d requests)", dist, a, limit, got, w, st.Requests)
 		if math.Abs(got-w) > 0.01 {
@@ -92,7 +91,7 @@ func TestErlangC(t *testing.T) {
 	a := lambda * mean.Seconds()
 	wantP := ErlangC(a, workers)
 	wantW := ErlangCWait(lambda, mean, workers)
-	st := mustRun(t, erlangScenario(lambda, workerpool.Exp{Avg: mean}, workers, limit.Config{}, 10*time.Hour), nil, Options{})
+	st := mustRun(t, erlangScenario(lambda, workerpool.Exp{Avg: mean}, workers, 10*time.Hour), nil, Options{})
 	gotP := float64(st.Waited) / float64(st.Backend.Arrived)
 	gotW := st.WaitTime / time.Duration(st.Started)
 	t.Logf("Erlang C, %d workers, %.1f erlangs: P(wait) %.4f, formula %.4f; mean wait %v, formula %v (%d requests)", workers, a, gotP, wantP, gotW, wantW, st.Requests)

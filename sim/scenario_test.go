@@ -43,7 +43,7 @@ func stockBalance(limit int) *scenarios.Scenario {
 		},
 	}
 	if limit > 0 {
-		sc.Proxy.Limits = connLimit("$host", limit)
+		connLimit(sc, "$host", limit)
 	}
 	return sc
 }
@@ -182,27 +182,27 @@ func TestWork(t *testing.T) {
 		return sc
 	}
 	cancel := scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}
-	goesOnKilled := one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec}, limit.Config{})
-	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
+	goesOnKilled := one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, Timeout: 5 * sec})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec})
 	for _, tc := range []struct {
 		name string
 		sc   *scenarios.Scenario
 		work []time.Duration // per result, in the order they come
 	}{
-		{"ok", one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{2 * sec}},
+		{"ok", one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}), []time.Duration{2 * sec}},
 		// The result is out at 3 s, but the worker goes on to 10 s.
-		{"client timeout, worker goes on", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}), []time.Duration{10 * sec}},
+		{"client timeout, worker goes on", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}), []time.Duration{10 * sec}},
 		{"client timeout, worker goes on to be killed", goesOnKilled, []time.Duration{killAt(t, goesOnKilled, 0)}},
-		{"client timeout, worker cancelled", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), cancel, limit.Config{}), []time.Duration{3 * sec}},
+		{"client timeout, worker cancelled", one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), cancel), []time.Duration{3 * sec}},
 		{"worker killed", killed, []time.Duration{killAt(t, killed, 0)}},
-		{"backlog full", one(workerpool.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}), []time.Duration{0, sec, sec, sec}},
-		{"limit_conn", one(workerpool.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)), []time.Duration{0, sec, sec}},
+		{"backlog full", one(workerpool.Constant{D: sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}), []time.Duration{0, sec, sec, sec}},
+		{"limit_conn", connLimit(one(workerpool.Constant{D: sec}, closed(3, 0), scenarios.Backend{Workers: 8}), "$host", 2), []time.Duration{0, sec, sec}},
 		// The second waits 4 s, the proxy gives up at 6 s; under continue
 		// it still runs 4 s once the first is done.
-		{"abandoned in the backlog, continue", readTimeout(one(workerpool.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}, limit.Config{}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
+		{"abandoned in the backlog, continue", readTimeout(one(workerpool.Constant{D: 4 * sec}, closed(2, 0), scenarios.Backend{Workers: 1}), 6*sec), []time.Duration{4 * sec, 4 * sec}},
 		// Under cancel it leaves the backlog having used no worker, and
 		// the first, abandoned while running, used the 6 s it ran.
-		{"abandoned in the backlog, cancel", readTimeout(one(workerpool.Constant{D: 8 * sec}, closed(2, 0), cancel, limit.Config{}), 6*sec), []time.Duration{6 * sec, 0}},
+		{"abandoned in the backlog, cancel", readTimeout(one(workerpool.Constant{D: 8 * sec}, closed(2, 0), cancel), 6*sec), []time.Duration{6 * sec, 0}},
 	} {
 		c := &collector{}
 		st := mustRun(t, tc.sc, c, Options{})
@@ -271,7 +271,7 @@ func TestWorkMatchesBusyTime(t *testing.T) {
 	// difference: its result counts the whole hour its worker will go on
 	// for, the backend's busy time stops at the end of the run.
 	sc := one(workerpool.Constant{D: time.Hour}, scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limit.Config{})
+		scenarios.Backend{Workers: 1})
 	var c counter
 	st := mustRun(t, sc, &c, Options{Drain: time.Minute})
 	if c.work != time.Hour || st.Backend.BusyTime != 2*time.Minute {

@@ -85,8 +85,8 @@ func mustRun(t testing.TB, sc *scenarios.Scenario, sink workload.Sink, opts Opti
 	return st
 }
 
-// one is a scenario with one tenant of one route.
-func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend, limits limit.Config) *scenarios.Scenario {
+// one is a scenario with one tenant of one route and no limit.
+func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend) *scenarios.Scenario {
 	backend.Routes = []scenarios.Route{{Name: "r", Path: "/", Service: service}}
 	load.Routes = []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
 	return &scenarios.Scenario{
@@ -94,13 +94,14 @@ func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend
 		Duration: time.Minute,
 		Seed:     1,
 		Backend:  backend,
-		Proxy:    scenarios.Proxy{Limits: limits},
 		Tenants:  []scenarios.TenantGroup{{Group: "t", Count: 1, Host: "t.example.com", Load: load}},
 	}
 }
 
-func connLimit(key string, n int) limit.Config {
-	return limit.Config{Conn: []limit.ConnSpec{{Key: key, PerKey: n}}}
+// connLimit returns sc with one limit_conn of n per key as its limits.
+func connLimit(sc *scenarios.Scenario, key string, n int) *scenarios.Scenario {
+	sc.Proxy.Limits = limit.Config{Conn: []limit.ConnSpec{{Key: key, PerKey: n}}}
+	return sc
 }
 
 type want struct {
@@ -138,7 +139,7 @@ func TestOutcomes(t *testing.T) {
 	closed := func(users int, timeout time.Duration) scenarios.Load {
 		return scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: 1, ClientTimeout: timeout, OnTimeout: scenarios.GiveUp}
 	}
-	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec}, limit.Config{})
+	killed := one(workerpool.Constant{D: 10 * sec}, closed(1, 0), scenarios.Backend{Workers: 1, Timeout: 2 * sec})
 	for _, tc := range []struct {
 		name    string
 		sc      *scenarios.Scenario
@@ -147,18 +148,18 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{
 			name: "ok",
-			sc:   one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 2 * sec}, closed(1, 0), scenarios.Backend{Workers: 1}),
 			want: []want{{workload.OK, 200, 2 * sec}},
 		},
 		{
 			name:    "client timeout, worker goes on",
-			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}, limit.Config{}),
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1}),
 			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{5 * sec, 1, 0}, {9 * sec, 1, 0}, {10 * sec, 0, 0}},
 		},
 		{
 			name:    "client timeout, worker cancelled",
-			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}, limit.Config{}),
+			sc:      one(workerpool.Constant{D: 10 * sec}, closed(1, 3*sec), scenarios.Backend{Workers: 1, OnClientAbort: workerpool.Cancel}),
 			want:    []want{{workload.ClientTimeout, 0, 3 * sec}},
 			samples: []sample{{3 * sec, 0, 0}, {5 * sec, 0, 0}},
 		},
@@ -170,7 +171,7 @@ func TestOutcomes(t *testing.T) {
 		{
 			// listen(2) backlog 1 holds 2; the fourth is refused at once.
 			name: "backlog full, reset",
-			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1, Overflow: workerpool.Reset}),
 			want: []want{
 				{workload.BackendError, 502, 0},
 				{workload.OK, 200, 1 * sec},
@@ -183,7 +184,7 @@ func TestOutcomes(t *testing.T) {
 			// the first has left and the backlog has room: it is served
 			// last, late.
 			name: "backlog full, drop",
-			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}, limit.Config{}),
+			sc:   one(workerpool.Constant{D: 1 * sec}, closed(4, 0), scenarios.Backend{Workers: 1, Backlog: 1}),
 			want: []want{
 				{workload.OK, 200, 1 * sec},
 				{workload.OK, 200, 2 * sec},
@@ -193,7 +194,7 @@ func TestOutcomes(t *testing.T) {
 		},
 		{
 			name: "limit_conn",
-			sc:   one(workerpool.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}, connLimit("$host", 2)),
+			sc:   connLimit(one(workerpool.Constant{D: 1 * sec}, closed(3, 0), scenarios.Backend{Workers: 8}), "$host", 2),
 			want: []want{
 				{workload.Rejected, 503, 0},
 				{workload.OK, 200, 1 * sec},
@@ -218,7 +219,7 @@ func TestReadTimeoutCountsBacklog(t *testing.T) {
 	// worker (continue) goes on until 8 s.
 	sc := one(workerpool.Constant{D: 4 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limit.Config{})
+		scenarios.Backend{Workers: 1})
 	sc.Proxy.ReadTimeout = 6 * time.Second
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
@@ -238,9 +239,9 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 	// limit_conn 1; a user whose 10 s request times out at 3 s retries at
 	// once: the slot was released, so the retry passes limit_conn although
 	// the first job still holds the only worker (continue).
-	sc := one(workerpool.Constant{D: 10 * time.Second},
+	sc := connLimit(one(workerpool.Constant{D: 10 * time.Second},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1, ClientTimeout: 3 * time.Second, OnTimeout: scenarios.Retry},
-		scenarios.Backend{Workers: 1}, connLimit("$host", 1))
+		scenarios.Backend{Workers: 1}), "$host", 1)
 	sc.Duration = 8 * time.Second
 	c := &collector{}
 	mustRun(t, sc, c, Options{})
@@ -265,8 +266,8 @@ func TestLimitReqDelay(t *testing.T) {
 	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
 	sc := one(workerpool.Constant{D: 0},
 		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
-		scenarios.Backend{Workers: 100},
-		limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}})
+		scenarios.Backend{Workers: 100})
+	sc.Proxy.Limits = limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}}
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	var wants []want
@@ -294,11 +295,11 @@ func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
 	// the client gives up after 2.5 s, during the delay of the last three.
 	sc := one(workerpool.Constant{D: 100 * time.Millisecond},
 		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
-		scenarios.Backend{Workers: 10},
-		limit.Config{
-			Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
-			Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
-		})
+		scenarios.Backend{Workers: 10})
+	sc.Proxy.Limits = limit.Config{
+		Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
+		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
+	}
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	var n [workload.NumOutcomes]int
@@ -315,7 +316,7 @@ func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
 func TestDropped(t *testing.T) {
 	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 1, MaxInFlight: 3, ClientTimeout: 20 * time.Second},
-		scenarios.Backend{Workers: 100}, limit.Config{})
+		scenarios.Backend{Workers: 100})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{})
 	// 60 arrivals a second apart; each admitted one times out after 20 s
@@ -337,7 +338,7 @@ func TestDropped(t *testing.T) {
 func TestCutOffAtDrain(t *testing.T) {
 	sc := one(workerpool.Constant{D: time.Hour},
 		scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1},
-		scenarios.Backend{Workers: 1}, limit.Config{})
+		scenarios.Backend{Workers: 1})
 	c := &collector{}
 	st := mustRun(t, sc, c, Options{Drain: time.Minute})
 	check(t, "cut off", c.results, []want{{workload.ClientTimeout, 0, 2 * time.Minute}})
@@ -356,7 +357,7 @@ func cancelled() (context.Context, *scenarios.Scenario, workload.Sink) {
 			cancel()
 		}
 	})
-	sc := one(workerpool.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4}, limit.Config{})
+	sc := one(workerpool.Exp{Avg: time.Millisecond}, scenarios.Load{Rate: 1000}, scenarios.Backend{Workers: 4})
 	sc.Duration = time.Hour
 	return ctx, sc, sink
 }
