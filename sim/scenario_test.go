@@ -48,6 +48,12 @@ func stockBalance(limit int) *scenarios.Scenario {
 	return sc
 }
 
+// connLimit returns sc with one limit_conn of n per key as its limits.
+func connLimit(sc *scenarios.Scenario, key string, n int) *scenarios.Scenario {
+	sc.Proxy.Limits = limit.Config{Conn: []limit.ConnSpec{{Key: key, PerKey: n}}}
+	return sc
+}
+
 // groupStats splits results by group: counts by outcome and ok latencies.
 type groupStats struct {
 	n   [workload.NumOutcomes]int
@@ -219,6 +225,58 @@ func TestWork(t *testing.T) {
 		if sum != st.Backend.BusyTime {
 			t.Errorf("%s: Work sums to %v, the backend was busy %v", tc.name, sum, st.Backend.BusyTime)
 		}
+	}
+}
+
+func TestLimitReqDelay(t *testing.T) {
+	// rate=5r/s burst=12 delay=8, 14 at once: 1–9 at once, 10–13 delayed
+	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
+	sc := one(workerpool.Constant{D: 0},
+		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
+		scenarios.Backend{Workers: 100})
+	sc.Proxy.Limits = limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}}
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	var wants []want
+	wants = append(wants, want{workload.Rejected, 503, 0})
+	for range 9 {
+		wants = append(wants, want{workload.OK, 200, 0})
+	}
+	for i := 1; i <= 4; i++ {
+		wants = append(wants, want{workload.OK, 200, time.Duration(i) * 200 * time.Millisecond})
+	}
+	slices.SortStableFunc(c.results, func(a, b workload.Result) int {
+		if a.Outcome != b.Outcome {
+			return int(b.Outcome) - int(a.Outcome)
+		}
+		return int(a.Latency - b.Latency)
+	})
+	check(t, "limit_req", c.results, wants)
+	if st.Delayed != 4 {
+		t.Errorf("Delayed = %d, want 4", st.Delayed)
+	}
+}
+
+func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
+	// limit_req 1r/s burst 5 delays the second to sixth request 1..5 s;
+	// the client gives up after 2.5 s, during the delay of the last three.
+	sc := one(workerpool.Constant{D: 100 * time.Millisecond},
+		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
+		scenarios.Backend{Workers: 10})
+	sc.Proxy.Limits = limit.Config{
+		Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
+		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
+	}
+	c := &collector{}
+	st := mustRun(t, sc, c, Options{})
+	var n [workload.NumOutcomes]int
+	for _, r := range c.results {
+		n[r.Outcome]++
+	}
+	// Delayed requests hold no limit_conn slot, so each, released 1 s
+	// apart, finds the slot free.
+	if n[workload.OK] != 3 || n[workload.ClientTimeout] != 3 || st.Backend.Arrived != 3 {
+		t.Errorf("ok %d, client timeouts %d, backend arrivals %d; want 3, 3, 3", n[workload.OK], n[workload.ClientTimeout], st.Backend.Arrived)
 	}
 }
 

@@ -2,11 +2,9 @@ package sim
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
-	"stampede/limit"
 	"stampede/scenarios"
 	"stampede/workerpool"
 	"stampede/workload"
@@ -96,12 +94,6 @@ func one(service workerpool.Dist, load scenarios.Load, backend scenarios.Backend
 		Backend:  backend,
 		Tenants:  []scenarios.TenantGroup{{Group: "t", Count: 1, Host: "t.example.com", Load: load}},
 	}
-}
-
-// connLimit returns sc with one limit_conn of n per key as its limits.
-func connLimit(sc *scenarios.Scenario, key string, n int) *scenarios.Scenario {
-	sc.Proxy.Limits = limit.Config{Conn: []limit.ConnSpec{{Key: key, PerKey: n}}}
-	return sc
 }
 
 type want struct {
@@ -259,58 +251,6 @@ func TestClientTimeoutFreesSlot(t *testing.T) {
 	c = &collector{}
 	mustRun(t, sc, c, Options{})
 	check(t, "give up", c.results, []want{{workload.ClientTimeout, 0, 3 * time.Second}})
-}
-
-func TestLimitReqDelay(t *testing.T) {
-	// rate=5r/s burst=12 delay=8, 14 at once: 1–9 at once, 10–13 delayed
-	// 200/400/600/800 ms, 14 rejected (DESIGN.md).
-	sc := one(workerpool.Constant{D: 0},
-		scenarios.Load{Model: scenarios.Closed, Users: 14, Iterations: 1},
-		scenarios.Backend{Workers: 100})
-	sc.Proxy.Limits = limit.Config{Req: []limit.ReqSpec{{Key: "$host", Rate: "5r/s", Burst: 12, Delay: 8}}}
-	c := &collector{}
-	st := mustRun(t, sc, c, Options{})
-	var wants []want
-	wants = append(wants, want{workload.Rejected, 503, 0})
-	for range 9 {
-		wants = append(wants, want{workload.OK, 200, 0})
-	}
-	for i := 1; i <= 4; i++ {
-		wants = append(wants, want{workload.OK, 200, time.Duration(i) * 200 * time.Millisecond})
-	}
-	slices.SortStableFunc(c.results, func(a, b workload.Result) int {
-		if a.Outcome != b.Outcome {
-			return int(b.Outcome) - int(a.Outcome)
-		}
-		return int(a.Latency - b.Latency)
-	})
-	check(t, "limit_req", c.results, wants)
-	if st.Delayed != 4 {
-		t.Errorf("Delayed = %d, want 4", st.Delayed)
-	}
-}
-
-func TestDelayHoldsNoSlotAndClientTimeoutDuringDelay(t *testing.T) {
-	// limit_req 1r/s burst 5 delays the second to sixth request 1..5 s;
-	// the client gives up after 2.5 s, during the delay of the last three.
-	sc := one(workerpool.Constant{D: 100 * time.Millisecond},
-		scenarios.Load{Model: scenarios.Closed, Users: 6, Iterations: 1, ClientTimeout: 2500 * time.Millisecond, OnTimeout: scenarios.GiveUp},
-		scenarios.Backend{Workers: 10})
-	sc.Proxy.Limits = limit.Config{
-		Req:  []limit.ReqSpec{{Key: "$host", Rate: "1r/s", Burst: 5}},
-		Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}},
-	}
-	c := &collector{}
-	st := mustRun(t, sc, c, Options{})
-	var n [workload.NumOutcomes]int
-	for _, r := range c.results {
-		n[r.Outcome]++
-	}
-	// Delayed requests hold no limit_conn slot, so each, released 1 s
-	// apart, finds the slot free.
-	if n[workload.OK] != 3 || n[workload.ClientTimeout] != 3 || st.Backend.Arrived != 3 {
-		t.Errorf("ok %d, client timeouts %d, backend arrivals %d; want 3, 3, 3", n[workload.OK], n[workload.ClientTimeout], st.Backend.Arrived)
-	}
 }
 
 func TestDropped(t *testing.T) {
