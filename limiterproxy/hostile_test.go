@@ -130,7 +130,18 @@ type hostileSide struct {
 	inUse func() int
 }
 
-func startHostileStampede(t *testing.T, upstream string) hostileSide {
+// hostileSides are nginx and the proxy on each of proxyServers, all in
+// front of upstream.
+func hostileSides(t *testing.T, upstream string) []hostileSide {
+	t.Helper()
+	sides := []hostileSide{startHostileNginx(t, upstream)}
+	for _, ps := range proxyServers {
+		sides = append(sides, startHostileStampede(t, upstream, ps.name, ps.new))
+	}
+	return sides
+}
+
+func startHostileStampede(t *testing.T, upstream, name string, newServer func(http.Handler, ServerOptions) server) hostileSide {
 	t.Helper()
 	to := hostileTimeouts
 	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}})
@@ -144,7 +155,7 @@ func startHostileStampede(t *testing.T, upstream string) hostileSide {
 		t.Fatal(err)
 	}
 	proxy := NewProxy(mustURL(t, "http://"+upstream), ProxyOptions{ReadTimeout: to.read, SendTimeout: to.send})
-	srv := NewServer(&Handler{Policy: p, Next: proxy, Metrics: m}, sopts)
+	srv := newServer(&Handler{Policy: p, Next: proxy, Metrics: m}, sopts)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, srv, ln, time.Second) }()
@@ -173,7 +184,7 @@ func startHostileStampede(t *testing.T, upstream string) hostileSide {
 		}
 		return got
 	}
-	return hostileSide{name: "stampede", addr: ln.Addr().String(), keys: keys, inUse: ln.(inUser).InUse}
+	return hostileSide{name: name, addr: ln.Addr().String(), keys: keys, inUse: ln.(inUser).InUse}
 }
 
 func startHostileNginx(t *testing.T, upstream string) hostileSide {
@@ -312,14 +323,19 @@ func stallCases() []stallCase {
 func TestStalledPeersFreeTheirSlot(t *testing.T) {
 	nginxtest.Require(t)
 	up := startScriptedUpstream(t)
-	sides := []hostileSide{startHostileNginx(t, up.addr()), startHostileStampede(t, up.addr())}
+	sides := hostileSides(t, up.addr())
 	margins := make([]time.Duration, len(sides))
 	for i, s := range sides {
 		margins[i] = hostileMargin(t, s)
 		t.Logf("%s: margin %v", s.name, margins[i])
 	}
-	// The listener holds a place for the Accept it waits in.
-	idle := sides[1].inUse()
+	// A listener holds a place for the Accept it waits in.
+	idle := make([]int, len(sides))
+	for i, s := range sides {
+		if s.inUse != nil {
+			idle[i] = s.inUse()
+		}
+	}
 	for _, tc := range stallCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -364,13 +380,17 @@ func TestStalledPeersFreeTheirSlot(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Every client connection, stalled or not, was given back.
-		s := sides[1]
-		deadline := time.Now().Add(5 * time.Second)
-		for s.inUse() > idle && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := s.inUse() - idle; n > 0 {
-			t.Errorf("stampede: %d client connections still open after every case", n)
+		for i, s := range sides {
+			if s.inUse == nil {
+				continue
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for s.inUse() > idle[i] && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := s.inUse() - idle[i]; n > 0 {
+				t.Errorf("%s: %d client connections still open after every case", s.name, n)
+			}
 		}
 	})
 }
@@ -381,7 +401,7 @@ func TestStalledPeersFreeTheirSlot(t *testing.T) {
 func TestRefusedLikeNginx(t *testing.T) {
 	nginxtest.Require(t)
 	up := startScriptedUpstream(t)
-	sides := []hostileSide{startHostileNginx(t, up.addr()), startHostileStampede(t, up.addr())}
+	sides := hostileSides(t, up.addr())
 	cases := []struct {
 		name string
 		req  string

@@ -23,8 +23,9 @@ import (
 // the handler returns. A handler that never waits on its context costs no
 // goroutine and no wake-up beyond the connection's own.
 //
-// It speaks HTTP/1.0 and HTTP/1.1 only: no TLS, no HTTP/2, no Upgrade, no
-// Hijacker. What it cannot parse it answers 400 and closes; request
+// It speaks HTTP/1.0 and HTTP/1.1 only: no TLS, no HTTP/2; a handler
+// that switches protocols takes the connection over through the
+// response's http.Hijacker, as on net/http's. What it cannot parse it answers 400 and closes; request
 // headers over MaxHeaderBytes 431; an HTTP version other than 1.x 505; an
 // Expect other than 100-continue 417. 100 Continue is sent when the
 // handler first reads the body, as net/http does.

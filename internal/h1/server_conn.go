@@ -50,6 +50,7 @@ type serverConn struct {
 	stopping atomic.Bool   // set while stopWatch aborts the watching read
 	bodyEOF  bool          // the request's body is read to its end
 	finished bool          // the request's handler has returned
+	hijacked bool          // the handler took the connection over
 }
 
 // serverReader is what the bufio.Reader reads: the connection, with the
@@ -87,13 +88,16 @@ var (
 )
 
 func (c *serverConn) serve() {
-	defer c.srv.removeConn(c)
 	defer func() {
 		if v := recover(); v != nil {
 			c.logPanic(v)
 		}
+		if c.isHijacked() {
+			return // the connection and its buffers are the handler's
+		}
 		c.rwc.Close()
 		c.release()
+		c.srv.removeConn(c)
 	}()
 	c.remote = c.rwc.RemoteAddr().String()
 	c.r.c = c
@@ -202,9 +206,9 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		req.Body = b
 		w.body = b
 	}
-	w.closeAfter = req.Close || c.srv.DisableKeepAlives
+	w.closeAfter = req.Close || c.srv.DisableKeepAlives || isH2Preface(req)
 
-	if !c.runHandler(w, req) {
+	if !c.runHandler(w, req) || c.isHijacked() {
 		c.stopWatch()
 		return false
 	}
@@ -273,6 +277,9 @@ func (c *serverConn) clearDeadline() {
 func (c *serverConn) startWatch(rc *reqContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.hijacked {
+		return // the handler reads the connection now
+	}
 	if c.finished || c.cur != rc {
 		rc.cancel()
 		return
@@ -290,7 +297,7 @@ func (c *serverConn) sawBodyEOF() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bodyEOF = true
-	if c.watch != nil && c.watching == nil && !c.finished {
+	if c.watch != nil && c.watching == nil && !c.finished && !c.hijacked {
 		c.goWatch()
 	}
 }
@@ -329,17 +336,52 @@ func (c *serverConn) stopWatch() {
 	done, rc := c.watching, c.watch
 	c.watching, c.watch, c.cur = nil, nil, nil
 	c.mu.Unlock()
-	if done != nil {
-		c.stopping.Store(true)
-		c.rwc.SetReadDeadline(aLongTimeAgo)
-		<-done
-		c.stopping.Store(false)
-		c.rwc.SetReadDeadline(time.Time{})
-		c.deadline = false
-	}
+	c.endWatch(done)
 	if rc != nil {
 		rc.cancel()
 	}
+}
+
+// endWatch ends the watching read whose goroutine closes done, if any,
+// leaving the connection without a read deadline; a byte it read stays
+// in c.r.
+func (c *serverConn) endWatch(done chan struct{}) {
+	if done == nil {
+		return
+	}
+	c.stopping.Store(true)
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-done
+	c.stopping.Store(false)
+	c.rwc.SetReadDeadline(time.Time{})
+	c.deadline = false
+}
+
+// hijack hands the connection to the handler, as net/http's Hijacker: the
+// watch ends without cancelling the request's context (the handler's
+// return does that), the header deadline is lifted, the server forgets the
+// connection (neither Shutdown nor Close touches it), and the reader it
+// returns holds what the client sent beyond the request.
+func (c *serverConn) hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c.mu.Lock()
+	if c.hijacked {
+		c.mu.Unlock()
+		return nil, nil, http.ErrHijacked
+	}
+	c.hijacked = true
+	done := c.watching
+	c.watching = nil
+	c.clearDeadline()
+	c.mu.Unlock()
+	c.endWatch(done)
+	c.srv.removeConn(c)
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+func (c *serverConn) isHijacked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hijacked
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -357,14 +399,15 @@ func isNetError(err error) bool {
 // check returns the status net/http's server refuses req with before any
 // handler sees it, and why; 0 if it takes it.
 func check(req *http.Request) (int, string) {
-	if req.ProtoMajor != 1 {
+	h2Preface := isH2Preface(req)
+	if req.ProtoMajor != 1 && !h2Preface {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// ReadRequest refuses a second Host and takes the header out of the
 	// map, so an empty one cannot be told from none: both are refused on
 	// HTTP/1.1, where net/http refuses only none.
 	switch {
-	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
+	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect && !h2Preface:
 		return http.StatusBadRequest, "missing required Host header"
 	case req.Host != "" && !validHost(req.Host):
 		return http.StatusBadRequest, "malformed Host header"
@@ -383,6 +426,14 @@ func check(req *http.Request) (int, string) {
 		return http.StatusExpectationFailed, ""
 	}
 	return 0, ""
+}
+
+// isH2Preface reports whether req is "PRI * HTTP/2.0", the start of an
+// HTTP/2 connection's preface, which net/http's server hands to the
+// handler (and closes after), so that a handler can refuse it or take the
+// connection over.
+func isH2Preface(req *http.Request) bool {
+	return req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*"
 }
 
 // expectsContinue reports whether req waits for 100 Continue before it

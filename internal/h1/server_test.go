@@ -499,3 +499,76 @@ func FuzzServer(f *testing.F) {
 		}
 	})
 }
+
+// TestServerHijack checks that a handler can take a connection over, as
+// httputil.ReverseProxy does for a protocol switch: while its context is
+// watched, the bytes the client sent beyond the request (the first of
+// which the watch may have read) reach the handler, its context is not
+// ended by the hand-over, and Shutdown neither waits for nor closes the
+// connection.
+func TestServerHijack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hijacked := make(chan error, 1)
+		srv := &Server{}
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			done := r.Context().Done() // the connection is watched from here
+			time.Sleep(time.Second)    // the client's bytes come in meanwhile
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				hijacked <- err
+				return
+			}
+			defer conn.Close()
+			if _, _, err := http.NewResponseController(w).Hijack(); !errors.Is(err, http.ErrHijacked) {
+				hijacked <- fmt.Errorf("second Hijack: %v, want http.ErrHijacked", err)
+				return
+			}
+			if _, err := w.Write([]byte("x")); !errors.Is(err, http.ErrHijacked) {
+				hijacked <- fmt.Errorf("Write after Hijack: %v, want http.ErrHijacked", err)
+				return
+			}
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			rw.Flush()
+			hijacked <- nil
+			line, err := rw.ReadString('\n')
+			select {
+			case <-done:
+				line = "context ended: " + line
+			default:
+			}
+			rw.WriteString(line)
+			rw.Flush()
+		})
+		c := startServer(t, srv)()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhello\n")
+		synctest.Wait()
+		if err := <-hijacked; err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown with a hijacked connection: %v", err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("response %v, %v; want 101", resp, err)
+		}
+		if line, err := br.ReadString('\n'); line != "hello\n" {
+			t.Errorf("echoed %q, %v; want %q", line, err, "hello\n")
+		}
+	})
+}
+
+// TestServerH2Preface checks that "PRI * HTTP/2.0", which net/http's
+// server hands to the handler, reaches it too, and that the connection
+// closes after the answer.
+func TestServerH2Preface(t *testing.T) {
+	c := startServer(t, &Server{Handler: echo})()
+	rs := exchange(t, c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "PRI")
+	if got := bodyOf(rs[0]); rs[0].StatusCode != 200 || got != "PRI * " || !rs[0].Close {
+		t.Errorf("PRI *: %d %q close %v, want 200 %q and close", rs[0].StatusCode, got, rs[0].Close, "PRI * ")
+	}
+	assertClosed(t, c, "after PRI *")
+}
