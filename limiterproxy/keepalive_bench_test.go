@@ -32,7 +32,7 @@ func BenchmarkProxyServe(b *testing.B) {
 				b.Fatal(err)
 			}
 			rp := NewProxy(mustURL(b, "http://"+upstream), ProxyOptions{ReadTimeout: time.Minute, SendTimeout: time.Minute, UpstreamKeepAlive: mode.n})
-			srv := NewServer(&Handler{Policy: p, Next: rp}, opts)
+			srv := NewLeanServer(&Handler{Policy: p, Next: rp}, opts)
 			go srv.Serve(ln) //nolint:errcheck
 			defer srv.Close()
 			addr := ln.Addr().String()

@@ -90,9 +90,10 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 // limits and timeouts, on h1.Server rather than net/http's: it reads a
 // connection for its client's end only while a request's context is
 // waited on (a request being limited or proxied always is), and costs no
-// goroutine of its own otherwise. It speaks HTTP/1.x alone, answers no
-// trailers and hijacks nothing (no Upgrade), and refuses an empty Host on
-// HTTP/1.1, as nginx does anyway; for anything else prefer NewServer.
+// goroutine of its own otherwise. It speaks HTTP/1.x alone and answers no
+// trailers, and refuses an empty Host on HTTP/1.1, as nginx does anyway;
+// a protocol switch (Upgrade) is spliced as on NewServer's. `stampede
+// proxy` serves on it.
 func NewLeanServer(h http.Handler, opts ServerOptions) *h1.Server {
 	opts = opts.withDefaults()
 	return &h1.Server{
