@@ -90,11 +90,7 @@ pid nginx.pid;
 events { worker_connections 4096; }
 http {
     access_log off;
-    client_body_temp_path client_body_temp;
-    proxy_temp_path proxy_temp;
-    fastcgi_temp_path fastcgi_temp;
-    uwsgi_temp_path uwsgi_temp;
-    scgi_temp_path scgi_temp;
+$(for t in client_body proxy fastcgi uwsgi scgi; do echo "    ${t}_temp_path ${t}_temp;"; done)
     server {
         listen 127.0.0.1:$UPSTREAM_PORT;
         location / { return 200 "ok\n"; }
@@ -131,15 +127,11 @@ for mode in off ka; do
   pids+=($!)
   add "nginx $mode" $!
 
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp -keepalive "$ka" &
-  pids+=($!)
-  add "floor net/http $mode" $!
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server h1 -keepalive "$ka" &
-  pids+=($!)
-  add "floor h1 $mode" $!
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw -keepalive "$ka" &
-  pids+=($!)
-  add "floor raw $mode" $!
+  for server in nethttp h1 raw; do
+    "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server "$server" -keepalive "$ka" &
+    pids+=($!)
+    add "floor ${server/nethttp/net/http} $mode" $!
+  done
 
   if [ -x "$CADDY" ]; then
     mkdir -p "$work/caddy-$mode"

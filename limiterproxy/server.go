@@ -95,15 +95,9 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 // a protocol switch (Upgrade) is spliced as on NewServer's. `stampede
 // proxy` serves on it.
 func NewLeanServer(h http.Handler, opts ServerOptions) *h1.Server {
-	opts = opts.withDefaults()
-	return &h1.Server{
-		Handler:           &guard{next: h, bodyTimeout: opts.ClientBodyTimeout},
-		ReadHeaderTimeout: opts.ReadHeaderTimeout,
-		IdleTimeout:       opts.IdleTimeout,
-		MaxHeaderBytes:    opts.MaxHeaderBytes,
-		ErrorLog:          opts.ErrorLog,
-		ConnContext:       connContext,
-	}
+	s := NewServer(h, opts) // the one configuration, read off net/http's
+	return &h1.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout,
+		MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog, ConnContext: s.ConnContext}
 }
 
 // Listen listens on the TCP address addr with at most opts.MaxConns

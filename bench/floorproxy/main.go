@@ -22,12 +22,10 @@ package main
 import (
 	"bufio"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 
 	"stampede/internal/h1"
@@ -62,8 +60,7 @@ func main() {
 			go serveRaw(c, dialer, *upstream)
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "floorproxy: -server %q: want nethttp, h1 or raw\n", *server)
-		os.Exit(2)
+		log.Fatalf("floorproxy: -server %q: want nethttp, h1 or raw", *server)
 	}
 }
 

@@ -453,43 +453,34 @@ func hasToken(v, token string) bool {
 	return false
 }
 
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		if !validHostByte[h[i]] {
-			return false
-		}
-	}
-	return true
-}
+func validHost(h string) bool { return allIn(h, &validHostByte) }
 
 // validHostByte are the bytes of a Host header: a reg-name, an IP literal
 // and a port (RFC 3986), as net/http accepts them.
-var validHostByte = func() (t [256]bool) {
-	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!$%&'()*+,-.:;=[]_~") {
-		t[b] = true
-	}
-	return t
-}()
+var validHostByte = byteSet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!$%&'()*+,-.:;=[]_~")
 
 // validFieldName reports whether k is an RFC 9110 token.
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
+func validFieldName(k string) bool { return k != "" && allIn(k, &tokenByte) }
+
+var tokenByte = byteSet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~")
+
+// byteSet is the set of the bytes of s.
+func byteSet(s string) (set [256]bool) {
+	for i := 0; i < len(s); i++ {
+		set[s[i]] = true
 	}
-	for i := 0; i < len(k); i++ {
-		if !tokenByte[k[i]] {
+	return set
+}
+
+// allIn reports whether every byte of s is in set.
+func allIn(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !set[s[i]] {
 			return false
 		}
 	}
 	return true
 }
-
-var tokenByte = func() (t [256]bool) {
-	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~") {
-		t[b] = true
-	}
-	return t
-}()
 
 // validFieldValue reports whether v holds no control byte but tab.
 func validFieldValue(v string) bool {
