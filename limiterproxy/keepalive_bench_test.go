@@ -26,7 +26,7 @@ func BenchmarkProxyServe(b *testing.B) {
 	}{{"keepalive", 64}, {"off", 0}} {
 		b.Run(mode.name, func(b *testing.B) {
 			p := mustPolicy(b, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1000}}})
-			opts := ServerOptions{}
+			opts := ServerOptions{WatchDelay: ProxyWatchDelay}
 			ln, err := Listen("127.0.0.1:0", opts)
 			if err != nil {
 				b.Fatal(err)

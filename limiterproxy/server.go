@@ -41,7 +41,18 @@ type ServerOptions struct {
 	// ErrorLog receives the server's own errors (TLS handshakes, panics in
 	// handlers other than http.ErrAbortHandler). Nil discards them.
 	ErrorLog *log.Logger
+	// WatchDelay, for NewLeanServer, puts off watching a client's
+	// connection for its end until its request has run that long
+	// (h1.Server.WatchDelay): a request answered sooner costs no watch,
+	// and a client that leaves is seen up to WatchDelay late. A limit_conn
+	// slot it holds is freed for a request it would turn away at once
+	// even so (see gone.go). Zero watches at once; NewServer always does.
+	WatchDelay time.Duration
 }
+
+// ProxyWatchDelay is the WatchDelay `stampede proxy` serves with: far
+// beyond a quick request's time through the proxy, far below an app's.
+const ProxyWatchDelay = 50 * time.Millisecond
 
 func (o ServerOptions) withDefaults() ServerOptions {
 	if o.ReadHeaderTimeout <= 0 {
@@ -97,7 +108,7 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 func NewLeanServer(h http.Handler, opts ServerOptions) *h1.Server {
 	s := NewServer(h, opts) // the one configuration, read off net/http's
 	return &h1.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout,
-		MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog, ConnContext: s.ConnContext}
+		MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog, ConnContext: s.ConnContext, WatchDelay: opts.WatchDelay}
 }
 
 // Listen listens on the TCP address addr with at most opts.MaxConns

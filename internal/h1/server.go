@@ -46,6 +46,11 @@ type Server struct {
 	MaxHeaderBytes int
 	// DisableKeepAlives answers every request with Connection: close.
 	DisableKeepAlives bool
+	// WatchDelay, when above zero, puts off watching a connection for its
+	// client's end until a request whose context asked for it has run that
+	// long: a request answered sooner costs no watch at all, and a client
+	// that leaves is seen up to WatchDelay late. Zero watches at once.
+	WatchDelay time.Duration
 	// ConnContext, when not nil, derives the context of a new
 	// connection's requests from the server's.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context

@@ -51,6 +51,10 @@ type serverConn struct {
 	bodyEOF  bool          // the request's body is read to its end
 	finished bool          // the request's handler has returned
 	hijacked bool          // the handler took the connection over
+	// delay starts the watch WatchDelay after it was asked for; delayed
+	// says it is set for the request being served.
+	delay   *time.Timer
+	delayed bool
 }
 
 // serverReader is what the bufio.Reader reads: the connection, with the
@@ -286,6 +290,35 @@ func (c *serverConn) startWatch(rc *reqContext) {
 	}
 	c.watch = rc
 	if c.bodyEOF {
+		c.watchSoon()
+	}
+}
+
+// watchSoon starts the watch, at once or WatchDelay from now; c.mu is
+// held.
+func (c *serverConn) watchSoon() {
+	d := c.srv.WatchDelay
+	if d <= 0 {
+		c.goWatch()
+		return
+	}
+	if c.delayed {
+		return
+	}
+	c.delayed = true
+	if c.delay == nil {
+		c.delay = time.AfterFunc(d, c.delayedWatch)
+		return
+	}
+	c.delay.Reset(d)
+}
+
+// delayedWatch is the delay's end: the watch starts if the request that
+// asked for it is still being served.
+func (c *serverConn) delayedWatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.delayed && c.watch != nil && !c.finished && !c.hijacked {
 		c.goWatch()
 	}
 }
@@ -298,7 +331,7 @@ func (c *serverConn) sawBodyEOF() {
 	defer c.mu.Unlock()
 	c.bodyEOF = true
 	if c.watch != nil && c.watching == nil && !c.finished && !c.hijacked {
-		c.goWatch()
+		c.watchSoon()
 	}
 }
 
@@ -335,6 +368,10 @@ func (c *serverConn) stopWatch() {
 	c.finished = true
 	done, rc := c.watching, c.watch
 	c.watching, c.watch, c.cur = nil, nil, nil
+	if c.delayed {
+		c.delayed = false
+		c.delay.Stop()
+	}
 	c.mu.Unlock()
 	c.endWatch(done)
 	if rc != nil {

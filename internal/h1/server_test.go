@@ -572,3 +572,45 @@ func TestServerH2Preface(t *testing.T) {
 	}
 	assertClosed(t, c, "after PRI *")
 }
+
+// TestServerWatchDelay checks that with WatchDelay a request whose
+// context is waited on is watched only once it has run that long: a
+// handler done sooner costs no goroutine, and one still waiting learns of
+// its client's end when the delay is over.
+func TestServerWatchDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 50 * time.Millisecond
+		gone := make(chan time.Duration, 1)
+		goroutines := make(chan int, 1)
+		srv := &Server{WatchDelay: delay, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			done := r.Context().Done()
+			if r.URL.Path == "/quick" {
+				goroutines <- runtime.NumGoroutine()
+				return
+			}
+			<-done
+			gone <- time.Since(start)
+		})}
+		dial := startServer(t, srv)
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		c := dial()
+		exchange(t, c, "GET /quick HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+		time.Sleep(2 * delay)
+		synctest.Wait()
+		if n := <-goroutines; n != before+1 {
+			t.Errorf("a quick request: %d goroutines while it ran, want %d (the connection's alone)", n, before+1)
+		}
+		if n := runtime.NumGoroutine(); n != before+1 {
+			t.Errorf("after a quick request and the delay: %d goroutines, want %d", n, before+1)
+		}
+
+		io.WriteString(c, "GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+		synctest.Wait()
+		c.Close()
+		if d := <-gone; d != delay {
+			t.Errorf("the client's end seen after %v, want %v (the delay)", d, delay)
+		}
+	})
+}
