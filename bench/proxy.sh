@@ -21,16 +21,19 @@
 #
 # Beside them it measures bench/floorproxy, the least a Go proxy can do
 # per request, served by net/http ("floor net/http"), by internal/h1's lean
-# server ("floor h1") and by a bare loop without either ("floor raw"), in
-# both modes: what the
-# platform costs before stampede adds anything. The proxies take turns, a
+# server ("floor h1", the server stampede proxy runs on) and by a bare loop
+# without either ("floor raw"), in both modes: what the platform costs
+# before stampede adds anything. The proxies take turns, a
 # round at a time, so that a slow spell of the machine falls on all of
 # them. It prints per proxy the median (min-max) over the rounds of
 # requests/s, p99 and CPU per request (user + system time of the proxy's
 # processes, from /proc, over the requests wrk counted), and the ratios of
 # stampede to each peer in the same mode, median (min-max) over the
 # rounds, each round's ratio taken within the round.
-# Everything it starts is stopped when it exits.
+# Everything it starts is stopped when it exits. On a machine busy with
+# other connections, put UPSTREAM_PORT and PORT_BASE below the kernel's
+# ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range), e.g. 9480 and
+# 9481: an outgoing connection may hold a port in that range.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -90,11 +93,7 @@ pid nginx.pid;
 events { worker_connections 4096; }
 http {
     access_log off;
-    client_body_temp_path client_body_temp;
-    proxy_temp_path proxy_temp;
-    fastcgi_temp_path fastcgi_temp;
-    uwsgi_temp_path uwsgi_temp;
-    scgi_temp_path scgi_temp;
+$(for t in client_body proxy fastcgi uwsgi scgi; do echo "    ${t}_temp_path ${t}_temp;"; done)
     server {
         listen 127.0.0.1:$UPSTREAM_PORT;
         location / { return 200 "ok\n"; }
@@ -131,15 +130,11 @@ for mode in off ka; do
   pids+=($!)
   add "nginx $mode" $!
 
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server nethttp -keepalive "$ka" &
-  pids+=($!)
-  add "floor net/http $mode" $!
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server h1 -keepalive "$ka" &
-  pids+=($!)
-  add "floor h1 $mode" $!
-  "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server raw -keepalive "$ka" &
-  pids+=($!)
-  add "floor raw $mode" $!
+  for server in nethttp h1 raw; do
+    "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server "$server" -keepalive "$ka" &
+    pids+=($!)
+    add "floor ${server/nethttp/net/http} $mode" $!
+  done
 
   if [ -x "$CADDY" ]; then
     mkdir -p "$work/caddy-$mode"

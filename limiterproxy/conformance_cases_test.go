@@ -131,11 +131,11 @@ var confCases = []confCase{
 	{
 		name: "limit_conn.t: locations and inheritance",
 		cfg: limit.Config{
-			Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}},
+			Conn: addrConns(1, 0),
 			Locations: []limit.Location{
-				{Paths: []string{"/zone"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}},
-				{Paths: []string{"/unlim"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 5}}},
-				{Paths: []string{"/custom"}, Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1, Status: 501}}},
+				{Paths: []string{"/zone"}, Conn: addrConns(1, 0)},
+				{Paths: []string{"/unlim"}, Conn: addrConns(5, 0)},
+				{Paths: []string{"/custom"}, Conn: addrConns(1, 501)},
 			},
 		},
 		waves: [][]confReq{
@@ -247,4 +247,10 @@ var confCases = []confCase{
 		waves:       [][]confReq{reqs(2, confReq{host: "site1", path: "/hang"})},
 		want:        []map[int]int{{504: 2}},
 	},
+}
+
+// addrConns is one limit_conn $binary_remote_addr of n, answering status
+// (0: the default) over it.
+func addrConns(n, status int) []limit.ConnSpec {
+	return []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: n, Status: status}}
 }

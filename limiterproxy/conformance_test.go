@@ -275,14 +275,18 @@ func TestConformanceWithNginx(t *testing.T) {
 }
 
 // proxyServers are the servers the proxy runs on, NewServer's for a real
-// app and NewLeanServer's for the live engine's in-memory pair, held to
-// nginx alike.
+// app, NewLeanServer's for the live engine's in-memory pair and, with
+// ProxyWatchDelay, for `stampede proxy`, held to nginx alike.
 var proxyServers = []struct {
 	name string
 	new  func(http.Handler, ServerOptions) server
 }{
 	{"stampede", func(h http.Handler, o ServerOptions) server { return NewServer(h, o) }},
 	{"stampede (lean)", func(h http.Handler, o ServerOptions) server { return NewLeanServer(h, o) }},
+	{"stampede proxy (lean, watch delayed)", func(h http.Handler, o ServerOptions) server {
+		o.WatchDelay = ProxyWatchDelay
+		return NewLeanServer(h, o)
+	}},
 }
 
 // startGoProxy serves Handler+NewProxy for cfg on NewServer on a loopback

@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,99 +27,6 @@ var hostileTimeouts = struct{ read, send, body, header time.Duration }{
 	read: time.Second, send: time.Second, body: time.Second, header: time.Second,
 }
 
-// scriptedUpstream is an upstream whose behaviour the request path
-// chooses; it speaks raw bytes so that it can misbehave.
-type scriptedUpstream struct {
-	ln   net.Listener
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startScriptedUpstream(t *testing.T) *scriptedUpstream {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &scriptedUpstream{ln: ln, done: make(chan struct{})}
-	u.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u.wg.Go(func() { u.serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		close(u.done)
-		ln.Close()
-		u.wg.Wait()
-	})
-	return u
-}
-
-func (u *scriptedUpstream) addr() string { return u.ln.Addr().String() }
-
-func (u *scriptedUpstream) serve(c net.Conn) {
-	defer c.Close()
-	context.AfterFunc(doneContext(u.done), func() { c.Close() })
-	br := bufio.NewReader(c)
-	line, err := br.ReadString('\n')
-	if err != nil {
-		return
-	}
-	for {
-		l, err := br.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if l == "\r\n" {
-			break
-		}
-	}
-	fields := strings.Fields(line)
-	if len(fields) < 2 {
-		return
-	}
-	switch fields[1] {
-	case "/stall": // headers and a little of the body, then nothing
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc") //nolint:errcheck
-	case "/upgrade": // a protocol switch, then nothing
-		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
-	case "/never": // reads whatever comes, never answers
-		io.Copy(io.Discard, br) //nolint:errcheck
-		return
-	case "/noread": // reads no body, never answers
-	case "/trickle": // response headers one byte every 200 ms
-		for _, b := range []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") {
-			if _, err := c.Write([]byte{b}); err != nil {
-				return
-			}
-			select {
-			case <-u.done:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-		return
-	default:
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok") //nolint:errcheck
-		return
-	}
-	<-u.done
-}
-
-// doneContext is a context done when done is closed.
-func doneContext(done <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-done
-		cancel()
-	}()
-	return ctx
-}
-
 // hostileSide is one proxy under test: nginx, or stampede with its
 // /debug/keys and its listener's connection count.
 type hostileSide struct {
@@ -130,7 +36,18 @@ type hostileSide struct {
 	inUse func() int
 }
 
-func startHostileStampede(t *testing.T, upstream string) hostileSide {
+// hostileSides are nginx and the proxy on each of proxyServers, all in
+// front of upstream.
+func hostileSides(t *testing.T, upstream string) []hostileSide {
+	t.Helper()
+	sides := []hostileSide{startHostileNginx(t, upstream)}
+	for _, ps := range proxyServers {
+		sides = append(sides, startHostileStampede(t, upstream, ps.name, ps.new))
+	}
+	return sides
+}
+
+func startHostileStampede(t *testing.T, upstream, name string, newServer func(http.Handler, ServerOptions) server) hostileSide {
 	t.Helper()
 	to := hostileTimeouts
 	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 4}}})
@@ -144,7 +61,7 @@ func startHostileStampede(t *testing.T, upstream string) hostileSide {
 		t.Fatal(err)
 	}
 	proxy := NewProxy(mustURL(t, "http://"+upstream), ProxyOptions{ReadTimeout: to.read, SendTimeout: to.send})
-	srv := NewServer(&Handler{Policy: p, Next: proxy, Metrics: m}, sopts)
+	srv := newServer(&Handler{Policy: p, Next: proxy, Metrics: m}, sopts)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, srv, ln, time.Second) }()
@@ -173,7 +90,7 @@ func startHostileStampede(t *testing.T, upstream string) hostileSide {
 		}
 		return got
 	}
-	return hostileSide{name: "stampede", addr: ln.Addr().String(), keys: keys, inUse: ln.(inUser).InUse}
+	return hostileSide{name: name, addr: ln.Addr().String(), keys: keys, inUse: ln.(inUser).InUse}
 }
 
 func startHostileNginx(t *testing.T, upstream string) hostileSide {
@@ -245,9 +162,11 @@ func rawExchange(t *testing.T, addr, req string, trickle string, gap, wait time.
 
 // statusCode is the code of a status line, 0 for none.
 func statusCode(line string) int {
-	var proto string
-	var code int
-	fmt.Sscanf(line, "%s %d", &proto, &code) //nolint:errcheck // no code is 0
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	code, _ := strconv.Atoi(f[1]) // none is 0
 	return code
 }
 
@@ -312,14 +231,19 @@ func stallCases() []stallCase {
 func TestStalledPeersFreeTheirSlot(t *testing.T) {
 	nginxtest.Require(t)
 	up := startScriptedUpstream(t)
-	sides := []hostileSide{startHostileNginx(t, up.addr()), startHostileStampede(t, up.addr())}
+	sides := hostileSides(t, up.addr())
 	margins := make([]time.Duration, len(sides))
 	for i, s := range sides {
 		margins[i] = hostileMargin(t, s)
 		t.Logf("%s: margin %v", s.name, margins[i])
 	}
-	// The listener holds a place for the Accept it waits in.
-	idle := sides[1].inUse()
+	// A listener holds a place for the Accept it waits in.
+	idle := make([]int, len(sides))
+	for i, s := range sides {
+		if s.inUse != nil {
+			idle[i] = s.inUse()
+		}
+	}
 	for _, tc := range stallCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -364,13 +288,17 @@ func TestStalledPeersFreeTheirSlot(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Every client connection, stalled or not, was given back.
-		s := sides[1]
-		deadline := time.Now().Add(5 * time.Second)
-		for s.inUse() > idle && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := s.inUse() - idle; n > 0 {
-			t.Errorf("stampede: %d client connections still open after every case", n)
+		for i, s := range sides {
+			if s.inUse == nil {
+				continue
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for s.inUse() > idle[i] && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := s.inUse() - idle[i]; n > 0 {
+				t.Errorf("%s: %d client connections still open after every case", s.name, n)
+			}
 		}
 	})
 }
@@ -381,7 +309,7 @@ func TestStalledPeersFreeTheirSlot(t *testing.T) {
 func TestRefusedLikeNginx(t *testing.T) {
 	nginxtest.Require(t)
 	up := startScriptedUpstream(t)
-	sides := []hostileSide{startHostileNginx(t, up.addr()), startHostileStampede(t, up.addr())}
+	sides := hostileSides(t, up.addr())
 	cases := []struct {
 		name string
 		req  string

@@ -26,13 +26,13 @@ func BenchmarkProxyServe(b *testing.B) {
 	}{{"keepalive", 64}, {"off", 0}} {
 		b.Run(mode.name, func(b *testing.B) {
 			p := mustPolicy(b, limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1000}}})
-			opts := ServerOptions{}
+			opts := ServerOptions{WatchDelay: ProxyWatchDelay}
 			ln, err := Listen("127.0.0.1:0", opts)
 			if err != nil {
 				b.Fatal(err)
 			}
 			rp := NewProxy(mustURL(b, "http://"+upstream), ProxyOptions{ReadTimeout: time.Minute, SendTimeout: time.Minute, UpstreamKeepAlive: mode.n})
-			srv := NewServer(&Handler{Policy: p, Next: rp}, opts)
+			srv := NewLeanServer(&Handler{Policy: p, Next: rp}, opts)
 			go srv.Serve(ln) //nolint:errcheck
 			defer srv.Close()
 			addr := ln.Addr().String()

@@ -68,8 +68,9 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 //
 // The proxy logs nothing: its errors are in the statuses it answers.
 // Environment proxy settings (HTTP_PROXY) are ignored. The returned proxy is
-// safe for concurrent use; its fields may be changed before first use.
-func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
+// safe for concurrent use; the fields of its ReverseProxy serve only what
+// its lean path leaves to it (see Proxy), and must not change.
+func NewProxy(upstream *url.URL, opts ProxyOptions) *Proxy {
 	connectTimeout := opts.ConnectTimeout
 	if connectTimeout <= 0 {
 		connectTimeout = DefaultConnectTimeout
@@ -89,7 +90,7 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 	if keepAlive {
 		t.pool = newIdlePool(min(opts.UpstreamKeepAlive, MaxUpstreamKeepAlive))
 	}
-	return &httputil.ReverseProxy{
+	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			// nginx's proxy_set_header Host $host: without the port,
@@ -111,6 +112,8 @@ func NewProxy(upstream *url.URL, opts ProxyOptions) *httputil.ReverseProxy {
 		ErrorLog:     log.New(io.Discard, "", 0),
 		ErrorHandler: proxyError,
 	}
+	lean := (upstream.Path == "" || upstream.Path == "/") && upstream.RawPath == "" && upstream.RawQuery == "" && !upstream.ForceQuery
+	return &Proxy{ReverseProxy: rp, t: t, upstream: upstream, keepAlive: keepAlive, lean: lean}
 }
 
 // copyBuffers recycles the buffers the proxy copies response bodies through;

@@ -41,7 +41,18 @@ type ServerOptions struct {
 	// ErrorLog receives the server's own errors (TLS handshakes, panics in
 	// handlers other than http.ErrAbortHandler). Nil discards them.
 	ErrorLog *log.Logger
+	// WatchDelay, for NewLeanServer, puts off watching a client's
+	// connection for its end until its request has run that long
+	// (h1.Server.WatchDelay): a request answered sooner costs no watch,
+	// and a client that leaves is seen up to WatchDelay late. A limit_conn
+	// slot it holds is freed for a request it would turn away at once
+	// even so (see gone.go). Zero watches at once; NewServer always does.
+	WatchDelay time.Duration
 }
+
+// ProxyWatchDelay is the WatchDelay `stampede proxy` serves with: far
+// beyond a quick request's time through the proxy, far below an app's.
+const ProxyWatchDelay = 50 * time.Millisecond
 
 func (o ServerOptions) withDefaults() ServerOptions {
 	if o.ReadHeaderTimeout <= 0 {
@@ -90,19 +101,14 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 // limits and timeouts, on h1.Server rather than net/http's: it reads a
 // connection for its client's end only while a request's context is
 // waited on (a request being limited or proxied always is), and costs no
-// goroutine of its own otherwise. It speaks HTTP/1.x alone, answers no
-// trailers and hijacks nothing (no Upgrade), and refuses an empty Host on
-// HTTP/1.1, as nginx does anyway; for anything else prefer NewServer.
+// goroutine of its own otherwise. It speaks HTTP/1.x alone and answers no
+// trailers, and refuses an empty Host on HTTP/1.1, as nginx does anyway;
+// a protocol switch (Upgrade) is spliced as on NewServer's. `stampede
+// proxy` serves on it.
 func NewLeanServer(h http.Handler, opts ServerOptions) *h1.Server {
-	opts = opts.withDefaults()
-	return &h1.Server{
-		Handler:           &guard{next: h, bodyTimeout: opts.ClientBodyTimeout},
-		ReadHeaderTimeout: opts.ReadHeaderTimeout,
-		IdleTimeout:       opts.IdleTimeout,
-		MaxHeaderBytes:    opts.MaxHeaderBytes,
-		ErrorLog:          opts.ErrorLog,
-		ConnContext:       connContext,
-	}
+	s := NewServer(h, opts) // the one configuration, read off net/http's
+	return &h1.Server{Handler: s.Handler, ReadHeaderTimeout: s.ReadHeaderTimeout, IdleTimeout: s.IdleTimeout,
+		MaxHeaderBytes: s.MaxHeaderBytes, ErrorLog: s.ErrorLog, ConnContext: s.ConnContext, WatchDelay: opts.WatchDelay}
 }
 
 // Listen listens on the TCP address addr with at most opts.MaxConns

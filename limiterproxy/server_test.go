@@ -121,24 +121,38 @@ func TestLimitListener(t *testing.T) {
 	}
 }
 
+// serveOn serves h on each of proxyServers in turn, on a listener from
+// Listen with opts, and runs test against it; the server is shut down
+// when test returns.
+func serveOn(t *testing.T, opts ServerOptions, h http.Handler, test func(t *testing.T, ln net.Listener)) {
+	for _, ps := range proxyServers {
+		t.Run(ps.name, func(t *testing.T) {
+			ln, err := Listen("127.0.0.1:0", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- Serve(ctx, ps.new(h, opts), ln, time.Second) }()
+			defer func() {
+				cancel()
+				if err := <-served; err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			}()
+			test(t, ln)
+		})
+	}
+}
+
 // TestServerBoundsConnections serves with MaxConns 2 and checks that a
 // third connection is served only after one of the first two closes.
 func TestServerBoundsConnections(t *testing.T) {
-	opts := ServerOptions{MaxConns: 2}
-	ln, err := Listen("127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }), opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, srv, ln, time.Second) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	serveOn(t, ServerOptions{MaxConns: 2}, ok, testBoundsConnections)
+}
+
+func testBoundsConnections(t *testing.T, ln net.Listener) {
 
 	// Two keep-alive connections hold both places.
 	var conns []net.Conn
@@ -191,22 +205,13 @@ func rawGet(t *testing.T, c net.Conn) int {
 }
 
 func TestServerHeaderCap(t *testing.T) {
-	opts := ServerOptions{MaxHeaderBytes: 1 << 10}
-	ln, err := Listen("127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, srv, ln, time.Second) }()
-	defer func() { cancel(); <-served }()
-
-	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
-	req.Header.Set("X-Big", strings.Repeat("a", 16<<10))
-	if status, _, _ := do(t, http.DefaultClient, req); status != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("16 KiB header: status %d, want 431", status)
-	}
+	serveOn(t, ServerOptions{MaxHeaderBytes: 1 << 10}, http.NotFoundHandler(), func(t *testing.T, ln net.Listener) {
+		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/", nil)
+		req.Header.Set("X-Big", strings.Repeat("a", 16<<10))
+		if status, _, _ := do(t, http.DefaultClient, req); status != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("16 KiB header: status %d, want 431", status)
+		}
+	})
 }
 
 func TestNewServerDefaults(t *testing.T) {

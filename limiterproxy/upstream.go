@@ -83,6 +83,7 @@ type exchange struct {
 	t    *upstreamTransport
 	req  *http.Request
 	out  http.Request
+	head []byte // the request's head, written instead of out when set
 	rb   clientBody
 	sc   sendConn
 	uc   *upConn
@@ -110,6 +111,13 @@ type exchange struct {
 // fails to send (its client_body_timeout, a malformed chunk) ends the
 // exchange at once with the body's error.
 func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, nil)
+}
+
+// roundTrip is RoundTrip, writing head as the request's head when it is
+// not nil (Proxy's lean path) rather than writing req; req then has no
+// body.
+func (t *upstreamTransport) roundTrip(req *http.Request, head []byte) (*http.Response, error) {
 	for {
 		uc, err := t.conn(req)
 		if err != nil {
@@ -118,7 +126,7 @@ func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			}
 			return nil, err
 		}
-		resp, err := t.exchange(req, uc)
+		resp, err := t.exchange(req, uc, head)
 		if err == nil || !t.retry(req, uc, err) {
 			return resp, err
 		}
@@ -177,12 +185,14 @@ func (t *upstreamTransport) conn(req *http.Request) (*upConn, error) {
 }
 
 // exchange sends req on uc and reads the response headers.
-func (t *upstreamTransport) exchange(req *http.Request, uc *upConn) (*http.Response, error) {
+func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte) (*http.Response, error) {
 	ctx := req.Context()
 	conn := uc.Conn
 	uc.requests++
-	x := &exchange{t: t, req: req, uc: uc, conn: conn}
-	x.out = *req
+	x := &exchange{t: t, req: req, uc: uc, conn: conn, head: head}
+	if head == nil {
+		x.out = *req
+	}
 	if req.Body != nil && req.Body != http.NoBody {
 		x.rb.body = req.Body
 		x.out.Body = &x.rb
@@ -291,6 +301,10 @@ func (x *exchange) arm() {
 // write writes the request to w through a pooled buffer; it closes the
 // request's body.
 func (x *exchange) write(w io.Writer) error {
+	if x.head != nil {
+		_, err := w.Write(x.head)
+		return err
+	}
 	bw := upstreamWriters.Get().(*bufio.Writer)
 	bw.Reset(w)
 	err := x.out.Write(bw)

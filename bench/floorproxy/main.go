@@ -11,23 +11,21 @@
 // speaks HTTP/1.1 on them instead: the floor under a proxy with nginx's
 // upstream keepalive. It limits nothing, forwards no headers and knows no timeouts; it is
 // not a proxy to use. -server nethttp (the default) serves clients with
-// net/http's server, as stampede proxy does; -server raw serves them with
-// a bare loop over http.ReadRequest, without net/http's server, its
-// deadlines or its background read, to show what is left of Go's own cost
-// without it; -server h1 serves them with internal/h1's lean server, which
-// stampede's in-memory pair uses (its handler here never waits on the
-// request's context, so no connection is watched).
+// net/http's server; -server raw serves them with a bare loop over
+// http.ReadRequest, without net/http's server, its deadlines or its
+// background read, to show what is left of Go's own cost without it;
+// -server h1 serves them with internal/h1's lean server, which stampede
+// proxy and stampede's in-memory pair use (its handler here never waits on
+// the request's context, so no connection is watched).
 package main
 
 import (
 	"bufio"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 
 	"stampede/internal/h1"
@@ -62,8 +60,7 @@ func main() {
 			go serveRaw(c, dialer, *upstream)
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "floorproxy: -server %q: want nethttp, h1 or raw\n", *server)
-		os.Exit(2)
+		log.Fatalf("floorproxy: -server %q: want nethttp, h1 or raw", *server)
 	}
 }
 

@@ -23,8 +23,9 @@ import (
 // the handler returns. A handler that never waits on its context costs no
 // goroutine and no wake-up beyond the connection's own.
 //
-// It speaks HTTP/1.0 and HTTP/1.1 only: no TLS, no HTTP/2, no Upgrade, no
-// Hijacker. What it cannot parse it answers 400 and closes; request
+// It speaks HTTP/1.0 and HTTP/1.1 only: no TLS, no HTTP/2; a handler
+// that switches protocols takes the connection over through the
+// response's http.Hijacker, as on net/http's. What it cannot parse it answers 400 and closes; request
 // headers over MaxHeaderBytes 431; an HTTP version other than 1.x 505; an
 // Expect other than 100-continue 417. 100 Continue is sent when the
 // handler first reads the body, as net/http does.
@@ -45,6 +46,11 @@ type Server struct {
 	MaxHeaderBytes int
 	// DisableKeepAlives answers every request with Connection: close.
 	DisableKeepAlives bool
+	// WatchDelay, when above zero, puts off watching a connection for its
+	// client's end until a request whose context asked for it has run that
+	// long: a request answered sooner costs no watch at all, and a client
+	// that leaves is seen up to WatchDelay late. Zero watches at once.
+	WatchDelay time.Duration
 	// ConnContext, when not nil, derives the context of a new
 	// connection's requests from the server's.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context

@@ -50,6 +50,11 @@ type serverConn struct {
 	stopping atomic.Bool   // set while stopWatch aborts the watching read
 	bodyEOF  bool          // the request's body is read to its end
 	finished bool          // the request's handler has returned
+	hijacked bool          // the handler took the connection over
+	// delay starts the watch WatchDelay after it was asked for; delayed
+	// says it is set for the request being served.
+	delay   *time.Timer
+	delayed bool
 }
 
 // serverReader is what the bufio.Reader reads: the connection, with the
@@ -87,13 +92,16 @@ var (
 )
 
 func (c *serverConn) serve() {
-	defer c.srv.removeConn(c)
 	defer func() {
 		if v := recover(); v != nil {
 			c.logPanic(v)
 		}
+		if c.isHijacked() {
+			return // the connection and its buffers are the handler's
+		}
 		c.rwc.Close()
 		c.release()
+		c.srv.removeConn(c)
 	}()
 	c.remote = c.rwc.RemoteAddr().String()
 	c.r.c = c
@@ -202,9 +210,9 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		req.Body = b
 		w.body = b
 	}
-	w.closeAfter = req.Close || c.srv.DisableKeepAlives
+	w.closeAfter = req.Close || c.srv.DisableKeepAlives || isH2Preface(req)
 
-	if !c.runHandler(w, req) {
+	if !c.runHandler(w, req) || c.isHijacked() {
 		c.stopWatch()
 		return false
 	}
@@ -273,12 +281,44 @@ func (c *serverConn) clearDeadline() {
 func (c *serverConn) startWatch(rc *reqContext) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.hijacked {
+		return // the handler reads the connection now
+	}
 	if c.finished || c.cur != rc {
 		rc.cancel()
 		return
 	}
 	c.watch = rc
 	if c.bodyEOF {
+		c.watchSoon()
+	}
+}
+
+// watchSoon starts the watch, at once or WatchDelay from now; c.mu is
+// held.
+func (c *serverConn) watchSoon() {
+	d := c.srv.WatchDelay
+	if d <= 0 {
+		c.goWatch()
+		return
+	}
+	if c.delayed {
+		return
+	}
+	c.delayed = true
+	if c.delay == nil {
+		c.delay = time.AfterFunc(d, c.delayedWatch)
+		return
+	}
+	c.delay.Reset(d)
+}
+
+// delayedWatch is the delay's end: the watch starts if the request that
+// asked for it is still being served.
+func (c *serverConn) delayedWatch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.delayed && c.watch != nil && !c.finished && !c.hijacked {
 		c.goWatch()
 	}
 }
@@ -290,8 +330,8 @@ func (c *serverConn) sawBodyEOF() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bodyEOF = true
-	if c.watch != nil && c.watching == nil && !c.finished {
-		c.goWatch()
+	if c.watch != nil && c.watching == nil && !c.finished && !c.hijacked {
+		c.watchSoon()
 	}
 }
 
@@ -328,18 +368,57 @@ func (c *serverConn) stopWatch() {
 	c.finished = true
 	done, rc := c.watching, c.watch
 	c.watching, c.watch, c.cur = nil, nil, nil
-	c.mu.Unlock()
-	if done != nil {
-		c.stopping.Store(true)
-		c.rwc.SetReadDeadline(aLongTimeAgo)
-		<-done
-		c.stopping.Store(false)
-		c.rwc.SetReadDeadline(time.Time{})
-		c.deadline = false
+	if c.delayed {
+		c.delayed = false
+		c.delay.Stop()
 	}
+	c.mu.Unlock()
+	c.endWatch(done)
 	if rc != nil {
 		rc.cancel()
 	}
+}
+
+// endWatch ends the watching read whose goroutine closes done, if any,
+// leaving the connection without a read deadline; a byte it read stays
+// in c.r.
+func (c *serverConn) endWatch(done chan struct{}) {
+	if done == nil {
+		return
+	}
+	c.stopping.Store(true)
+	c.rwc.SetReadDeadline(aLongTimeAgo)
+	<-done
+	c.stopping.Store(false)
+	c.rwc.SetReadDeadline(time.Time{})
+	c.deadline = false
+}
+
+// hijack hands the connection to the handler, as net/http's Hijacker: the
+// watch ends without cancelling the request's context (the handler's
+// return does that), the header deadline is lifted, the server forgets the
+// connection (neither Shutdown nor Close touches it), and the reader it
+// returns holds what the client sent beyond the request.
+func (c *serverConn) hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c.mu.Lock()
+	if c.hijacked {
+		c.mu.Unlock()
+		return nil, nil, http.ErrHijacked
+	}
+	c.hijacked = true
+	done := c.watching
+	c.watching = nil
+	c.clearDeadline()
+	c.mu.Unlock()
+	c.endWatch(done)
+	c.srv.removeConn(c)
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+func (c *serverConn) isHijacked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hijacked
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -357,14 +436,15 @@ func isNetError(err error) bool {
 // check returns the status net/http's server refuses req with before any
 // handler sees it, and why; 0 if it takes it.
 func check(req *http.Request) (int, string) {
-	if req.ProtoMajor != 1 {
+	h2Preface := isH2Preface(req)
+	if req.ProtoMajor != 1 && !h2Preface {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
 	// ReadRequest refuses a second Host and takes the header out of the
 	// map, so an empty one cannot be told from none: both are refused on
 	// HTTP/1.1, where net/http refuses only none.
 	switch {
-	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect:
+	case req.ProtoAtLeast(1, 1) && req.Host == "" && req.Method != http.MethodConnect && !h2Preface:
 		return http.StatusBadRequest, "missing required Host header"
 	case req.Host != "" && !validHost(req.Host):
 		return http.StatusBadRequest, "malformed Host header"
@@ -385,6 +465,14 @@ func check(req *http.Request) (int, string) {
 	return 0, ""
 }
 
+// isH2Preface reports whether req is "PRI * HTTP/2.0", the start of an
+// HTTP/2 connection's preface, which net/http's server hands to the
+// handler (and closes after), so that a handler can refuse it or take the
+// connection over.
+func isH2Preface(req *http.Request) bool {
+	return req.ProtoMajor == 2 && req.ProtoMinor == 0 && req.Method == "PRI" && req.RequestURI == "*"
+}
+
 // expectsContinue reports whether req waits for 100 Continue before it
 // sends its body.
 func expectsContinue(req *http.Request) bool {
@@ -402,43 +490,34 @@ func hasToken(v, token string) bool {
 	return false
 }
 
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		if !validHostByte[h[i]] {
-			return false
-		}
-	}
-	return true
-}
+func validHost(h string) bool { return allIn(h, &validHostByte) }
 
 // validHostByte are the bytes of a Host header: a reg-name, an IP literal
 // and a port (RFC 3986), as net/http accepts them.
-var validHostByte = func() (t [256]bool) {
-	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!$%&'()*+,-.:;=[]_~") {
-		t[b] = true
-	}
-	return t
-}()
+var validHostByte = byteSet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!$%&'()*+,-.:;=[]_~")
 
 // validFieldName reports whether k is an RFC 9110 token.
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
+func validFieldName(k string) bool { return k != "" && allIn(k, &tokenByte) }
+
+var tokenByte = byteSet("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~")
+
+// byteSet is the set of the bytes of s.
+func byteSet(s string) (set [256]bool) {
+	for i := 0; i < len(s); i++ {
+		set[s[i]] = true
 	}
-	for i := 0; i < len(k); i++ {
-		if !tokenByte[k[i]] {
+	return set
+}
+
+// allIn reports whether every byte of s is in set.
+func allIn(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !set[s[i]] {
 			return false
 		}
 	}
 	return true
 }
-
-var tokenByte = func() (t [256]bool) {
-	for _, b := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~") {
-		t[b] = true
-	}
-	return t
-}()
 
 // validFieldValue reports whether v holds no control byte but tab.
 func validFieldValue(v string) bool {

@@ -1,6 +1,8 @@
 package h1
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,7 +41,25 @@ type response struct {
 	bodyless bool   // the status or HEAD allows no body bytes on the wire
 }
 
-var _ http.Flusher = (*response)(nil)
+var (
+	_ http.Flusher  = (*response)(nil)
+	_ http.Hijacker = (*response)(nil)
+)
+
+// Hijack takes the connection over, as http.Hijacker's: what the response
+// had flushed is sent, nothing more is written for it, and the server
+// neither reads nor closes the connection again. The returned reader
+// holds the bytes the client sent beyond the request.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.committed && w.err == nil {
+		w.c.bw.Flush()
+	}
+	conn, rw, err := w.c.hijack()
+	if err == nil {
+		w.err = http.ErrHijacked
+	}
+	return conn, rw, err
+}
 
 // SetReadDeadline sets the connection's read deadline, as
 // http.ResponseController's: the handler's, for the request's body; the

@@ -499,3 +499,118 @@ func FuzzServer(f *testing.F) {
 		}
 	})
 }
+
+// TestServerHijack checks that a handler can take a connection over, as
+// httputil.ReverseProxy does for a protocol switch: while its context is
+// watched, the bytes the client sent beyond the request (the first of
+// which the watch may have read) reach the handler, its context is not
+// ended by the hand-over, and Shutdown neither waits for nor closes the
+// connection.
+func TestServerHijack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hijacked := make(chan error, 1)
+		srv := &Server{}
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			done := r.Context().Done() // the connection is watched from here
+			time.Sleep(time.Second)    // the client's bytes come in meanwhile
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				hijacked <- err
+				return
+			}
+			defer conn.Close()
+			if _, _, err := http.NewResponseController(w).Hijack(); !errors.Is(err, http.ErrHijacked) {
+				hijacked <- fmt.Errorf("second Hijack: %v, want http.ErrHijacked", err)
+				return
+			}
+			if _, err := w.Write([]byte("x")); !errors.Is(err, http.ErrHijacked) {
+				hijacked <- fmt.Errorf("Write after Hijack: %v, want http.ErrHijacked", err)
+				return
+			}
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			rw.Flush()
+			hijacked <- nil
+			line, err := rw.ReadString('\n')
+			select {
+			case <-done:
+				line = "context ended: " + line
+			default:
+			}
+			rw.WriteString(line)
+			rw.Flush()
+		})
+		c := startServer(t, srv)()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhello\n")
+		synctest.Wait()
+		if err := <-hijacked; err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown with a hijacked connection: %v", err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("response %v, %v; want 101", resp, err)
+		}
+		if line, err := br.ReadString('\n'); line != "hello\n" {
+			t.Errorf("echoed %q, %v; want %q", line, err, "hello\n")
+		}
+	})
+}
+
+// TestServerH2Preface checks that "PRI * HTTP/2.0", which net/http's
+// server hands to the handler, reaches it too, and that the connection
+// closes after the answer.
+func TestServerH2Preface(t *testing.T) {
+	c := startServer(t, &Server{Handler: echo})()
+	rs := exchange(t, c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "PRI")
+	if got := bodyOf(rs[0]); rs[0].StatusCode != 200 || got != "PRI * " || !rs[0].Close {
+		t.Errorf("PRI *: %d %q close %v, want 200 %q and close", rs[0].StatusCode, got, rs[0].Close, "PRI * ")
+	}
+	assertClosed(t, c, "after PRI *")
+}
+
+// TestServerWatchDelay checks that with WatchDelay a request whose
+// context is waited on is watched only once it has run that long: a
+// handler done sooner costs no goroutine, and one still waiting learns of
+// its client's end when the delay is over.
+func TestServerWatchDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 50 * time.Millisecond
+		gone := make(chan time.Duration, 1)
+		goroutines := make(chan int, 1)
+		srv := &Server{WatchDelay: delay, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			done := r.Context().Done()
+			if r.URL.Path == "/quick" {
+				goroutines <- runtime.NumGoroutine()
+				return
+			}
+			<-done
+			gone <- time.Since(start)
+		})}
+		dial := startServer(t, srv)
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		c := dial()
+		exchange(t, c, "GET /quick HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+		time.Sleep(2 * delay)
+		synctest.Wait()
+		if n := <-goroutines; n != before+1 {
+			t.Errorf("a quick request: %d goroutines while it ran, want %d (the connection's alone)", n, before+1)
+		}
+		if n := runtime.NumGoroutine(); n != before+1 {
+			t.Errorf("after a quick request and the delay: %d goroutines, want %d", n, before+1)
+		}
+
+		io.WriteString(c, "GET /wait HTTP/1.1\r\nHost: a\r\n\r\n")
+		synctest.Wait()
+		c.Close()
+		if d := <-gone; d != delay {
+			t.Errorf("the client's end seen after %v, want %v (the delay)", d, delay)
+		}
+	})
+}
