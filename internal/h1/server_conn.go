@@ -86,6 +86,10 @@ func (cr *serverReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// serverMark is the ServerContextKey value of every request this package
+// serves: a marker, not a server to configure.
+var serverMark = new(http.Server)
+
 var (
 	readerPool sync.Pool
 	writerPool sync.Pool
@@ -119,6 +123,11 @@ func (c *serverConn) serve() {
 		c.bw = bufio.NewWriterSize(c.rwc, 4<<10)
 	}
 	ctx := context.WithValue(context.Background(), http.LocalAddrContextKey, c.rwc.LocalAddr())
+	// Handlers such as httputil.ReverseProxy look for ServerContextKey to
+	// learn that they may abort a response with http.ErrAbortHandler, as
+	// this server handles it; without it, a proxied body cut off midway
+	// would be ended as if complete.
+	ctx = context.WithValue(ctx, http.ServerContextKey, serverMark)
 	if c.srv.ConnContext != nil {
 		ctx = c.srv.ConnContext(ctx, c.rwc)
 	}

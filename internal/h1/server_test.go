@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -613,4 +614,41 @@ func TestServerWatchDelay(t *testing.T) {
 			t.Errorf("the client's end seen after %v, want %v (the delay)", d, delay)
 		}
 	})
+}
+
+// TestServerReverseProxyCutBody checks that a body httputil.ReverseProxy
+// copies from an upstream that breaks off midway reaches the client as
+// broken, not as a complete answer: the server marks its requests with
+// http.ServerContextKey, so that the proxy aborts as it does on net/http.
+func TestServerReverseProxyCutBody(t *testing.T) {
+	up := memnet.Listen(memnet.Options{})
+	defer up.Close()
+	go func() {
+		c, err := up.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+	}()
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "up" },
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return up.Dial(ctx, netip.MustParseAddr("192.0.2.2"))
+		}},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	c := startServer(t, &Server{Handler: rp})()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("body %q read to a clean end; want the cut seen as an error", body)
+	}
 }
