@@ -240,6 +240,15 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 	return d, nil
 }
 
+// flightBound returns the most open-model requests that can be in flight
+// at once: the driver's cap, or, without one, no bound.
+func (d *Driver) flightBound() int {
+	if d.maxFlight <= 0 {
+		return math.MaxInt
+	}
+	return int(d.maxFlight)
+}
+
 // visitor returns the round tripper of visitor v: the one from its address
 // in the tenant's pool, or the tenant's own without a pool.
 func (t *tenant) visitor(v int) *h1.Client {

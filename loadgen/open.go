@@ -45,7 +45,7 @@ func (h arrivalHeap) down(i int) {
 // from one timer, each request on a sender of the pool (senders), which it
 // waits for before returning.
 func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result) {
-	pool := newSenders(int(d.maxFlight), func(s send) {
+	pool := newSenders(d.flightBound(), func(s send) {
 		defer d.openFlight.Add(-1)
 		defer s.t.inFlight.Add(-1)
 		if r, ok := d.do(ctx, start, s.t, s.rt, s.route, s.at, s.paced); ok {

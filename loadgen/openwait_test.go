@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"stampede/internal/memnet"
 	"stampede/scenarios"
+	"stampede/workload"
 )
 
 // TestOpenSendsNeverWait plays an open load of 20 requests a second for 10
@@ -82,4 +84,49 @@ func TestOpenSendsNeverWait(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestOpenWithoutCap plays an open load with no in-flight cap
+// (DriverOptions.MaxInFlight negative), in fake time over memnet, against
+// a server that answers at once: every arrival is sent and answered, none
+// dropped, and, each answer coming before the next arrival, over one
+// connection kept for reuse.
+func TestOpenWithoutCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := memnet.Listen(memnet.Options{})
+		var conns atomic.Int32
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+			ConnState: func(c net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			},
+		}
+		go srv.Serve(ln)
+		defer srv.Close()
+		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 20, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+		d, err := NewDriver(DriverOptions{
+			Target:  mustURL(t, "http://"+ln.Addr().String()),
+			Routes:  testRoutes,
+			Tenants: []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}},
+			Horizon: time.Second, TimeScale: 1, Seed: 1,
+			MaxInFlight: -1,
+			Dial:        func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		want := arrivalsOf(load, time.Second, 1, 0)
+		if got := sink.count(workload.OK); got != want || len(sink.got) != want {
+			t.Errorf("%d results, %d ok, want %d ok (every arrival)", len(sink.got), got, want)
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("server saw %d connections, want 1 (reused)", n)
+		}
+	})
 }
