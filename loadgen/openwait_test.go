@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,17 +50,7 @@ func TestOpenSendsNeverWait(t *testing.T) {
 					close(done)
 				}
 				load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Poisson, Rate: 20, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}, ClientTimeout: 30 * time.Second}
-				d, err := NewDriver(DriverOptions{
-					Target:  mustURL(t, "http://"+ln.Addr().String()),
-					Routes:  testRoutes,
-					Tenants: []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}},
-					Horizon: 10 * time.Second, TimeScale: 1, Seed: 1,
-					Drain: time.Second,
-					Dial:  func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := memDriver(t, ln, load, DriverOptions{Horizon: 10 * time.Second, Drain: time.Second})
 				var sink resultSink
 				if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 					t.Fatalf("Run: %v", err)
@@ -94,29 +83,19 @@ func TestOpenSendsNeverWait(t *testing.T) {
 func TestOpenWithoutCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := memnet.Listen(memnet.Options{})
-		var conns atomic.Int32
+		conns := make(chan net.Conn, 100) // each one the server accepted
 		srv := &http.Server{
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
 			ConnState: func(c net.Conn, s http.ConnState) {
 				if s == http.StateNew {
-					conns.Add(1)
+					conns <- c
 				}
 			},
 		}
 		go srv.Serve(ln)
 		defer srv.Close()
 		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 20, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-		d, err := NewDriver(DriverOptions{
-			Target:  mustURL(t, "http://"+ln.Addr().String()),
-			Routes:  testRoutes,
-			Tenants: []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}},
-			Horizon: time.Second, TimeScale: 1, Seed: 1,
-			MaxInFlight: -1,
-			Dial:        func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := memDriver(t, ln, load, DriverOptions{Horizon: time.Second, MaxInFlight: -1})
 		var sink resultSink
 		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 			t.Fatalf("Run: %v", err)
@@ -125,8 +104,25 @@ func TestOpenWithoutCap(t *testing.T) {
 		if got := sink.count(workload.OK); got != want || len(sink.got) != want {
 			t.Errorf("%d results, %d ok, want %d ok (every arrival)", len(sink.got), got, want)
 		}
-		if n := conns.Load(); n != 1 {
+		if n := len(conns); n != 1 {
 			t.Errorf("server saw %d connections, want 1 (reused)", n)
 		}
 	})
+}
+
+// memDriver returns a driver of one open-model tenant with load, at time
+// scale 1 and seed 1, whose connections are made over ln; opts gives the
+// rest.
+func memDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, opts DriverOptions) *Driver {
+	t.Helper()
+	opts.Target = mustURL(t, "http://"+ln.Addr().String())
+	opts.Routes = testRoutes
+	opts.Tenants = []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}}
+	opts.TimeScale, opts.Seed = 1, 1
+	opts.Dial = func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) }
+	d, err := NewDriver(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
