@@ -111,12 +111,14 @@ func TestOpenWithoutCap(t *testing.T) {
 }
 
 // memDriver returns a driver of one open-model tenant with load, at time
-// scale 1 and seed 1, whose connections are made over ln; opts gives the
-// rest.
+// scale 1 and seed 1, whose connections are made over ln, on testRoutes
+// unless opts has routes; opts gives the rest.
 func memDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, opts DriverOptions) *Driver {
 	t.Helper()
 	opts.Target = mustURL(t, "http://"+ln.Addr().String())
-	opts.Routes = testRoutes
+	if opts.Routes == nil {
+		opts.Routes = testRoutes
+	}
 	opts.Tenants = []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}}
 	opts.TimeScale, opts.Seed = 1, 1
 	opts.Dial = func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) }

@@ -425,25 +425,40 @@ func (l *Client) GetBy(ctx context.Context, deadline time.Time, uri, host string
 }
 
 func (l *Client) getOn(ctx context.Context, c *conn, deadline time.Time, uri, host string, header func(name, value []byte)) (int, bool, error) {
-	bw := c.bw
+	writeGet(c.bw, uri, host)
+	if err := l.begin(c, deadline); err != nil {
+		return 0, false, err
+	}
+	status, keep, err := readAnswer(c.br, header)
+	if err != nil {
+		return 0, true, err
+	}
+	return status, true, l.end(ctx, c, keep)
+}
+
+// writeGet writes a GET for uri with Host host to bw, as Get sends it.
+func writeGet(bw *bufio.Writer, uri, host string) {
 	bw.WriteString("GET ")
 	bw.WriteString(uri)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(host)
 	bw.WriteString("\r\nUser-Agent: Go-http-client/1.1\r\n\r\n")
-	if err := l.begin(c, deadline); err != nil {
-		return 0, false, err
-	}
+}
+
+// readAnswer reads an answer to a GET from br, skipping 1xx answers, and
+// its body to the end without keeping it; header is as Get's. Keep says
+// the connection may carry another request.
+func readAnswer(br *bufio.Reader, header func(name, value []byte)) (status int, keep bool, err error) {
 	for {
-		a, err := readHead(c.br, header)
+		a, err := readHead(br, header)
 		if err != nil {
-			return 0, true, err
+			return 0, false, err
 		}
 		if a.status >= 200 || a.status == 101 {
-			if err := discardBody(c.br, a); err != nil {
-				return 0, true, err
+			if err := discardBody(br, a); err != nil {
+				return 0, false, err
 			}
-			return a.status, true, l.end(ctx, c, !a.close && a.status != 101)
+			return a.status, !a.close && a.status != 101, nil
 		}
 	}
 }
