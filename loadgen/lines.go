@@ -68,9 +68,9 @@ func newLine(p *lines, nc net.Conn) *line {
 // else on a new one that a goroutine of its own dials and then reads; past
 // lineDials dials in progress it waits for the first line to come free or
 // be dialled, so that a burst of overdue sends does not open connections
-// by the thousand. Its lateness counts when the scheduler hands it over:
-// it is the generator's; its latency counts from its intended time. Idle lines are kept until the run ends. Its zero value
-// is not ready: see newLines.
+// by the thousand. Its lateness counts when the scheduler hands it over
+// (it is the generator's), its latency from its intended time. Idle lines
+// are kept until the run ends. The zero value is not ready: see newLines.
 type lines struct {
 	d       *Driver
 	dial    func(ctx context.Context) (net.Conn, error)
