@@ -3,7 +3,8 @@
 # `return 200` endpoint on loopback:
 #
 #  1. closed model, USERS users without think time, DURATION each:
-#     stampede, wrk, bombardier, hey and vegeta (those found or installable)
+#     stampede (and BASELINE when given), wrk, bombardier, hey and vegeta
+#     (those found or installable)
 #     in turn, ROUNDS times; prints every round's requests/s and stampede's
 #     ratio to each peer, median (min-max). Goals: >= 0.5x wrk, >= 1x
 #     bombardier.
@@ -183,6 +184,7 @@ if [[ " $MODES " == *" closed "* ]]; then
 secs=${DURATION%s}
 declare -A closed
 tools="stampede wrk"
+[ -n "$BASELINE" ] && tools="stampede baseline wrk"
 [ -n "$bombardier" ] && tools="$tools bombardier"
 [ -n "$hey" ] && tools="$tools hey"
 [ -n "$vegeta" ] && tools="$tools vegeta"
@@ -191,8 +193,10 @@ echo "== closed model: $USERS users, no think time, $DURATION, $ROUNDS rounds" >
 for r in $(seq "$ROUNDS"); do
   for tool in $tools; do
     case $tool in
-    stampede)
-      res=$(stampede_run "$work/stampede" "$work/closed.yaml")
+    stampede | baseline)
+      bin="$work/stampede"
+      [ "$tool" = baseline ] && bin="$BASELINE"
+      res=$(stampede_run "$bin" "$work/closed.yaml")
       v=$(field "$res" '"%.0f" % (t["requests"] / r["wall_duration_s"])') ;;
     wrk)
       v=$(wrk -t2 -c"$USERS" -d"$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}') ;;
@@ -216,6 +220,7 @@ for tool in $tools; do printf '  %-10s %s\n' "$tool" "$(med "${closed[$tool]}")"
 for tool in $tools; do
   [ "$tool" = stampede ] && continue
   goal=""
+  [ "$tool" = baseline ] && goal="   (this build against BASELINE)"
   [ "$tool" = wrk ] && goal="   (goal >= 0.5)"
   [ "$tool" = bombardier ] && goal="   (goal >= 1)"
   printf '  stampede/%-10s %s%s\n' "$tool" "$(stats "${closed[stampede]}" "${closed[$tool]}")" "$goal"
