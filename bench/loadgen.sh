@@ -3,16 +3,18 @@
 # `return 200` endpoint on loopback:
 #
 #  1. closed model, USERS users without think time, DURATION each:
-#     stampede, wrk, bombardier, hey and vegeta (those found or installable)
+#     stampede (and BASELINE when given), wrk, bombardier, hey and vegeta
+#     (those found or installable)
 #     in turn, ROUNDS times; prints every round's requests/s and stampede's
 #     ratio to each peer, median (min-max). Goals: >= 0.5x wrk, >= 1x
 #     bombardier.
 #  2. open model, constant arrivals at each rate of LADDER for STEP:
 #     stampede (and BASELINE, another stampede binary, when given) and
 #     vegeta in turn, ROUNDS times; prints the share of the arrivals each
-#     sent, stampede's dropped arrivals and send lateness p99, and for every
-#     tool the CPU time it used (user+sys) and the connections nginx
-#     accepted from it. Goals: 20k/s held with lateness p99 < 5 ms and 0
+#     sent, its dropped arrivals (vegeta's: those it did not send within
+#     the step) and send lateness p99 (vegeta's: each hit's start against
+#     the first's plus seq/rate), the CPU time it used (user+sys) and the
+#     connections nginx accepted from it. Goals: 20k/s held with lateness p99 < 5 ms and 0
 #     dropped, 40k/s with < 20 ms.
 #
 # bombardier and vegeta come from the Go module proxy into a private GOBIN
@@ -182,6 +184,7 @@ if [[ " $MODES " == *" closed "* ]]; then
 secs=${DURATION%s}
 declare -A closed
 tools="stampede wrk"
+[ -n "$BASELINE" ] && tools="stampede baseline wrk"
 [ -n "$bombardier" ] && tools="$tools bombardier"
 [ -n "$hey" ] && tools="$tools hey"
 [ -n "$vegeta" ] && tools="$tools vegeta"
@@ -190,8 +193,10 @@ echo "== closed model: $USERS users, no think time, $DURATION, $ROUNDS rounds" >
 for r in $(seq "$ROUNDS"); do
   for tool in $tools; do
     case $tool in
-    stampede)
-      res=$(stampede_run "$work/stampede" "$work/closed.yaml")
+    stampede | baseline)
+      bin="$work/stampede"
+      [ "$tool" = baseline ] && bin="$BASELINE"
+      res=$(stampede_run "$bin" "$work/closed.yaml")
       v=$(field "$res" '"%.0f" % (t["requests"] / r["wall_duration_s"])') ;;
     wrk)
       v=$(wrk -t2 -c"$USERS" -d"$DURATION" "$target/" | awk '/Requests\/sec:/ {printf "%.0f", $2}') ;;
@@ -215,6 +220,7 @@ for tool in $tools; do printf '  %-10s %s\n' "$tool" "$(med "${closed[$tool]}")"
 for tool in $tools; do
   [ "$tool" = stampede ] && continue
   goal=""
+  [ "$tool" = baseline ] && goal="   (this build against BASELINE)"
   [ "$tool" = wrk ] && goal="   (goal >= 0.5)"
   [ "$tool" = bombardier ] && goal="   (goal >= 1)"
   printf '  stampede/%-10s %s%s\n' "$tool" "$(stats "${closed[stampede]}" "${closed[$tool]}")" "$goal"
@@ -251,7 +257,19 @@ for rate in $LADDER; do
         /usr/bin/time -f '%U %S' -o "$work/time" sh -c "echo 'GET $target/' | '$vegeta' attack -rate=$rate/s -duration=$STEP -timeout=2s >'$work/vegeta.bin'"
         tail -1 "$work/time" | awk '{printf "%.2f", $1 + $2}' >"$work/cpu"
         s=$("$vegeta" report -type=json <"$work/vegeta.bin" | python3 -c "import json,sys; r=json.load(sys.stdin); print('%.1f' % (100.0 * r['requests'] / $want))")
-        extra="" ;;
+        # vegeta's lateness: each hit's start against its intended time,
+        # the first hit's plus seq/rate; arrivals it never sent in the
+        # step count as dropped.
+        read -r d p < <("$vegeta" encode -to csv <"$work/vegeta.bin" | python3 -c "
+import csv, sys
+rows = [(int(r[8]), int(r[0])) for r in csv.reader(sys.stdin)]
+t0 = min(rows)[1]
+late = sorted(ts - (t0 + seq * 1e9 / $rate) for seq, ts in rows)
+p99 = late[min(len(late) - 1, int(0.99 * len(late)))] / 1e6 if late else float('nan')
+print(max($want - len(rows), 0), '%.2f' % p99)")
+        late[$k]="${late[$k]:-} $p"
+        drop[$k]="${drop[$k]:-} $d"
+        extra="dropped $d (not sent in the step), send lateness p99 $p ms, " ;;
       esac
       c=$(cat "$work/cpu")
       n=$(($(accepts) - a0 - 1)) # less the status request's own
@@ -268,7 +286,7 @@ for rate in $LADDER; do
   for tool in $open_tools; do
     k="$tool,$rate"
     printf '  %6s/s  %-9s sent %s%%' "$rate" "$tool" "$(mm "${sent[$k]}" 1)"
-    [ "$tool" != vegeta ] && printf ', dropped %s, lateness p99 %s ms' "$(mm "${drop[$k]}" 0)" "$(mm "${late[$k]}" 2)"
+    printf ', dropped %s, lateness p99 %s ms' "$(mm "${drop[$k]}" 0)" "$(mm "${late[$k]}" 2)"
     printf ', CPU %s s, connections %s\n' "$(mm "${cpu[$k]}" 2)" "$(mm "${conns[$k]}" 0)"
   done
 done

@@ -128,6 +128,8 @@ type tenant struct {
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
 	pool    []*h1.Client // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
+	lines   *lines       // open model: the connections from the tenant's address
+	lpool   []*lines     // open model: those from each address of the pool, as pool
 	arrived int          // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
 }
 
@@ -144,6 +146,7 @@ type Driver struct {
 	uris       []string // urls' request targets
 	tenants    []*tenant
 	transports []*h1.Client
+	lines      []*lines // every open-model tenant's, one per address
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
@@ -200,6 +203,16 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		d.transports = append(d.transports, tr)
 		return tr, nil
 	}
+	linesByAddr := map[string]*lines{}
+	linesFor := func(addr string) *lines {
+		if l, ok := linesByAddr[addr]; ok {
+			return l
+		}
+		l := newLines(d, byAddr[addr].Dial)
+		linesByAddr[addr] = l
+		d.lines = append(d.lines, l)
+		return l
+	}
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -227,17 +240,33 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		if t.rt, err = transportFor(addr); err != nil {
 			return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 		}
+		open := sc.Load.Model != scenarios.Closed
+		if open {
+			t.lines = linesFor(addr)
+		}
 		if n := sc.PoolSize(); loopback && n > 1 {
 			t.pool = make([]*h1.Client, n)
 			for v := range t.pool {
 				if t.pool[v], err = transportFor(sc.VisitorAddr(v)); err != nil {
 					return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 				}
+				if open {
+					t.lpool = append(t.lpool, linesFor(sc.VisitorAddr(v)))
+				}
 			}
 		}
 		d.tenants = append(d.tenants, t)
 	}
 	return d, nil
+}
+
+// flightBound returns the most open-model requests that can be in flight
+// at once: the driver's cap, or, without one, no bound.
+func (d *Driver) flightBound() int {
+	if d.maxFlight <= 0 {
+		return math.MaxInt
+	}
+	return int(d.maxFlight)
 }
 
 // visitor returns the round tripper of visitor v: the one from its address
@@ -247,6 +276,15 @@ func (t *tenant) visitor(v int) *h1.Client {
 		return t.rt
 	}
 	return t.pool[v%len(t.pool)]
+}
+
+// visitorLines returns the open-model connections of visitor v, as
+// visitor does.
+func (t *tenant) visitorLines(v int) *lines {
+	if len(t.lpool) == 0 {
+		return t.lines
+	}
+	return t.lpool[v%len(t.lpool)]
 }
 
 // Progress returns the live counts.

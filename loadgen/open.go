@@ -42,17 +42,18 @@ func (h arrivalHeap) down(i int) {
 }
 
 // schedule fires every open-model tenant's arrivals at their intended times
-// from one timer, each request on a sender of the pool (senders), which it
-// waits for before returning.
+// from one timer, each request sent at once on a line of its visitor's
+// (lines), whose sends it waits for before returning.
 func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, out chan<- workload.Result) {
-	pool := newSenders(int(d.maxFlight), func(s send) {
-		defer d.openFlight.Add(-1)
-		defer s.t.inFlight.Add(-1)
-		if r, ok := d.do(ctx, start, s.t, s.rt, s.route, s.at, s.paced); ok {
-			out <- r
-		}
-	})
-	defer pool.close()
+	for _, p := range d.lines {
+		// The sends still in flight end before ctx's end is no longer
+		// watched, since it is what cuts them off.
+		stop := p.run(ctx, out)
+		defer func() {
+			p.close()
+			stop()
+		}()
+	}
 	h := make(arrivalHeap, 0, len(open))
 	for _, t := range open {
 		if at, ok := t.arrivals.Next(); ok {
@@ -103,8 +104,8 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		}
 		t.inFlight.Add(1)
 		d.openFlight.Add(1)
-		rt := t.visitor(t.arrived) // each arrival a new visitor
+		p := t.visitorLines(t.arrived) // each arrival a new visitor
 		t.arrived++
-		pool.start(send{t: t, rt: rt, route: route, at: a.at, paced: paced})
+		p.send(&send{sending: d.begin(start, t, route, a.at, paced), route: route})
 	}
 }

@@ -41,7 +41,7 @@ func (d *Driver) transport(addr string) (*h1.Client, error) {
 		}
 		from = ip
 	}
-	return &h1.Client{Dial: d.dialer(from), MaxIdle: int(d.maxFlight), MaxDials: maxDials, SharedContext: true}, nil
+	return &h1.Client{Dial: d.dialer(from), MaxIdle: d.flightBound(), MaxDials: maxDials, SharedContext: true}, nil
 }
 
 // dialer returns how the driver's connections from the address from

@@ -15,7 +15,7 @@ func TestNextSend(t *testing.T) {
 	}{
 		{"ok, think", 0, 30 * ms, 5 * time.Second, OK, 30*ms + 5*time.Second},
 		{"ok, no think", 0, 30 * ms, 0, OK, 30 * ms},
-		{"ok in no time, no think", 10 * ms, 10 * ms, 0, OK, 11 * ms},
+		{"ok in no time, no think", 10 * ms, 10 * ms, 0, OK, 10*ms + MinCycle},
 		{"rejected at once, no think", 0, 0, 0, Rejected, MinResend},
 		{"rejected, think longer than the floor", 0, 0, time.Second, Rejected, time.Second},
 		{"502, short think", 0, 2 * ms, 100 * ms, BackendError, 2*ms + MinResend},
