@@ -12,9 +12,10 @@ const (
 	// when its Load.MaxInFlight is zero.
 	DefaultTenantInFlight = 10000
 	// DefaultMaxInFlight caps all open-model requests in flight together.
-	// Each one holds a goroutine and a TCP connection in the live driver
-	// (HTTP/1.1 sends one request per connection at a time), so the cap
-	// also bounds the file descriptors a run takes.
+	// Each one holds a connection, and that connection's reading
+	// goroutine, in the live driver (HTTP/1.1 sends one request per
+	// connection at a time), so the cap also bounds the file descriptors
+	// a run takes.
 	DefaultMaxInFlight = 10000
 )
 
