@@ -92,7 +92,11 @@ type Recorder struct {
 	tTally []tally
 	tHist  []*hdr.PackedHistogram
 	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
-	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
+	// tBusy is, per tenant and bucket, the model seconds its requests were
+	// in flight; per tenant nil until one was. It feeds the hosts' series,
+	// which is drawn only when no limiter key was sampled, so it is
+	// dropped, nil, once one was: a fleet's 600 buckets a tenant are 2.4 KB.
+	tBusy [][]float32
 	// tReq is, per tenant and bucket of their intended send, the requests
 	// limit_req let through and how many of those it delayed first; nil
 	// without limit_req, and per tenant until one passed.
@@ -284,7 +288,7 @@ func (r *Recorder) Add(res *workload.Result) {
 	}
 	r.tTally[ti].add(o, res.Status)
 	r.tWork[ti] += res.Work
-	if o != workload.Dropped {
+	if o != workload.Dropped && r.tBusy != nil {
 		r.noteInFlight(ti, res.Intended, end)
 	}
 	if r.tReq != nil && o != workload.Dropped && o != workload.Rejected {
@@ -316,18 +320,22 @@ func (r *Recorder) Add(res *workload.Result) {
 }
 
 // noteInFlight adds the part of [from, to) that falls in each series bucket
-// to tenant ti's in-flight time.
+// to tenant ti's in-flight time, unless a limiter key has been sampled.
 func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
+	if len(r.keys) > 0 {
+		r.tBusy = nil // see Recorder.tBusy
+		return
+	}
 	from = max(from, 0)
 	if to <= from {
 		return
 	}
 	last := r.bucket(to - 1)
 	busy := r.tBusy[ti]
-	for len(busy) <= last {
-		busy = append(busy, 0)
+	if len(busy) <= last {
+		busy = r.growBusy(busy, last+1)
+		r.tBusy[ti] = busy
 	}
-	r.tBusy[ti] = busy
 	for b := r.bucket(from); b <= last; b++ {
 		lo := max(from, time.Duration(b)*r.step)
 		hi := to
@@ -336,6 +344,22 @@ func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
 		}
 		busy[b] += float32((hi - lo).Seconds())
 	}
+}
+
+// growBusy returns busy lengthened with zeros to n buckets. Its room
+// doubles, but not past the planned buckets while n is within them: a
+// tenant's series that the run fills whole takes no room it cannot use.
+func (r *Recorder) growBusy(busy []float32, n int) []float32 {
+	if n <= cap(busy) {
+		return busy[:n] // never written past len: zeros
+	}
+	c := max(2*cap(busy), 64)
+	if n <= r.planned {
+		c = min(c, r.planned)
+	}
+	grown := make([]float32, n, max(c, n))
+	copy(grown, busy)
+	return grown
 }
 
 // reqCount is one tenant's requests limit_req passed on in one bucket, and
@@ -380,11 +404,13 @@ func (r *Recorder) Merge(o *Recorder) {
 		r.tTally[i].merge(&o.tTally[i])
 		r.tHist[i].Merge(o.tHist[i])
 		r.tWork[i] += o.tWork[i]
-		for len(r.tBusy[i]) < len(o.tBusy[i]) {
-			r.tBusy[i] = append(r.tBusy[i], 0)
-		}
-		for b, v := range o.tBusy[i] {
-			r.tBusy[i][b] += v
+		if r.tBusy != nil && o.tBusy != nil {
+			if n := len(o.tBusy[i]); len(r.tBusy[i]) < n {
+				r.tBusy[i] = r.growBusy(r.tBusy[i], n)
+			}
+			for b, v := range o.tBusy[i] {
+				r.tBusy[i][b] += v
+			}
 		}
 		if r.tReq != nil && len(o.tReq[i]) > 0 {
 			if n := len(o.tReq[i]); len(r.tReq[i]) < n {
@@ -440,6 +466,9 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 	}
 	r.pruneKeys(maxKeyCandidates)
+	if len(r.keys) > 0 {
+		r.tBusy = nil // see Recorder.tBusy
+	}
 	if o.lastEnd > r.lastEnd {
 		r.lastEnd = o.lastEnd
 	}

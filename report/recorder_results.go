@@ -192,7 +192,7 @@ func (r *Recorder) hostSeries(n int) []HostSeries {
 	at := map[string]int{}
 	var hosts []hostAcc
 	for i, t := range r.tenants {
-		if len(r.tBusy[i]) == 0 {
+		if i >= len(r.tBusy) || len(r.tBusy[i]) == 0 {
 			continue
 		}
 		j, ok := at[t.Host]
