@@ -88,10 +88,7 @@ type Recorder struct {
 	step    time.Duration
 	planned int // buckets the scenario's duration fills
 
-	tGroup []int32 // tenant → index in groups
-	tTally []tally
-	tHist  []*hdr.PackedHistogram
-	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
+	ten []tenantRec // per tenant
 	// tBusy is, per tenant and bucket, the model seconds its requests were
 	// in flight; per tenant nil until one was. It feeds the hosts' series,
 	// which is drawn only when no limiter key was sampled, so it is
@@ -113,6 +110,16 @@ type Recorder struct {
 	keySampled []bool
 	keys       map[string]*keyRec
 	lastEnd    time.Duration
+}
+
+// tenantRec is what the recorder keeps of one tenant that Add touches on
+// every result, in one place: with a fleet the results come in no order
+// of tenants the cache can follow, and each place is a miss.
+type tenantRec struct {
+	tally tally
+	work  time.Duration // worker time, the sum of Result.Work
+	hist  *hdr.PackedHistogram
+	group int32 // index in groups
 }
 
 type groupRec struct {
@@ -171,7 +178,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	r.step = SeriesStep(sc.Duration)
 	r.planned = bucketsFor(sc.Duration, r.step)
 	gi := map[string]int{}
-	r.tGroup = make([]int32, len(r.tenants))
+	r.ten = make([]tenantRec, len(r.tenants))
 	for i, t := range r.tenants {
 		g, ok := gi[t.Group]
 		if !ok {
@@ -184,7 +191,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 			})
 		}
 		r.groups[g].tenants++
-		r.tGroup[i] = int32(g)
+		r.ten[i].group = int32(g)
 	}
 	// A group of no tenants still appears, in file order.
 	for _, tg := range sc.Tenants {
@@ -194,15 +201,12 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 		}
 	}
 	r.pos = positions(r.tenants)
-	r.tTally = make([]tally, len(r.tenants))
-	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
-	r.tWork = make([]time.Duration, len(r.tenants))
 	r.tBusy = make([][]float32, len(r.tenants))
 	if hasReqLimits(sc.Proxy.Limits) {
 		r.tReq = make([][]reqCount, len(r.tenants))
 	}
-	for i := range r.tHist {
-		r.tHist[i] = newHist()
+	for i := range r.ten {
+		r.ten[i].hist = newHist()
 	}
 	r.rTally = make([]tally, len(sc.Backend.Routes))
 	r.rHist = make([]*hdr.Histogram, len(sc.Backend.Routes))
@@ -277,7 +281,7 @@ func (r *Recorder) Add(res *workload.Result) {
 			ti = int(r.pos[i])
 		}
 	}
-	if ti < 0 || ti >= len(r.tTally) {
+	if ti < 0 || ti >= len(r.ten) {
 		r.other.add(o, res.Status)
 		return
 	}
@@ -286,8 +290,9 @@ func (r *Recorder) Add(res *workload.Result) {
 	if ok {
 		us = micros(res.Latency)
 	}
-	r.tTally[ti].add(o, res.Status)
-	r.tWork[ti] += res.Work
+	t := &r.ten[ti]
+	t.tally.add(o, res.Status)
+	t.work += res.Work
 	if o != workload.Dropped && r.tBusy != nil {
 		r.noteInFlight(ti, res.Intended, end)
 	}
@@ -295,7 +300,7 @@ func (r *Recorder) Add(res *workload.Result) {
 		r.notePassed(ti, res.Intended, res.Delayed)
 	}
 	if ok {
-		r.tHist[ti].RecordValue(us) // in range by micros
+		t.hist.RecordValue(us) // in range by micros
 	}
 	if ri := int(res.Route); ri >= 0 && ri < len(r.rTally) {
 		r.rTally[ri].add(o, res.Status)
@@ -303,7 +308,7 @@ func (r *Recorder) Add(res *workload.Result) {
 			r.rHist[ri].RecordValue(us)
 		}
 	}
-	g := &r.groups[r.tGroup[ti]]
+	g := &r.groups[t.group]
 	b := r.bucket(end)
 	if b >= len(g.counts) {
 		g.grow(b)
@@ -397,13 +402,13 @@ func (r *Recorder) notePassed(ti int, at time.Duration, delayed bool) {
 // Merge adds o's records to r. Both must be for the same scenario; Merge
 // panics when their tenants, routes or steps differ.
 func (r *Recorder) Merge(o *Recorder) {
-	if len(r.tTally) != len(o.tTally) || len(r.rTally) != len(o.rTally) || len(r.groups) != len(o.groups) || r.step != o.step {
+	if len(r.ten) != len(o.ten) || len(r.rTally) != len(o.rTally) || len(r.groups) != len(o.groups) || r.step != o.step {
 		panic(fmt.Sprintf("report: merging recorders of different scenarios (%q and %q)", r.sc.Name, o.sc.Name))
 	}
-	for i := range o.tTally {
-		r.tTally[i].merge(&o.tTally[i])
-		r.tHist[i].Merge(o.tHist[i])
-		r.tWork[i] += o.tWork[i]
+	for i := range o.ten {
+		r.ten[i].tally.merge(&o.ten[i].tally)
+		r.ten[i].hist.Merge(o.ten[i].hist)
+		r.ten[i].work += o.ten[i].work
 		if r.tBusy != nil && o.tBusy != nil {
 			if n := len(o.tBusy[i]); len(r.tBusy[i]) < n {
 				r.tBusy[i] = r.growBusy(r.tBusy[i], n)

@@ -49,7 +49,7 @@ func TestRecorderBusyDropped(t *testing.T) {
 		if tc.into.tBusy != nil {
 			t.Errorf("%s: tBusy holds %d tenants, want nil", tc.name, len(tc.into.tBusy))
 		}
-		if got, want := tc.into.tTally[0].n[workload.OK], 2*plain.tTally[0].n[workload.OK]; got != want {
+		if got, want := tc.into.ten[0].tally.n[workload.OK], 2*plain.ten[0].tally.n[workload.OK]; got != want {
 			t.Errorf("%s: tenant 0 ok = %d, want %d", tc.name, got, want)
 		}
 	}
