@@ -168,7 +168,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
 	// On a shared machine wall time says little: per CPU second too (the
-	// collections heapInUse forces on the first op included).
+	// collections liveHeap forces on the first op included).
 	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
 	b.ReportMetric(float64(events)/float64(reqs), "events/req")
