@@ -88,11 +88,12 @@ type Recorder struct {
 	step    time.Duration
 	planned int // buckets the scenario's duration fills
 
-	tGroup []int32 // tenant → index in groups
-	tTally []tally
-	tHist  []*hdr.PackedHistogram
-	tWork  []time.Duration // worker time per tenant, the sum of Result.Work
-	tBusy  [][]float32     // per tenant and bucket, model seconds its requests were in flight; nil until one was
+	ten []tenantRec // per tenant
+	// tBusy is, per tenant and bucket, the model seconds its requests were
+	// in flight; per tenant nil until one was. It feeds the hosts' series,
+	// which is drawn only when no limiter key was sampled, so it is
+	// dropped, nil, once one was: a fleet's 600 buckets a tenant are 2.4 KB.
+	tBusy [][]float32
 	// tReq is, per tenant and bucket of their intended send, the requests
 	// limit_req let through and how many of those it delayed first; nil
 	// without limit_req, and per tenant until one passed.
@@ -109,6 +110,16 @@ type Recorder struct {
 	keySampled []bool
 	keys       map[string]*keyRec
 	lastEnd    time.Duration
+}
+
+// tenantRec is what the recorder keeps of one tenant that Add touches on
+// every result, in one place: with a fleet the results come in no order
+// of tenants the cache can follow, and each place is a miss.
+type tenantRec struct {
+	tally tally
+	work  time.Duration // worker time, the sum of Result.Work
+	hist  *hdr.PackedHistogram
+	group int32 // index in groups
 }
 
 type groupRec struct {
@@ -167,7 +178,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 	r.step = SeriesStep(sc.Duration)
 	r.planned = bucketsFor(sc.Duration, r.step)
 	gi := map[string]int{}
-	r.tGroup = make([]int32, len(r.tenants))
+	r.ten = make([]tenantRec, len(r.tenants))
 	for i, t := range r.tenants {
 		g, ok := gi[t.Group]
 		if !ok {
@@ -180,7 +191,7 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 			})
 		}
 		r.groups[g].tenants++
-		r.tGroup[i] = int32(g)
+		r.ten[i].group = int32(g)
 	}
 	// A group of no tenants still appears, in file order.
 	for _, tg := range sc.Tenants {
@@ -190,15 +201,12 @@ func NewRecorder(sc *scenarios.Scenario) *Recorder {
 		}
 	}
 	r.pos = positions(r.tenants)
-	r.tTally = make([]tally, len(r.tenants))
-	r.tHist = make([]*hdr.PackedHistogram, len(r.tenants))
-	r.tWork = make([]time.Duration, len(r.tenants))
 	r.tBusy = make([][]float32, len(r.tenants))
 	if hasReqLimits(sc.Proxy.Limits) {
 		r.tReq = make([][]reqCount, len(r.tenants))
 	}
-	for i := range r.tHist {
-		r.tHist[i] = newHist()
+	for i := range r.ten {
+		r.ten[i].hist = newHist()
 	}
 	r.rTally = make([]tally, len(sc.Backend.Routes))
 	r.rHist = make([]*hdr.Histogram, len(sc.Backend.Routes))
@@ -273,7 +281,7 @@ func (r *Recorder) Add(res *workload.Result) {
 			ti = int(r.pos[i])
 		}
 	}
-	if ti < 0 || ti >= len(r.tTally) {
+	if ti < 0 || ti >= len(r.ten) {
 		r.other.add(o, res.Status)
 		return
 	}
@@ -282,16 +290,17 @@ func (r *Recorder) Add(res *workload.Result) {
 	if ok {
 		us = micros(res.Latency)
 	}
-	r.tTally[ti].add(o, res.Status)
-	r.tWork[ti] += res.Work
-	if o != workload.Dropped {
+	t := &r.ten[ti]
+	t.tally.add(o, res.Status)
+	t.work += res.Work
+	if o != workload.Dropped && r.tBusy != nil {
 		r.noteInFlight(ti, res.Intended, end)
 	}
 	if r.tReq != nil && o != workload.Dropped && o != workload.Rejected {
 		r.notePassed(ti, res.Intended, res.Delayed)
 	}
 	if ok {
-		r.tHist[ti].RecordValue(us) // in range by micros
+		t.hist.RecordValue(us) // in range by micros
 	}
 	if ri := int(res.Route); ri >= 0 && ri < len(r.rTally) {
 		r.rTally[ri].add(o, res.Status)
@@ -299,7 +308,7 @@ func (r *Recorder) Add(res *workload.Result) {
 			r.rHist[ri].RecordValue(us)
 		}
 	}
-	g := &r.groups[r.tGroup[ti]]
+	g := &r.groups[t.group]
 	b := r.bucket(end)
 	if b >= len(g.counts) {
 		g.grow(b)
@@ -316,18 +325,22 @@ func (r *Recorder) Add(res *workload.Result) {
 }
 
 // noteInFlight adds the part of [from, to) that falls in each series bucket
-// to tenant ti's in-flight time.
+// to tenant ti's in-flight time, unless a limiter key has been sampled.
 func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
+	if len(r.keys) > 0 {
+		r.tBusy = nil // see Recorder.tBusy
+		return
+	}
 	from = max(from, 0)
 	if to <= from {
 		return
 	}
 	last := r.bucket(to - 1)
 	busy := r.tBusy[ti]
-	for len(busy) <= last {
-		busy = append(busy, 0)
+	if len(busy) <= last {
+		busy = r.growBusy(busy, last+1)
+		r.tBusy[ti] = busy
 	}
-	r.tBusy[ti] = busy
 	for b := r.bucket(from); b <= last; b++ {
 		lo := max(from, time.Duration(b)*r.step)
 		hi := to
@@ -336,6 +349,22 @@ func (r *Recorder) noteInFlight(ti int, from, to time.Duration) {
 		}
 		busy[b] += float32((hi - lo).Seconds())
 	}
+}
+
+// growBusy returns busy lengthened with zeros to n buckets. Its room
+// doubles, but not past the planned buckets while n is within them: a
+// tenant's series that the run fills whole takes no room it cannot use.
+func (r *Recorder) growBusy(busy []float32, n int) []float32 {
+	if n <= cap(busy) {
+		return busy[:n] // never written past len: zeros
+	}
+	c := max(2*cap(busy), 64)
+	if n <= r.planned {
+		c = min(c, r.planned)
+	}
+	grown := make([]float32, n, max(c, n))
+	copy(grown, busy)
+	return grown
 }
 
 // reqCount is one tenant's requests limit_req passed on in one bucket, and
@@ -373,18 +402,20 @@ func (r *Recorder) notePassed(ti int, at time.Duration, delayed bool) {
 // Merge adds o's records to r. Both must be for the same scenario; Merge
 // panics when their tenants, routes or steps differ.
 func (r *Recorder) Merge(o *Recorder) {
-	if len(r.tTally) != len(o.tTally) || len(r.rTally) != len(o.rTally) || len(r.groups) != len(o.groups) || r.step != o.step {
+	if len(r.ten) != len(o.ten) || len(r.rTally) != len(o.rTally) || len(r.groups) != len(o.groups) || r.step != o.step {
 		panic(fmt.Sprintf("report: merging recorders of different scenarios (%q and %q)", r.sc.Name, o.sc.Name))
 	}
-	for i := range o.tTally {
-		r.tTally[i].merge(&o.tTally[i])
-		r.tHist[i].Merge(o.tHist[i])
-		r.tWork[i] += o.tWork[i]
-		for len(r.tBusy[i]) < len(o.tBusy[i]) {
-			r.tBusy[i] = append(r.tBusy[i], 0)
-		}
-		for b, v := range o.tBusy[i] {
-			r.tBusy[i][b] += v
+	for i := range o.ten {
+		r.ten[i].tally.merge(&o.ten[i].tally)
+		r.ten[i].hist.Merge(o.ten[i].hist)
+		r.ten[i].work += o.ten[i].work
+		if r.tBusy != nil && o.tBusy != nil {
+			if n := len(o.tBusy[i]); len(r.tBusy[i]) < n {
+				r.tBusy[i] = r.growBusy(r.tBusy[i], n)
+			}
+			for b, v := range o.tBusy[i] {
+				r.tBusy[i][b] += v
+			}
 		}
 		if r.tReq != nil && len(o.tReq[i]) > 0 {
 			if n := len(o.tReq[i]); len(r.tReq[i]) < n {
@@ -440,6 +471,9 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 	}
 	r.pruneKeys(maxKeyCandidates)
+	if len(r.keys) > 0 {
+		r.tBusy = nil // see Recorder.tBusy
+	}
 	if o.lastEnd > r.lastEnd {
 		r.lastEnd = o.lastEnd
 	}

@@ -61,12 +61,13 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	res.Tenants = make([]TenantResult, len(r.tenants))
 	res.Histograms.Tenants = make([]string, len(r.tenants))
 	for i, t := range r.tenants {
-		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: r.tTally[i].counts(), WorkS: workSeconds(r.tWork[i]), Latency: latencyOf(r.tHist[i])}
-		g := r.tGroup[i]
-		groupTally[g].merge(&r.tTally[i])
-		groupWork[g] += r.tWork[i]
-		groupHist.add(int(g), r.tHist[i])
-		total.merge(&r.tTally[i])
+		tr := &r.ten[i]
+		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: tr.tally.counts(), WorkS: workSeconds(tr.work), Latency: latencyOf(tr.hist)}
+		g := tr.group
+		groupTally[g].merge(&tr.tally)
+		groupWork[g] += tr.work
+		groupHist.add(int(g), tr.hist)
+		total.merge(&tr.tally)
 	}
 	res.Totals = total.counts()
 	res.Groups = make([]GroupResult, len(r.groups))
@@ -117,10 +118,10 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	}
 	// Encoding (deflate) is most of Results' cost: spread it over the
 	// processors. Each snapshot is its histogram's bytes, whoever encodes it.
-	nt := len(r.tHist)
+	nt := len(r.ten)
 	encodeAll(nt+len(ivHists), func(i int, enc *v2Encoder) {
 		if i < nt {
-			res.Histograms.Tenants[i] = enc.encode(r.tHist[i])
+			res.Histograms.Tenants[i] = enc.encode(r.ten[i].hist)
 		} else {
 			res.Histograms.Intervals[i-nt].Hist = enc.encode(ivHists[i-nt])
 		}
@@ -192,7 +193,7 @@ func (r *Recorder) hostSeries(n int) []HostSeries {
 	at := map[string]int{}
 	var hosts []hostAcc
 	for i, t := range r.tenants {
-		if len(r.tBusy[i]) == 0 {
+		if i >= len(r.tBusy) || len(r.tBusy[i]) == 0 {
 			continue
 		}
 		j, ok := at[t.Host]

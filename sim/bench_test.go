@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -79,9 +80,17 @@ func stockBalanceFleet(tb testing.TB, tenants int) *scenarios.Scenario {
 
 // BenchmarkSimScale plays the 10-minute stock-balance scenario with its
 // other sites scaled to 250 … 250,000 tenants, each sending as in the file
-// (0.2 requests a second), so the work grows with the tenants; the 8
-// workers stay, so that past a few thousand tenants most arrivals meet the
-// in-flight cap.
+// (0.2 requests a second), so the model time and the load per tenant are
+// the same at every size and the requests grow with the tenants. The 8
+// workers stay, so what a request costs is not: at 250 tenants every
+// request is served (2 events each); at 2,500 the backlog is full and one
+// in three is served: half are rejected by limit_conn behind requests
+// whose SYNs the full backlog drops and that send them again until the
+// connect timeout, a sixth (3.3 events a request); from 25,000 on the
+// 10,000 in-flight cap is full and 93% to 99% of arrivals are dropped at
+// once (1.2 and 1.0 events). Compare sizes
+// by events/cpu-s, or with BenchmarkSimScaleWorkers, which keeps the work
+// per request; served/req and dropped/req say which regime a size is in.
 func BenchmarkSimScale(b *testing.B) {
 	for _, sinkName := range []string{"count", "recorder"} {
 		for _, n := range scaleTenants {
@@ -108,7 +117,9 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 // benchScale runs sc once per op and reports its rates, allocations and
 // heap per tenant. req/s is simulated requests per wall second, req/cpu-s
 // per CPU second, allocs/req the heap allocations and events/req the
-// events (stale ones included) per request; B/tenant is
+// events (stale ones included) per request, events/cpu-s the events per
+// CPU second; served/req is the share of requests a worker took and
+// dropped/req of arrivals dropped at the in-flight cap; B/tenant is
 // the heap the first run holds at its end per tenant (its state, with
 // record the recorder's too, histograms included), after a collection. Without record
 // results go to a counter, measuring the engine alone; with it into a
@@ -116,7 +127,7 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 // which builds no results.json here.
 func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	b.ReportAllocs()
-	var reqs, events, held uint64
+	var reqs, events, held, served, dropped uint64
 	var tenants int
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -133,7 +144,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 		first := tenants == 0
 		var before uint64
 		if first {
-			before = heapInUse()
+			before = liveHeap()
 		}
 		e, err := newEngine(sc, sink, opts)
 		if err != nil {
@@ -144,8 +155,10 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 		}
 		reqs += e.stats.Requests
 		events += e.stats.Events
+		served += e.stats.Started
+		dropped += e.stats.Outcomes[workload.Dropped]
 		if first {
-			held = heapInUse() - before
+			held = liveHeap() - before
 		}
 		tenants = len(e.tenants)
 		runtime.KeepAlive(e)
@@ -155,19 +168,23 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "req/s")
 	// On a shared machine wall time says little: per CPU second too (the
-	// collections heapInUse forces on the first op included).
+	// collections liveHeap forces on the first op included).
 	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
 	b.ReportMetric(float64(events)/float64(reqs), "events/req")
+	b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
+	b.ReportMetric(float64(served)/float64(reqs), "served/req")
+	b.ReportMetric(float64(dropped)/float64(reqs), "dropped/req")
 	b.ReportMetric(float64(held)/float64(tenants), "B/tenant")
 }
 
-// heapInUse returns the bytes of live heap objects after a collection.
-func heapInUse() uint64 {
+// liveHeap returns the bytes of heap objects a collection it forces finds
+// live.
+func liveHeap() uint64 {
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	return live[0].Value.Uint64()
 }
 
 func TestTenantLayout(t *testing.T) {

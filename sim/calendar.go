@@ -17,12 +17,18 @@ import (
 // bucket width is set from the events the calendar holds whenever it
 // starts a window, so that a bucket holds about perBucket of them whatever
 // the rates; an event in the past of the window, which the engine does
-// not schedule, would still come out in order. The zero calendar is
-// empty; set perBucket before the first push.
+// not schedule, would still come out in order. A bucket of the ring is a
+// chain of blocks from one store, each block back on the free list once
+// its bucket comes up: the ring holds about the events pending, where a
+// slice a bucket would keep the most any bucket of its slot ever held
+// (13 times the events pending, measured at 2,500 tenants). The zero
+// calendar is empty; set perBucket before the first push.
 type calendar struct {
-	cur       []event   // a min-heap of the events in buckets up to base
-	ring      [][]event // ring[b&mask] holds bucket b, for base < b < end
-	far       []event   // events in buckets from end on
+	cur       []event    // a min-heap of the events in buckets up to base
+	ring      []int32    // ring[b&mask] is bucket b's first block, for base < b < end; 0 none
+	blocks    []calBlock // the ring's blocks; blocks[0] is never used, so that 0 means none
+	free      int32      // the first free block; 0 none
+	far       []event    // events in buckets from end on
 	mask      int64
 	shift     uint
 	base      int64 // the bucket cur holds
@@ -30,6 +36,17 @@ type calendar struct {
 	inRing    int   // events in ring
 	perBucket int   // the mean number of events a bucket is sized to hold
 	loaded    bool  // a bucket has come into cur since the flag was cleared
+}
+
+// blockLen is how many events a block of the ring holds: a few cache
+// lines to fill in order, few enough that a sparse bucket wastes little.
+const blockLen = 32
+
+// calBlock is a run of one bucket's events, in no order, or a free block.
+type calBlock struct {
+	n    int32 // events held
+	next int32 // the bucket's next block, or the next free one; 0 none
+	evs  [blockLen]event
 }
 
 // windowGaps is the window's span in mean distances from its first event
@@ -41,9 +58,8 @@ const windowGaps = 4
 // reset makes q hold evs and nothing else.
 func (q *calendar) reset(evs []event) {
 	q.cur, q.far, q.inRing = q.cur[:0], append(q.far[:0], evs...), 0
-	for i := range q.ring {
-		q.ring[i] = q.ring[i][:0]
-	}
+	clear(q.ring)
+	q.blocks, q.free = q.blocks[:0], 0
 	q.window()
 }
 
@@ -105,7 +121,13 @@ func (q *calendar) put(ev event) {
 	case b <= q.base:
 		q.up(ev)
 	case b < q.end:
-		q.ring[b&q.mask] = append(q.ring[b&q.mask], ev)
+		s := &q.ring[b&q.mask]
+		if *s == 0 || q.blocks[*s].n == blockLen {
+			*s = q.block(*s)
+		}
+		blk := &q.blocks[*s]
+		blk.evs[blk.n] = ev
+		blk.n++
 		q.inRing++
 	default:
 		q.far = append(q.far, ev)
@@ -121,12 +143,18 @@ func (q *calendar) advance() {
 	for {
 		q.base++
 		s := &q.ring[q.base&q.mask]
-		if len(*s) == 0 {
+		if *s == 0 {
 			continue
 		}
-		q.cur = append(q.cur, *s...)
-		q.inRing -= len(*s)
-		*s = (*s)[:0]
+		for id := *s; id != 0; {
+			blk := &q.blocks[id]
+			q.cur = append(q.cur, blk.evs[:blk.n]...)
+			q.inRing -= int(blk.n)
+			next := blk.next
+			blk.n, blk.next, q.free = 0, q.free, id
+			id = next
+		}
+		*s = 0
 		q.heapify()
 		q.loaded = true
 		return
@@ -155,7 +183,7 @@ func (q *calendar) window() {
 	buckets := max(windowGaps*n/per, 1)
 	size := 1 << bits.Len(uint(buckets-1))
 	if len(q.ring) != size {
-		q.ring = make([][]event, size)
+		q.ring = make([]int32, size)
 		q.mask = int64(size - 1)
 	}
 	q.base = int64(lo) >> q.shift
@@ -169,6 +197,26 @@ func (q *calendar) window() {
 		q.put(ev)
 	}
 	q.loaded = true
+}
+
+// block returns a new empty block, from the free list when it has one,
+// that chains to next.
+func (q *calendar) block(next int32) int32 {
+	id := q.free
+	if id == 0 {
+		if len(q.blocks) == 0 {
+			q.blocks = append(q.blocks, calBlock{}) // 0 means none
+		}
+		if len(q.blocks) == math.MaxInt32 {
+			panic("sim: calendar full")
+		}
+		id = int32(len(q.blocks))
+		q.blocks = append(q.blocks, calBlock{})
+	} else {
+		q.free = q.blocks[id].next
+	}
+	q.blocks[id].next = next
+	return id
 }
 
 // up adds ev to the heap cur.
