@@ -5,11 +5,13 @@
 // Go's timers wake up to about a millisecond late on Linux: the runtime's
 // poller sleeps in whole milliseconds. A live run at time scale 0.01 turns
 // that millisecond into 100 ms of model time, on every service time and
-// every scheduled send. Wait with precise set waits on an ordinary timer
-// until the deadline is near, then on one shared kernel high-resolution
-// timer (a timerfd read through the runtime's poller, so no thread is held
-// asleep and nothing spins); a Pacer aims a stream of such waits early by
-// the lateness it sees, and Wakes counts that lateness process-wide.
+// every scheduled send. Wait with precise set waits on a kernel
+// high-resolution timer of its own (a timerfd from a pool, read through the
+// runtime's poller, so no thread is held asleep, nothing spins, and the
+// poller wakes the waiter itself); a wait longer than Span first sleeps on
+// an ordinary timer until the deadline is near. A Pacer aims a stream of
+// such waits early by the lateness it sees, and Wakes counts that lateness
+// process-wide.
 //
 // Scale is the one place model durations become wall durations and back;
 // ModelClock reads model time off the wall clock from an anchor; Clock

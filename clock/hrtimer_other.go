@@ -2,7 +2,10 @@
 
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // hr has no high-resolution timer off Linux: precise waits use the
 // runtime's timer.
@@ -10,4 +13,4 @@ var hr noTimer
 
 type noTimer struct{}
 
-func (noTimer) at(time.Time) (<-chan struct{}, bool) { return nil, false }
+func (noTimer) sleep(context.Context, time.Duration) bool { return false }

@@ -6,9 +6,15 @@ import (
 	"time"
 )
 
-// Coarse is how near the deadline a precise Wait stops trusting the
-// runtime's timer.
+// Coarse is how near the deadline a precise Wait longer than Span stops
+// trusting the runtime's timer.
 const Coarse = 1500 * time.Microsecond
+
+// Span is the longest precise Wait timed by a high-resolution timer alone;
+// a longer one waits on the runtime's timer until Coarse before its
+// deadline. Most waits of a load generator at hundreds of sends a second
+// fit in it, and each then wakes the process once rather than twice.
+const Span = 50 * time.Millisecond
 
 // Wait waits until deadline or until ctx is done, whichever comes first,
 // and reports whether it reached the deadline; it never returns true before
@@ -27,17 +33,15 @@ func Wait(ctx context.Context, deadline time.Time, precise bool) bool {
 			}
 			return true
 		}
-		if precise && d <= Coarse {
-			if ch, ok := hr.at(deadline); ok {
-				select {
-				case <-done:
-					return false
-				case <-ch:
-				}
-				continue
-			}
+		select {
+		case <-done:
+			return false
+		default:
 		}
-		if precise && d > Coarse {
+		if precise && d <= Span && hr.sleep(ctx, d) {
+			continue
+		}
+		if precise && d > Span {
 			d -= Coarse
 		}
 		t := time.NewTimer(d)

@@ -179,3 +179,23 @@ func TestWakesQuantile(t *testing.T) {
 		t.Errorf("w.Sub(w).Count() = %d, want 0", got)
 	}
 }
+
+// TestWaitManyShort has goroutines make many waits of a few microseconds,
+// shorter than arming a timer takes: an expiry the poller misses hangs the
+// test.
+func TestWaitManyShort(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				deadline := time.Now().Add(time.Duration((i+g)%20) * time.Microsecond)
+				Wait(context.Background(), deadline, true)
+				if d := time.Until(deadline); d > 0 {
+					t.Errorf("a waiter woke %v early", d)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

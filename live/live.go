@@ -364,12 +364,18 @@ type pair struct {
 
 	stopBackend context.CancelFunc
 	backendDone chan struct{}
-	proxy       interface {
-		Serve(net.Listener) error
-		Close() error
-	}
-	proxyDone chan struct{}
-	rp        http.Handler // the reverse proxy behind the limits
+	proxy       server
+	proxyDone   chan struct{}
+	rp          http.Handler // the reverse proxy behind the limits
+	// newServer makes the kind of server the proxy is, for the
+	// prober's listener: its probes pay what a request does.
+	newServer func(http.Handler) server
+}
+
+// server is a proxy's HTTP server: net/http's or the lean one.
+type server interface {
+	Serve(net.Listener) error
+	Close() error
 }
 
 // dialFunc is http.Transport.DialContext.
@@ -492,14 +498,14 @@ func startPair(sc *scenarios.Scenario, scale clock.Scale, transport string, prec
 	// The proxy reads the backend's model clock, so that limit_req and the
 	// pool agree on model time.
 	h := &limiterproxy.Handler{Policy: policy, Next: rp, Clock: clock.Clock{Model: b.Clock(), Precise: precise}}
+	// net/http's server reads every connection on a goroutine of its own
+	// while a request is served; the lean one only while the request's
+	// context is waited on.
+	p.newServer = func(h http.Handler) server { return limiterproxy.NewServer(h, opts) }
 	if memory {
-		// net/http's server reads every connection on a goroutine of
-		// its own while a request is served; the lean one only while
-		// the request's context is waited on.
-		p.proxy = limiterproxy.NewLeanServer(h, opts)
-	} else {
-		p.proxy = limiterproxy.NewServer(h, opts)
+		p.newServer = func(h http.Handler) server { return limiterproxy.NewLeanServer(h, opts) }
 	}
+	p.proxy = p.newServer(h)
 	p.rp = rp
 	p.proxyURL = &url.URL{Scheme: "http", Host: pln.Addr().String()}
 	p.proxyDone = make(chan struct{})

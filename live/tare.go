@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -118,17 +117,21 @@ func totalWeight(wr []scenarios.WeightedRoute) float64 {
 }
 
 // prober times requests that do no work through the built-in reverse proxy
-// and backend, from a keep-alive client like the driver's. It has a
-// listener of its own without the limits, so that no limiter key counts a
-// probe. It is not safe for concurrent use; close it when done.
+// and backend, from a keep-alive client like the driver's, on a server like
+// the proxy's. It has a listener of its own without the limits, so that no
+// limiter key counts a probe. It is not safe for concurrent use; close it
+// when done.
 type prober struct {
-	wait   time.Duration
-	srv    *http.Server
-	done   chan struct{}
-	tr     *h1.Client
-	client *http.Client
-	url    string
+	wait time.Duration
+	srv  server
+	done chan struct{}
+	tr   *h1.Client
+	uri  string
+	host string
 }
+
+// probeTimeout bounds one probe.
+const probeTimeout = 5 * time.Second
 
 func (p *pair) newProber(wait time.Duration) (*prober, error) {
 	ln, dial, err := p.listen()
@@ -136,14 +139,15 @@ func (p *pair) newProber(wait time.Duration) (*prober, error) {
 		return nil, err
 	}
 	// The driver's own client, so that the tare is what its requests pay.
-	tr := &h1.Client{Dial: func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", ln.Addr().String()) }, MaxIdle: 1}
+	addr := ln.Addr().String()
+	tr := &h1.Client{Dial: func(ctx context.Context) (net.Conn, error) { return dial(ctx, "tcp", addr) }, MaxIdle: 1, SharedContext: true}
 	pb := &prober{
-		wait:   wait,
-		srv:    &http.Server{Handler: p.rp, ReadHeaderTimeout: 10 * time.Second},
-		done:   make(chan struct{}),
-		tr:     tr,
-		client: &http.Client{Transport: tr, Timeout: 5 * time.Second},
-		url:    "http://" + ln.Addr().String() + fakebackend.WaitPath + "?wait=" + wait.String(),
+		wait: wait,
+		srv:  p.newServer(p.rp),
+		done: make(chan struct{}),
+		tr:   tr,
+		uri:  fakebackend.WaitPath + "?wait=" + wait.String(),
+		host: addr,
 	}
 	go func() {
 		defer close(pb.done)
@@ -160,22 +164,13 @@ func (pb *prober) close() {
 
 // probe times one request, less the backend's wait.
 func (pb *prober) probe(ctx context.Context) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pb.url, nil)
-	if err != nil {
-		return 0, err
-	}
 	start := time.Now()
-	resp, err := pb.client.Do(req)
+	status, err := pb.tr.GetBy(ctx, start.Add(probeTimeout), pb.uri, pb.host, nil)
 	if err != nil {
 		return 0, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusNoContent {
-		return 0, fmt.Errorf("GET %s: %s, want 204 from the fake backend", pb.url, resp.Status)
+	if status != http.StatusNoContent {
+		return 0, fmt.Errorf("GET http://%s%s: status %d, want 204 from the fake backend", pb.host, pb.uri, status)
 	}
 	return time.Since(start) - pb.wait, nil
 }

@@ -181,6 +181,25 @@ func TestPipe(t *testing.T) {
 		if n, err := d.Read(buf); err != nil || string(buf[:n]) != "hi" {
 			t.Errorf("step 5: read after clearing the deadline: %q, %v; want \"hi\"", buf[:n], err)
 		}
+		// A deadline moved later before it passed holds until the later
+		// one, and one cleared before it passed never comes: the timer
+		// is reused, and its first firing must not end the wait.
+		d.SetReadDeadline(time.Now().Add(time.Second))
+		time.Sleep(500 * time.Millisecond)
+		d.SetReadDeadline(time.Now().Add(2 * time.Second))
+		start = time.Now()
+		if _, err := d.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) != 2*time.Second {
+			t.Errorf("step 5b: read past a deadline moved later: err %v after %v, want a deadline error after 2s", err, time.Since(start))
+		}
+		d.SetReadDeadline(time.Now().Add(time.Second))
+		d.SetReadDeadline(time.Time{})
+		go func() {
+			time.Sleep(3 * time.Second)
+			c.Write([]byte("ok"))
+		}()
+		if n, err := d.Read(buf); err != nil || string(buf[:n]) != "ok" {
+			t.Errorf("step 5c: read after a deadline was cleared: %q, %v; want \"ok\" after 3s", buf[:n], err)
+		}
 		d.Close()
 		if _, err := d.Read(buf); !errors.Is(err, io.ErrClosedPipe) {
 			t.Errorf("step 6: read from a closed end: err %v, want io.ErrClosedPipe", err)

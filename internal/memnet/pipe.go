@@ -205,10 +205,13 @@ func (e *end) SetReadDeadline(t time.Time) error  { e.rdl.set(t); return nil }
 func (e *end) SetWriteDeadline(t time.Time) error { e.wrl.set(t); return nil }
 
 // deadline is a settable deadline whose wait channel closes when it
-// passes, as net.Pipe's is.
+// passes, as net.Pipe's is. It keeps one timer for its life, reset on each
+// set, since net/http and the proxy set a connection's deadlines a few
+// times a request.
 type deadline struct {
 	mu     sync.Mutex
-	timer  *time.Timer
+	at     time.Time     // the deadline; zero means none
+	timer  *time.Timer   // made on the first deadline in the future; runs fire
 	cancel chan struct{} // closed when the deadline passes
 }
 
@@ -219,26 +222,37 @@ func newDeadline() *deadline { return &deadline{cancel: make(chan struct{})} }
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.cancel // the timer fired: wait until it closed cancel
-	}
-	d.timer = nil
+	d.at = t
 	closed := isClosed(d.cancel)
-	if t.IsZero() {
-		if closed {
+	dur := time.Until(t)
+	if t.IsZero() || dur <= 0 {
+		if d.timer != nil {
+			d.timer.Stop() // one already running finds d.at changed
+		}
+		switch {
+		case t.IsZero() && closed:
 			d.cancel = make(chan struct{})
+		case !t.IsZero() && !closed:
+			close(d.cancel)
 		}
 		return
 	}
-	if dur := time.Until(t); dur > 0 {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		ch := d.cancel
-		d.timer = time.AfterFunc(dur, func() { close(ch) })
-		return
+	if closed {
+		d.cancel = make(chan struct{})
 	}
-	if !closed {
+	if d.timer == nil {
+		d.timer = time.AfterFunc(dur, d.fire)
+	} else {
+		d.timer.Reset(dur)
+	}
+}
+
+// fire closes the wait channel if the deadline has passed: the timer's
+// function, which a stopped or reset timer may still run once late.
+func (d *deadline) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.at.IsZero() && !time.Now().Before(d.at) && !isClosed(d.cancel) {
 		close(d.cancel)
 	}
 }
