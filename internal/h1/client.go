@@ -8,22 +8,19 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/http/httputil"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// Client sends HTTP/1.1 requests without a body over keep-alive
-// connections that Dial makes. The caller's goroutine writes the request
-// and reads the answer itself: there is no goroutine per connection and no
-// hand-off between goroutines, which is where http.Transport spends most
-// of a small request's CPU. The bytes on the wire are what http.Transport
-// sends for the same request: the request line, Host, User-Agent (Go's
-// unless the request sets one), the request's headers, and
-// Content-Length: 0 for the methods that carry a body. Gzip is not asked
-// for (as with DisableCompression) and HTTP/2 is never spoken.
+// Client sends GET requests over keep-alive connections that Dial makes
+// (GetBy). The caller's goroutine writes the request and reads the answer
+// itself: there is no goroutine per connection and no hand-off between
+// goroutines, which is where http.Transport spends most of a small
+// request's CPU. The bytes on the wire are what http.Transport sends for
+// the same GET: the request line, Host and Go's User-Agent. Gzip is not
+// asked for (as with DisableCompression) and HTTP/2 is never spoken.
 //
 // A Client's fields must be set before first use; it is then safe for
 // concurrent use. Close it to close its idle connections.
@@ -43,9 +40,6 @@ type Client struct {
 	// byte of the answer (the server closed it while idle), as
 	// http.Transport does for a request without a body.
 	NoRetry bool
-	// MaxBody bounds the answer's body, which RoundTrip reads into memory;
-	// zero means DefaultMaxBody.
-	MaxBody int64
 	// SharedContext says that the callers' contexts outlive their requests,
 	// as a load generator's one context for a whole run does: a connection
 	// then keeps watching its context from one request to the next instead
@@ -70,10 +64,6 @@ type Client struct {
 	ndials   int            // dials in progress
 	dials    sync.WaitGroup // the same, for CloseIdleConnections
 }
-
-// DefaultMaxBody is the bound on an answer's body when Client.MaxBody is
-// zero.
-const DefaultMaxBody = 8 << 20
 
 // conn is a connection and its buffers, and the context whose end aborts
 // its I/O.
@@ -172,24 +162,8 @@ func (l *Client) end(ctx context.Context, c *conn, keep bool) error {
 	return nil
 }
 
-var _ http.RoundTripper = (*Client)(nil)
-
-// ErrBody is the error of a request RoundTrip cannot send: one with a body
-// or a protocol upgrade. Callers that may make such requests send them
-// another way.
-var ErrBody = errors.New("h1: request has a body or asks for an upgrade")
-
 // errAborted is the error of an exchange whose request context ended.
 var errAborted = errors.New("h1: request aborted")
-
-// Sendable reports whether RoundTrip can send req: no body and no upgrade.
-func Sendable(req *http.Request) bool {
-	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
-		return false
-	}
-	_, upgrade := req.Header["Upgrade"]
-	return !upgrade
-}
 
 // get returns an idle connection that watches ctx, or nil.
 func (l *Client) get(ctx context.Context) *conn {
@@ -248,24 +222,6 @@ func (l *Client) CloseIdleConnections() {
 	}
 }
 
-// RoundTrip sends req and returns the answer with its body read into
-// memory, so that the connection goes back to the pool at once. It fails
-// with ErrBody for a request that is not Sendable. req's context ends the
-// exchange at once: its connection is closed.
-func (l *Client) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !Sendable(req) {
-		return nil, ErrBody
-	}
-	ctx := req.Context()
-	var resp *http.Response
-	err := l.attempt(ctx, time.Time{}, func(c *conn) (bool, error) {
-		r, started, err := l.exchange(ctx, c, req)
-		resp = r
-		return started, err
-	})
-	return resp, err
-}
-
 // attempt runs ex on a connection from acquire, that watches ctx, by
 // deadline (zero: none). When ex fails, the connection is closed, and the
 // exchange is tried once more on a new connection if the failed one was
@@ -293,123 +249,16 @@ func (l *Client) attempt(ctx context.Context, deadline time.Time, ex func(c *con
 	}
 }
 
-// bodyMethods are the methods http.Transport sends Content-Length: 0 with
-// when they have no body.
-func bodyMethod(m string) bool {
-	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
-}
-
-// writeRequest writes req's head to bw.
-func writeRequest(bw *bufio.Writer, req *http.Request) error {
-	method := req.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	host := req.Host
-	if host == "" {
-		host = req.URL.Host
-	}
-	bw.WriteString(method)
-	bw.WriteByte(' ')
-	bw.WriteString(req.URL.RequestURI())
-	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(host)
-	if _, ok := req.Header["User-Agent"]; !ok {
-		bw.WriteString("\r\nUser-Agent: Go-http-client/1.1")
-	}
-	bw.WriteString("\r\n")
-	if len(req.Header) > 0 {
-		if err := req.Header.WriteSubset(bw, skipHeaders); err != nil {
-			return err
-		}
-	}
-	if bodyMethod(method) {
-		bw.WriteString("Content-Length: 0\r\n")
-	}
-	if req.Close {
-		bw.WriteString("Connection: close\r\n")
-	}
-	bw.WriteString("\r\n")
-	return nil
-}
-
-// skipHeaders are written by writeRequest itself, as http.Request.Write
-// does.
-var skipHeaders = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true, "Connection": true}
-
-// exchange writes req on c and reads the answer. Started says bytes of the
-// answer came before the error.
-func (l *Client) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, bool, error) {
-	if err := writeRequest(c.bw, req); err != nil {
-		return nil, false, err
-	}
-	if err := l.begin(c, time.Time{}); err != nil {
-		return nil, false, err
-	}
-	resp, err := http.ReadResponse(c.br, req)
-	if err != nil {
-		return nil, true, err
-	}
-	limit := l.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
-	body, err := readBody(resp, c, l.HeaderTimeout, limit)
-	if err != nil {
-		return nil, true, err
-	}
-	if err := l.end(ctx, c, !resp.Close && !req.Close); err != nil {
-		return nil, true, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, true, nil
-}
-
-// readBody reads resp's body, at most limit bytes, each read within
-// timeout when it is not zero.
-func readBody(resp *http.Response, c *conn, timeout time.Duration, limit int64) ([]byte, error) {
-	defer resp.Body.Close()
-	var buf []byte
-	if n := resp.ContentLength; n > 0 && n <= limit {
-		buf = make([]byte, 0, n)
-	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		if timeout > 0 {
-			c.c.SetReadDeadline(time.Now().Add(timeout))
-		}
-		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("h1: answer body over %s bytes", strconv.FormatInt(limit, 10))
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-// errMalformed is wrapped by the error of an answer Get cannot parse.
+// errMalformed is wrapped by the error of an answer GetBy cannot parse.
 var errMalformed = errors.New("h1: malformed answer")
 
-// Get sends a GET for uri (a request target: path and query) with Host
+// GetBy sends a GET for uri (a request target: path and query) with Host
 // host, and reads the answer: it returns the status and calls header, when
 // not nil, with each header field's name and value (valid only during the
 // call), and reads the body to its end without keeping it, as a load
-// generator needs. It is RoundTrip's exchange without an http.Request and
-// an http.Response: no allocation per request but the context's. A 1xx
+// generator needs: no allocation per request but the context's. A 1xx
 // answer is skipped. ctx's end aborts the exchange at once and closes its
-// connection.
-func (l *Client) Get(ctx context.Context, uri, host string, header func(name, value []byte)) (int, error) {
-	return l.GetBy(ctx, time.Time{}, uri, host, header)
-}
-
-// GetBy is Get with the exchange bounded by deadline, dial included; zero
+// connection. The exchange is bounded by deadline, dial included; zero
 // means none. An exchange that runs out of it fails with an error that is
 // os.ErrDeadlineExceeded. Unlike a context with a deadline, it costs no
 // timer and no registration per request: the deadline is the
@@ -436,7 +285,7 @@ func (l *Client) getOn(ctx context.Context, c *conn, deadline time.Time, uri, ho
 	return status, true, l.end(ctx, c, keep)
 }
 
-// writeGet writes a GET for uri with Host host to bw, as Get sends it.
+// writeGet writes a GET for uri with Host host to bw, as GetBy sends it.
 func writeGet(bw *bufio.Writer, uri, host string) {
 	bw.WriteString("GET ")
 	bw.WriteString(uri)
@@ -446,7 +295,7 @@ func writeGet(bw *bufio.Writer, uri, host string) {
 }
 
 // readAnswer reads an answer to a GET from br, skipping 1xx answers, and
-// its body to the end without keeping it; header is as Get's. Keep says
+// its body to the end without keeping it; header is as GetBy's. Keep says
 // the connection may carry another request.
 func readAnswer(br *bufio.Reader, header func(name, value []byte)) (status int, keep bool, err error) {
 	for {

@@ -35,17 +35,17 @@ func TestClient(t *testing.T) {
 				case <-time.After(time.Minute):
 				}
 			}
-			io.WriteString(w, r.Host+" "+r.URL.RequestURI())
+			w.Header().Set("X-Seen", r.Host+" "+r.URL.RequestURI())
+			io.WriteString(w, "a body read to its end")
 		}))
 		get := func(step, path string, ctx context.Context) (string, error) {
-			req, _ := http.NewRequestWithContext(ctx, "GET", "http://x"+path, nil)
-			req.Host = "site.example"
-			resp, err := lc.RoundTrip(req)
-			if err != nil {
-				return "", err
-			}
-			b, _ := io.ReadAll(resp.Body)
-			return string(b), nil
+			var seen string
+			_, err := lc.GetBy(ctx, time.Time{}, path, "site.example", func(name, value []byte) {
+				if string(name) == "X-Seen" {
+					seen = string(value)
+				}
+			})
+			return seen, err
 		}
 		steps := []struct {
 			step, path string
@@ -122,7 +122,7 @@ func TestClientBurstTakesReturned(t *testing.T) {
 			return dial(ctx)
 		}
 		get := func(path string) error {
-			st, err := c.Get(context.Background(), path, "h", nil)
+			st, err := c.GetBy(context.Background(), time.Time{}, path, "h", nil)
 			if err == nil && st != 200 {
 				err = fmt.Errorf("status %d", st)
 			}
@@ -169,7 +169,7 @@ func TestClientMaxDials(t *testing.T) {
 		errs := make(chan error, 3)
 		for range 3 {
 			go func() {
-				_, err := c.Get(context.Background(), "/", "h", nil)
+				_, err := c.GetBy(context.Background(), time.Time{}, "/", "h", nil)
 				errs <- err
 			}()
 		}
@@ -221,7 +221,7 @@ func TestGet(t *testing.T) {
 			{"/b", 200, 2},
 		} {
 			seen := ""
-			st, err := c.Get(context.Background(), s.uri, "Site.example", func(name, value []byte) {
+			st, err := c.GetBy(context.Background(), time.Time{}, s.uri, "Site.example", func(name, value []byte) {
 				if strings.EqualFold(string(name), "x-seen") {
 					seen = string(value)
 				}
@@ -257,7 +257,7 @@ func TestGet(t *testing.T) {
 		}()
 		rc := &Client{Dial: func(ctx context.Context) (net.Conn, error) { return raw.DialContext(ctx, "", "") }, MaxIdle: 4}
 		for i := range 2 {
-			if st, err := rc.Get(context.Background(), "/", "h", nil); err != nil || st != 200 {
+			if st, err := rc.GetBy(context.Background(), time.Time{}, "/", "h", nil); err != nil || st != 200 {
 				t.Errorf("HTTP/1.0 step %d: status %d, %v; want 200", i, st, err)
 			}
 		}

@@ -1,12 +1,11 @@
 // Package h1 owns a lean HTTP/1.1 client and server.
 //
-// The client sends requests without a body over keep-alive connections
-// that a dial function makes (loopback TCP or internal/memnet), written
-// and read by the caller's goroutine, for the load generator and the live
-// engine's probes, which must pay what its requests pay. It never starts a
-// goroutine, never follows redirects and never sends a body; requests it
-// cannot send are refused (ErrBody). A Line is one such connection split
-// between two goroutines, for the open model: one writes each request
+// The client sends GETs over keep-alive connections that a dial function
+// makes (loopback TCP or internal/memnet), written and read by the
+// caller's goroutine, for the load generator and the live engine's probes,
+// which must pay what its requests pay. It never starts a goroutine and
+// never follows redirects. A Line is one such connection split between
+// two goroutines, for the open model: one writes each request
 // when it is due, the other, parked on the connection, reads its answer.
 //
 // The server serves an http.Handler over net.Conn for the live engine's

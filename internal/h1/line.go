@@ -11,7 +11,7 @@ import (
 // answer (Wait) and reads it (Answer): so a request goes out from the
 // goroutine that decides it is due, with no hand-off to another goroutine,
 // and the one that reads is woken only by the answer. It speaks what
-// Client.Get speaks. One request at a time: the next Send only after the
+// Client.GetBy speaks. One request at a time: the next Send only after the
 // answer was read.
 type Line struct {
 	c  net.Conn
@@ -39,7 +39,7 @@ func (l *Line) Wait() error {
 	return err
 }
 
-// Answer reads the answer whose first byte Wait saw, as Client.Get does,
+// Answer reads the answer whose first byte Wait saw, as Client.GetBy does,
 // and says whether the connection may carry another request.
 func (l *Line) Answer(header func(name, value []byte)) (status int, keep bool, err error) {
 	return readAnswer(l.br, header)

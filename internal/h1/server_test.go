@@ -1,3 +1,7 @@
+// The server's tests stay in one file past 600 lines: they share one
+// in-memory harness (startServer, exchange, assertClosed) and a split along
+// features only repeated its imports and helpers.
+
 package h1
 
 import (
