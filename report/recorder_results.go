@@ -51,7 +51,7 @@ func (r *Recorder) Results(info RunInfo) *Results {
 		res.Settings[k] = v
 	}
 
-	total := r.other
+	total := r.other.clone()
 	groupTally := make([]tally, len(r.groups))
 	groupWork := make([]time.Duration, len(r.groups))
 	var groupHist groupHists

@@ -3,7 +3,11 @@ package report
 // This file holds the outcome and status counts the recorder keeps per
 // tenant and route.
 
-import "stampede/workload"
+import (
+	"slices"
+
+	"stampede/workload"
+)
 
 // tallyStatuses is how many distinct statuses a tally counts in place,
 // beside its outcomes: a tenant's results carry few (200, the limit's 503,
@@ -49,6 +53,13 @@ func (t *tally) addStatus(code int16, n uint64) {
 		}
 	}
 	t.more = append(t.more, statusCount{code, n})
+}
+
+// clone returns a copy of t that shares nothing with it, to merge into.
+func (t *tally) clone() tally {
+	c := *t
+	c.more = slices.Clone(t.more)
+	return c
 }
 
 func (t *tally) merge(o *tally) {
