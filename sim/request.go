@@ -232,7 +232,13 @@ func (e *engine) started(j *workerpool.Job) {
 // schedule plans r's next event: the natural one (k at t) or, while r's
 // result is not out, a timeout that comes first. On a tie the response
 // wins over the proxy's read timeout, which wins over the client's.
+//
+// A request whose natural event is never, one waiting in the backlog for a
+// worker, has a timeout only; it goes to the waits when it is not before
+// the latest there, which with one timeout for all (the proxy's read
+// timeout, a group's client timeout) it never is.
 func (e *engine) schedule(r *request, t time.Duration, k kind) {
+	waiting := t == never
 	if !r.done {
 		if r.read < t {
 			t, k = r.read, evReadTimeout
@@ -246,6 +252,11 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 	}
 	if t == never {
 		r.ev = 0
+		return
+	}
+	if ev := (event{at: t, seq: e.seq, ref: r.id, kind: k}); waiting && e.waits.fits(&ev) {
+		r.ev = e.nextSeq()
+		e.waits.push(ev)
 		return
 	}
 	r.ev = e.push(t, k, r.id)

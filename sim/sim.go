@@ -166,6 +166,7 @@ type engine struct {
 	busy      []limit.KeyCount // the busiest keys of the last sample
 	arrivals  calendar         // the open-model tenants' next arrivals, one per tenant (evArrival)
 	events    calendar         // every other event: requests', users', samples
+	waits     waits            // timeouts of requests in the backlog, when in order (see schedule)
 	seq       uint64
 	free      *request
 	chunks    [][]request
@@ -434,8 +435,13 @@ func (e *engine) warm() {
 	e.warmed = x
 }
 
+// before reports whether ev comes before the events' and the waits' tops.
+func (e *engine) before(ev *event) bool {
+	return (e.events.len() == 0 || ev.before(e.events.top())) && (e.waits.len() == 0 || ev.before(e.waits.top()))
+}
+
 // pending returns the number of events scheduled.
-func (e *engine) pending() int { return e.arrivals.len() + e.events.len() }
+func (e *engine) pending() int { return e.arrivals.len() + e.events.len() + e.waits.len() }
 
 func (e *engine) nextSeq() uint64 {
 	s := e.seq
@@ -475,17 +481,18 @@ func (e *engine) run(ctx context.Context) error {
 		e.push(0, evSample, 0)
 	}
 
+loop:
 	for n := 1; ; n++ {
 		if n%checkEvery == 0 && ctx.Err() != nil {
 			e.stats.Interrupted = true
 			e.stats.Backend = e.pool.Stats(e.stats.End)
 			return ctx.Err()
 		}
-		// The next event is the earlier of the two calendars' tops; both
-		// take their seqs from one counter, so the order is the one a
-		// single queue would give.
+		// The next event is the earliest of the two calendars' tops and
+		// the waits' head; all take their seqs from one counter, so the
+		// order is the one a single queue would give.
 		if e.arrivals.len() > 0 {
-			if a := e.arrivals.top(); e.events.len() == 0 || a.before(e.events.top()) {
+			if a := e.arrivals.top(); e.before(a) {
 				if a.at > e.horizon {
 					break
 				}
@@ -495,7 +502,7 @@ func (e *engine) run(ctx context.Context) error {
 					return e.fail(e.guard.err())
 				}
 				// The arrival stays on top while it is handled (what it
-				// schedules goes to the other calendar) and is then
+				// schedules goes to the other queues) and is then
 				// replaced by the tenant's next.
 				t := &e.tenants[a.ref]
 				e.arrive(t, a.at)
@@ -511,10 +518,18 @@ func (e *engine) run(ctx context.Context) error {
 				continue
 			}
 		}
-		if e.events.len() == 0 || e.events.top().at > e.horizon {
-			break
+		var ev event
+		switch {
+		case e.waits.len() > 0 && (e.events.len() == 0 || e.waits.top().before(e.events.top())):
+			if e.waits.top().at > e.horizon {
+				break loop
+			}
+			ev = e.waits.pop()
+		case e.events.len() > 0 && e.events.top().at <= e.horizon:
+			ev = e.events.pop()
+		default:
+			break loop
 		}
-		ev := e.events.pop()
 		e.stats.Events++
 		e.stats.End = ev.at
 		if !e.guard.ok(ev.at) {
