@@ -227,6 +227,21 @@ func (e *engine) started(j *workerpool.Job) {
 	e.stats.WaitTime += j.StartedAt() - j.ArrivedAt()
 	end, _ := e.pool.End(j)
 	e.schedule(r, end, evEnd)
+	e.trimWaits()
+}
+
+// trimWaits takes the stale timeouts off the head of the waits but the
+// last one. A stale event does nothing when its time comes, but while it is
+// pending the run goes on sampling and, past the horizon, cuts off: the
+// last one, which is after every other, keeps that so, and the run's
+// events are the same but for those it skips.
+func (e *engine) trimWaits() {
+	for e.waits.len() > 1 {
+		if top := e.waits.top(); e.request(top.ref).ev == top.seq {
+			return
+		}
+		e.waits.pop()
+	}
 }
 
 // schedule plans r's next event: the natural one (k at t) or, while r's

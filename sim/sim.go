@@ -67,7 +67,7 @@ type Options struct {
 
 // Stats are what a run counted. Times are model time.
 type Stats struct {
-	Events      uint64                       // events processed, stale ones included
+	Events      uint64                       // events processed, stale ones included but those engine.trimWaits skips
 	Requests    uint64                       // results handed to the sink
 	Outcomes    [workload.NumOutcomes]uint64 // results by outcome
 	CutOff      uint64                       // requests cut off when the drain ran out (counted as ClientTimeout too)

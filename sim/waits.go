@@ -6,8 +6,9 @@ package sim
 // and its end is scheduled instead: in the calendar they made most of its
 // events (24,000 of 31,000 pending at 2,500 tenants, two minutes out) and
 // deepened the heap every other event goes through. Here a timeout costs an
-// append and, when its time comes, a look at the head. The zero value is
-// empty.
+// append, and a stale one is taken off the head as soon as its job starts
+// (engine.trimWaits), so that the waits hold about the jobs in the backlog.
+// The zero value is empty.
 type waits struct {
 	ring []event // a ring of len a power of two; ring[head&mask] is the earliest
 	head int
