@@ -27,24 +27,33 @@ type request struct {
 	job      workerpool.Job // job.Data is the request itself
 	slots    limit.Slots
 	t        *tenant
-	connKeys []string // its visitor's limit_conn keys
-	user     int32    // closed model: the user; -1 for open
-	route    int16
-	done     bool          // the result is out
-	delayed  bool          // limit_req held it (Result.Delayed)
-	inUse    bool          // allocated
 	intended time.Duration // when the client meant to send it
 	client   time.Duration // the client's deadline; never when none
 	read     time.Duration // the proxy's read deadline; never until connected upstream
 	connect  time.Duration // the proxy's connect deadline; never when none or connected
 	ev       uint64        // seq of the one pending event that is not stale; 0 none
-	next     *request      // free list
+	user     int32         // closed model: the user; -1 for open
 	id       int32         // the request's place in the engine's chunks
+	next     int32         // free list: the next free request's id + 1; 0 none
+	keys     int32         // its visitor's and route's keys in t.keys; -1 t's own
+	route    int16
+	done     bool // the result is out
+	delayed  bool // limit_req held it (Result.Delayed)
+	inUse    bool // allocated
+}
+
+// connKeys returns r's limit_conn keys: its visitor's, for its route's
+// location.
+func (r *request) connKeys() []string {
+	if r.keys < 0 {
+		return r.t.connKeys
+	}
+	return r.t.keys[r.keys].conn
 }
 
 // alloc returns a clean request from the pool.
 func (e *engine) alloc() *request {
-	if e.free == nil {
+	if e.free == 0 {
 		if len(e.chunks) >= math.MaxInt32/chunkSize {
 			panic("sim: too many requests in flight")
 		}
@@ -52,13 +61,13 @@ func (e *engine) alloc() *request {
 		for i := len(chunk) - 1; i >= 0; i-- {
 			chunk[i].id = int32(len(e.chunks)*chunkSize + i)
 			chunk[i].next = e.free
-			e.free = &chunk[i]
+			e.free = chunk[i].id + 1
 		}
 		e.chunks = append(e.chunks, chunk)
 	}
-	r := e.free
+	r := e.request(e.free - 1)
 	e.free = r.next
-	r.next = nil
+	r.next = 0
 	r.inUse = true
 	return r
 }
@@ -73,7 +82,7 @@ func (e *engine) release(r *request) {
 		return
 	}
 	*r = request{id: r.id, next: e.free}
-	e.free = r
+	e.free = r.id + 1
 }
 
 // chunkSize is how many requests the pool allocates at once.
@@ -111,7 +120,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 	r := e.alloc()
 	r.t, r.user, r.route, r.intended = t, u, int16(route), now
 	reqKeys := t.reqKeys
-	r.connKeys = t.connKeys
+	r.keys = -1
 	if len(t.keys) > 0 { // the visitor's address, as scenarios.Tenant.VisitorAddr maps it, and the route's location
 		i := 0
 		if visitors := len(t.keys) / e.keyRoutes; visitors > 1 {
@@ -120,8 +129,7 @@ func (e *engine) start(t *tenant, u int32, visitor int, route int, service time.
 		if e.keyRoutes > 1 {
 			i += route
 		}
-		ks := &t.keys[i]
-		reqKeys, r.connKeys = ks.req, ks.conn
+		reqKeys, r.keys = t.keys[i].req, int32(i)
 	}
 	r.job = workerpool.Job{Service: service, Data: r}
 	r.client, r.read, r.connect = never, never, never
@@ -156,7 +164,7 @@ func (e *engine) connStage(r *request, now time.Duration) {
 		pol = e.routePol[r.route]
 	}
 	if len(pol.Conn) > 0 {
-		slots, d := pol.ConnStage(r.connKeys)
+		slots, d := pol.ConnStage(r.connKeys())
 		if d.Verdict == limit.Rejected {
 			e.finish(r, now, workload.Rejected, d.Status)
 			e.release(r)

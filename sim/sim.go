@@ -168,7 +168,7 @@ type engine struct {
 	events    calendar         // every other event: requests', users', samples
 	waits     waits            // timeouts of requests in the backlog, when in order (see schedule)
 	seq       uint64
-	free      *request
+	free      int32 // the first free request's id + 1; 0 none
 	chunks    [][]request
 	res       workload.Result
 	stopping  bool
