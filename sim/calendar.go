@@ -25,7 +25,7 @@ import (
 // calendar is empty; set perBucket before the first push.
 type calendar struct {
 	cur       []event    // a min-heap of the events in buckets up to base
-	ring      []int32    // ring[b&mask] is bucket b's first block, for base < b < end; 0 none
+	ring      []bucket   // ring[b&mask] is bucket b, for base < b < end
 	blocks    []calBlock // the ring's blocks; blocks[0] is never used, so that 0 means none
 	free      int32      // the first free block; 0 none
 	far       []event    // events in buckets from end on
@@ -42,9 +42,19 @@ type calendar struct {
 // lines to fill in order, few enough that a sparse bucket wastes little.
 const blockLen = 32
 
+// bucket is a bucket of the ring: its first block, the one put fills, and
+// how many events that block holds; the blocks after it are full. The count
+// is here rather than in the block so that a put reads the ring, which is
+// small and dense, and one cache line of the block, the one it writes: at
+// 250,000 tenants a put read the block's count from a line of its own, a
+// miss per arrival (1.6 s of an 18 s run).
+type bucket struct {
+	first int32 // 0 none
+	n     int32
+}
+
 // calBlock is a run of one bucket's events, in no order, or a free block.
 type calBlock struct {
-	n    int32 // events held
 	next int32 // the bucket's next block, or the next free one; 0 none
 	evs  [blockLen]event
 }
@@ -122,12 +132,11 @@ func (q *calendar) put(ev event) {
 		q.up(ev)
 	case b < q.end:
 		s := &q.ring[b&q.mask]
-		if *s == 0 || q.blocks[*s].n == blockLen {
-			*s = q.block(*s)
+		if s.first == 0 || s.n == blockLen {
+			s.first, s.n = q.block(s.first), 0
 		}
-		blk := &q.blocks[*s]
-		blk.evs[blk.n] = ev
-		blk.n++
+		q.blocks[s.first].evs[s.n] = ev
+		s.n++
 		q.inRing++
 	default:
 		q.far = append(q.far, ev)
@@ -143,18 +152,18 @@ func (q *calendar) advance() {
 	for {
 		q.base++
 		s := &q.ring[q.base&q.mask]
-		if *s == 0 {
+		if s.first == 0 {
 			continue
 		}
-		for id := *s; id != 0; {
+		for id, n := s.first, s.n; id != 0; n = blockLen {
 			blk := &q.blocks[id]
-			q.cur = append(q.cur, blk.evs[:blk.n]...)
-			q.inRing -= int(blk.n)
+			q.cur = append(q.cur, blk.evs[:n]...)
+			q.inRing -= int(n)
 			next := blk.next
-			blk.n, blk.next, q.free = 0, q.free, id
+			blk.next, q.free = q.free, id
 			id = next
 		}
-		*s = 0
+		*s = bucket{}
 		q.heapify()
 		q.loaded = true
 		return
@@ -183,7 +192,7 @@ func (q *calendar) window() {
 	buckets := max(windowGaps*n/per, 1)
 	size := 1 << bits.Len(uint(buckets-1))
 	if len(q.ring) != size {
-		q.ring = make([]int32, size)
+		q.ring = make([]bucket, size)
 		q.mask = int64(size - 1)
 	}
 	q.base = int64(lo) >> q.shift
