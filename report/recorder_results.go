@@ -61,13 +61,13 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	res.Tenants = make([]TenantResult, len(r.tenants))
 	res.Histograms.Tenants = make([]string, len(r.tenants))
 	for i, t := range r.tenants {
-		tr := &r.ten[i]
-		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: tr.tally.counts(), WorkS: workSeconds(tr.work), Latency: latencyOf(tr.hist)}
-		g := tr.group
-		groupTally[g].merge(&tr.tally)
+		tr, tl := &r.ten[i], r.tallyOf(i)
+		res.Tenants[i] = TenantResult{Name: t.Name, Group: t.Group, Host: t.Host, Counts: tl.counts(), WorkS: workSeconds(tr.work), Latency: latencyOf(tr.hist)}
+		g := r.hot[i].group
+		groupTally[g].merge(&tl)
 		groupWork[g] += tr.work
 		groupHist.add(int(g), tr.hist)
-		total.merge(&tr.tally)
+		total.merge(&tl)
 	}
 	res.Totals = total.counts()
 	res.Groups = make([]GroupResult, len(r.groups))

@@ -559,3 +559,38 @@ func TestRecorderResultsTwice(t *testing.T) {
 		t.Errorf("second Results totals %+v, first %+v", second.Totals, first.Totals)
 	}
 }
+
+// TestRecorderDropped counts dropped results, those Add keeps beside the
+// tally and those it cannot (a status, some work), across a wrap of the
+// count kept beside it, a merge and two calls of Results.
+func TestRecorderDropped(t *testing.T) {
+	sc := recScenario()
+	a, b := NewRecorder(sc), NewRecorder(sc)
+	drop := workload.Result{Tenant: 2, Outcome: workload.Dropped, Intended: ms(10)}
+	a.hot[2].dropped = math.MaxUint32 - 1
+	for range 3 {
+		a.Add(&drop)
+	}
+	b.Add(&drop)
+	b.Add(&workload.Result{Tenant: 2, Outcome: workload.Dropped, Status: 503, Intended: ms(20)})
+	b.Add(&workload.Result{Tenant: 2, Outcome: workload.Dropped, Work: ms(1), Intended: ms(30)})
+	a.Merge(b)
+	want := uint64(math.MaxUint32-1) + 3 + 3
+	for step := range 2 {
+		res := a.Results(RunInfo{Engine: "sim"})
+		for _, c := range []struct {
+			name string
+			got  Counts
+		}{{"tenant", res.Tenants[2].Counts}, {"group", res.Groups[0].Counts}, {"totals", res.Totals}} {
+			if c.got.Dropped != want || c.got.Requests != want {
+				t.Errorf("Results %d: %s dropped %d of %d requests, want %d of %d", step+1, c.name, c.got.Dropped, c.got.Requests, want, want)
+			}
+		}
+		if got := res.Tenants[2].Counts.Status["503"]; got != 1 {
+			t.Errorf("Results %d: tenant 503s = %d, want 1", step+1, got)
+		}
+		if got, w := res.Tenants[2].WorkS, 0.001; got != w {
+			t.Errorf("Results %d: tenant work %v s, want %v", step+1, got, w)
+		}
+	}
+}
