@@ -196,3 +196,21 @@ func TestTenantLayout(t *testing.T) {
 		t.Errorf("tenant.arrivals at offset %d, want 64: the first cache line holds the stream, mix and in-flight count", off)
 	}
 }
+
+// TestTenantKeysInline checks that stock-balance's tenants, with one
+// limit_conn key each, hold their keys' headers in the tenant itself.
+func TestTenantKeysInline(t *testing.T) {
+	e, err := newEngine(stockBalanceFleet(t, 3), &counter{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range e.tenants {
+		tn := &e.tenants[i]
+		if len(tn.connKeys) == 0 || &tn.connKeys[0] != &tn.keyBuf[len(tn.reqKeys)] {
+			t.Errorf("tenant %d: conn keys %q not in its keyBuf", i, tn.connKeys)
+		}
+		if len(tn.reqKeys) > 0 && &tn.reqKeys[0] != &tn.keyBuf[0] {
+			t.Errorf("tenant %d: req keys %q not in its keyBuf", i, tn.reqKeys)
+		}
+	}
+}
