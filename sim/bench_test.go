@@ -192,6 +192,9 @@ func TestTenantLayout(t *testing.T) {
 	if size := unsafe.Sizeof(tn); size%64 != 0 {
 		t.Errorf("tenant is %d bytes, not a multiple of 64: set tenantPad to %d", size, (64-(int(size)-tenantPad)%64)%64)
 	}
+	if size := unsafe.Sizeof(tn); size > 320 {
+		t.Errorf("tenant is %d bytes, want at most 320: five cache lines a tenant, as B/tenant of BenchmarkSimScale counts them", size)
+	}
 	if off := unsafe.Offsetof(tn.arrivals); off != 64 {
 		t.Errorf("tenant.arrivals at offset %d, want 64: the first cache line holds the stream, mix and in-flight count", off)
 	}

@@ -117,15 +117,12 @@ type tenant struct {
 	// limits); empty otherwise, when reqKeys and connKeys serve every request.
 	keys []keySet
 
-	load  *scenarios.Load
-	trace []scenarios.TraceArrival // model trace: the tenant's arrivals
-	stop  time.Duration
-	loop  workload.Closed // closed model: its users' loop
-	_     [tenantPad]byte
+	loop workload.Closed // closed model: its users' loop
+	_    [tenantPad]byte
 }
 
 // tenantPad rounds tenant up to a multiple of a cache line.
-const tenantPad = 40
+const tenantPad = 16
 
 // inlineKeys sets t's reqKeys and connKeys to req and conn, copied into
 // keyBuf when they fit.
@@ -337,7 +334,6 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		}
 		t := &e.tenants[i]
 		t.index = int32(st.Index)
-		t.load = st.Load
 		t.stream.Reset(sc.Seed, st.Index)
 		mix, ok := mixes[st.Load]
 		if !ok {
@@ -345,11 +341,9 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 			mixes[st.Load] = mix
 		}
 		t.mix = mix
-		t.trace = st.Trace
 		t.timeout = max(st.Load.ClientTimeout, 0)
 		t.closed = st.Load.Model == scenarios.Closed
 		t.cap = int32(workload.TenantCap(st.Load))
-		t.stop = workload.Stop(st.Load, sc.Duration)
 		if t.closed {
 			t.loop = workload.NewClosed(st.Load, sc.Duration)
 		}
@@ -389,7 +383,38 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if e.hasConn && e.busiest > 0 {
 		e.keyMap = make(map[string]int, e.busiest)
 	}
+	e.plan(tenants)
 	return e, nil
+}
+
+// plan schedules every tenant's first request: its users' first sends
+// (closed model) or its first arrival. What it reads of the tenants' specs
+// is read only here, so the tenants do not keep it.
+func (e *engine) plan(specs []scenarios.Tenant) {
+	var first []event
+	for i := range e.tenants {
+		t, load := &e.tenants[i], specs[i].Load
+		if t.closed {
+			first, ok := t.loop.First()
+			if !ok {
+				continue
+			}
+			for k := range load.Users {
+				e.users = append(e.users, user{t: t, k: k})
+				e.push(first, evSend, int32(len(e.users)-1))
+			}
+			continue
+		}
+		stop := workload.Stop(load, e.sc.Duration)
+		t.arrivals.Reset(load, stop, t.rng())
+		if load.Model == scenarios.Traced {
+			t.arrivals.ResetTrace(specs[i].Trace, load.Start, stop)
+		}
+		if next, ok := t.arrivals.Next(); ok {
+			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
+		}
+	}
+	e.arrivals.reset(first)
 }
 
 // keysOf computes a tenant's limiter keys once, with the proxy's own key
@@ -483,29 +508,6 @@ func (e *engine) run(ctx context.Context) error {
 		e.stats.Interrupted = true
 		return err
 	}
-	var first []event
-	for i := range e.tenants {
-		t := &e.tenants[i]
-		if t.closed {
-			first, ok := t.loop.First()
-			if !ok {
-				continue
-			}
-			for k := range t.load.Users {
-				e.users = append(e.users, user{t: t, k: k})
-				e.push(first, evSend, int32(len(e.users)-1))
-			}
-			continue
-		}
-		t.arrivals.Reset(t.load, t.stop, t.rng())
-		if t.load.Model == scenarios.Traced {
-			t.arrivals.ResetTrace(t.trace, t.load.Start, t.stop)
-		}
-		if next, ok := t.arrivals.Next(); ok {
-			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
-		}
-	}
-	e.arrivals.reset(first)
 	if e.sampler != nil && e.pending() > 0 {
 		e.push(0, evSample, 0)
 	}
