@@ -451,13 +451,11 @@ func (e *engine) push(t time.Duration, k kind, ref int32) uint64 {
 // 2048.
 const arrivalsPerBucket = 512
 
-// eventsPerBucket is arrivalsPerBucket for the other events, fewer: they
-// need no batch to warm, and the heap of the bucket at hand is what every
-// one of them goes through (at 2,500 tenants it held 709 on average with
-// 512, a third of the run). Measured in alternating rounds, 64 beat 512 by
-// 7-26% at 2,500 tenants and by 12% at 100,000 with workers scaled, and
-// tied at 25,000 and 250,000.
-const eventsPerBucket = 64
+// eventsPerBucket is arrivalsPerBucket for the other events. 64 cut the
+// heap of the bucket at hand (709 events on average at 2,500 tenants with
+// 512) and won at 2,500 tenants on a machine at load 4, but not at load
+// 7-11, and its part-filled blocks took 300 bytes a tenant more there.
+const eventsPerBucket = 512
 
 // warm reads the state of the tenants whose arrivals are next, in one
 // pass: with many tenants each is a cache miss, and misses issued side by
