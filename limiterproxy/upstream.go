@@ -199,7 +199,7 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 	}
 	// A client that goes away takes the upstream connection with it, as
 	// nginx closes it (and a gunicorn worker may go on regardless).
-	x.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	x.stop = afterFunc(ctx, func() { conn.Close() })
 	hasBody := x.rb.body != nil
 	if uc.reused {
 		// The last exchange's deadlines are past by now: a request with
@@ -267,6 +267,17 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 	x.body = upstreamBody{body: resp.Body, x: x}
 	resp.Body = &x.body
 	return resp, nil
+}
+
+// afterFunc is context.AfterFunc, calling ctx's own AfterFunc method
+// straight away when it has one, as context.AfterFunc would after asking
+// for ctx's Done channel: the lean server's request context then makes no
+// cancellable context for it.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // dialConn connects to req's upstream: with t.dial when set, else at
