@@ -91,6 +91,10 @@ type exchange struct {
 	stop func() bool // unhooks the connection from the request's context
 	br   *bufio.Reader
 	resp *http.Response
+	// plain and known are the response and its body when the upstream's
+	// head is plain (readHead).
+	plain http.Response
+	known knownBody
 
 	hc   headerConn
 	body upstreamBody
@@ -231,7 +235,7 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 
 	x.br = upstreamReaders.Get().(*bufio.Reader)
 	x.br.Reset(&x.hc)
-	resp, err := readResponse(x.br, req)
+	resp, err := readResponse(x.br, req, &x.plain, &x.known)
 	x.mu.Lock()
 	x.headersIn = true
 	x.mu.Unlock()
@@ -416,9 +420,15 @@ func (x *exchange) bodySent() bool {
 
 // readResponse reads the response to req from br, skipping informational
 // answers (100 Continue, 103 Early Hints), which nginx does not pass on
-// either.
-func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+// either: a plain head into resp, with body as its body (see readHead),
+// any other with http.ReadResponse.
+func readResponse(br *bufio.Reader, req *http.Request, resp *http.Response, body *knownBody) (*http.Response, error) {
 	for {
+		if ok, err := readHead(br, req, resp, body); err != nil {
+			return nil, err
+		} else if ok {
+			return resp, nil
+		}
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
 			return nil, err
