@@ -6,7 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
+
+	"stampede/internal/h1"
 )
 
 // readHead reads a response head the way http.ReadResponse does, into
@@ -31,35 +32,20 @@ func readHead(br *bufio.Reader, req *http.Request, resp *http.Response, body *kn
 			return true, err
 		}
 	}
-	buf, _ := br.Peek(br.Buffered()) // what is buffered: no read, no error
-	end := bytes.Index(buf, crlfcrlf)
-	if end < 0 {
+	b, ok := h1.PlainHead(br)
+	if !ok {
 		return false, nil
 	}
 	var h plainHead
-	if !h.parse(buf[:end+2]) {
+	if !h.parse(b) {
 		return false, nil
 	}
-	head := string(buf[:end+2]) // every name and value is a substring of it
-	hdr := make(http.Header, h.n)
-	values := make([]string, h.n)
-	for i := range h.n {
-		f := h.fields[i]
-		name := head[f.name[0]:f.name[1]]
-		if !f.canonical {
-			name = http.CanonicalHeaderKey(name)
-		}
-		values[i] = head[f.value[0]:f.value[1]]
-		if vv, ok := hdr[name]; ok {
-			hdr[name] = append(vv, values[i])
-		} else {
-			hdr[name] = values[i : i+1 : i+1]
-		}
-	}
+	head := string(b) // every name and value is a substring of it
+	hdr := h.fields.Header(head)
 	if !h.framedBy(hdr, req) {
 		return false, nil
 	}
-	br.Discard(end + 4) //nolint:errcheck // buffered
+	br.Discard(len(b) + 2) //nolint:errcheck // buffered
 	*resp = http.Response{
 		Status: head[h.status[0]:h.status[1]], StatusCode: h.code,
 		Proto: head[:8], ProtoMajor: 1, ProtoMinor: h.minor,
@@ -75,22 +61,12 @@ func readHead(br *bufio.Reader, req *http.Request, resp *http.Response, body *kn
 	return true, nil
 }
 
-var crlfcrlf = []byte("\r\n\r\n")
-
-// maxPlainFields bounds the header fields of a plain head; a head with
-// more goes to http.ReadResponse.
-const maxPlainFields = 32
-
 // plainHead is a response head as readHead parses it: offsets into the
 // head's bytes, which it copies only once it knows it takes the head.
 type plainHead struct {
 	minor, code int
 	status      [2]int // "200 OK"
-	fields      [maxPlainFields]struct {
-		name, value [2]int
-		canonical   bool
-	}
-	n int
+	fields      h1.PlainFields
 	// From the fields, once framedBy has read them:
 	length     int64 // resp.ContentLength
 	bodyLength int64 // the body's bytes on the wire
@@ -101,17 +77,7 @@ type plainHead struct {
 // is plain.
 func (h *plainHead) parse(b []byte) bool {
 	eol := bytes.IndexByte(b, '\n')
-	if eol < 0 || !h.statusLine(b[:eol+1]) {
-		return false
-	}
-	for off := eol + 1; off < len(b); {
-		eol := bytes.IndexByte(b[off:], '\n')
-		if eol < 0 || h.n == maxPlainFields || !h.field(b, off, off+eol+1) {
-			return false
-		}
-		off += eol + 1
-	}
-	return true
+	return eol >= 0 && h.statusLine(b[:eol+1]) && h.fields.Parse(b, eol+1)
 }
 
 // statusLine parses "HTTP/1.1 200 OK\r\n": one space after the version,
@@ -132,76 +98,10 @@ func (h *plainHead) statusLine(l []byte) bool {
 	}
 	h.code = int(c[0]-'0')*100 + int(c[1]-'0')*10 + int(c[2]-'0')
 	reason := l[12 : len(l)-2]
-	if len(reason) > 0 && (reason[0] != ' ' || !printable(reason)) {
+	if len(reason) > 0 && (reason[0] != ' ' || !h1.PlainValue(reason)) {
 		return false
 	}
 	h.status = [2]int{9, len(l) - 2}
-	return true
-}
-
-// field parses the header line b[from:to], "Name: value\r\n", as
-// textproto does: the value without the blanks around it.
-func (h *plainHead) field(b []byte, from, to int) bool {
-	l := b[from:to]
-	if len(l) < 3 || l[len(l)-2] != '\r' {
-		return false
-	}
-	colon := bytes.IndexByte(l, ':')
-	if colon <= 0 {
-		return false
-	}
-	canonical, ok := fieldName(l[:colon])
-	if !ok {
-		return false
-	}
-	v := l[colon+1 : len(l)-2]
-	if !printable(v) {
-		return false
-	}
-	start, end := colon+1, len(l)-2
-	for start < end && (l[start] == ' ' || l[start] == '\t') {
-		start++
-	}
-	for end > start && (l[end-1] == ' ' || l[end-1] == '\t') {
-		end--
-	}
-	f := &h.fields[h.n]
-	f.name, f.value, f.canonical = [2]int{from, from + colon}, [2]int{from + start, from + end}, canonical
-	h.n++
-	return true
-}
-
-// fieldName reports whether k is a token, and whether it is in
-// textproto's canonical form already ("Content-Type").
-func fieldName(k []byte) (canonical, ok bool) {
-	canonical, upper := true, true
-	for _, c := range k {
-		if !tokenByte[c] {
-			return false, false
-		}
-		switch {
-		case upper && 'a' <= c && c <= 'z', !upper && 'A' <= c && c <= 'Z':
-			canonical = false
-		}
-		upper = c == '-'
-	}
-	return canonical, true
-}
-
-var tokenByte = func() (set [256]bool) {
-	for _, c := range []byte("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-.^_`|~") {
-		set[c] = true
-	}
-	return set
-}()
-
-// printable reports whether v is printable ASCII and tabs.
-func printable(v []byte) bool {
-	for _, c := range v {
-		if (c < ' ' && c != '\t') || c > '~' {
-			return false
-		}
-	}
 	return true
 }
 
@@ -230,9 +130,9 @@ func (h *plainHead) framedBy(hdr http.Header, req *http.Request) bool {
 		h.length = int64(n)
 	}
 	conn := hdr["Connection"]
-	hasClose := hasToken(conn, "close")
+	hasClose := h1.HasToken(conn, "close")
 	if h.minor == 0 {
-		h.close = hasClose || !hasToken(conn, "keep-alive")
+		h.close = hasClose || !h1.HasToken(conn, "keep-alive")
 	} else if h.close = hasClose; hasClose {
 		delete(hdr, "Connection")
 	}
@@ -249,19 +149,6 @@ func (h *plainHead) framedBy(hdr http.Header, req *http.Request) bool {
 		h.bodyLength = h.length
 	}
 	return true
-}
-
-// hasToken reports whether the comma-separated values hold token, in any
-// ASCII case, as net/http reads Connection.
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.Trim(t, " \t"), token) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // knownBody is a response body of known length read from br, as

@@ -178,14 +178,7 @@ func (c *serverConn) awaitRequest(first bool) bool {
 // serveRequest reads one request and answers it, and reports whether the
 // connection can carry another.
 func (c *serverConn) serveRequest(ctx context.Context) bool {
-	if d := c.srv.ReadHeaderTimeout; d > 0 {
-		c.rwc.SetReadDeadline(time.Now().Add(d))
-		c.deadline = true
-	}
-	c.r.hit = false
-	c.r.remain = int64(c.srv.maxHeaderBytes()) + 4096 // as net/http, room for the request line and bufio's read-ahead
-	req, err := http.ReadRequest(c.br)
-	c.r.remain = math.MaxInt64
+	req, err := c.readRequest()
 	if err != nil {
 		switch {
 		case c.r.hit:
@@ -239,6 +232,24 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		return false
 	}
 	return c.bw.Flush() == nil
+}
+
+// readRequest reads the next request: a plain one whose head is in the
+// buffer already (nearly every one) without a read, and so without the
+// header timeout; any other with http.ReadRequest under it and the
+// header limit.
+func (c *serverConn) readRequest() (*http.Request, error) {
+	if req, ok := readPlainRequest(c.br); ok {
+		return req, nil
+	}
+	if d := c.srv.ReadHeaderTimeout; d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.deadline = true
+	}
+	c.r.hit = false
+	c.r.remain = int64(c.srv.maxHeaderBytes()) + 4096 // as net/http, room for the request line and bufio's read-ahead
+	defer func() { c.r.remain = math.MaxInt64 }()
+	return http.ReadRequest(c.br)
 }
 
 // runHandler runs the handler and reports whether it returned rather than
