@@ -32,8 +32,9 @@ type serverConn struct {
 	r      serverReader
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	keys   []string // a response's header keys, sorted; reused
-	head   []byte   // a response's header lines as WriteHeader saw them; reused
+	keys   []string    // a response's header keys, sorted; reused
+	header http.Header // a response's header map; reused
+	head   []byte      // a response's header lines as WriteHeader saw them; reused
 	// deadline says a read deadline is set that a handler's reads must
 	// not meet: reading the body or watching clears it first.
 	deadline bool
@@ -197,13 +198,19 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		c.refuse(status, why)
 		return false
 	}
-	rc := &reqContext{parent: ctx, c: c}
+	// The request's context and response writer in one allocation.
+	x := &struct {
+		rc reqContext
+		w  response
+	}{rc: reqContext{parent: ctx, c: c}}
+	rc := &x.rc
 	c.mu.Lock()
 	c.cur, c.watch, c.bodyEOF, c.finished = rc, nil, req.Body == http.NoBody, false
 	c.mu.Unlock()
-	req = req.WithContext(rc)
+	*req = *req.WithContext(rc) // the copy WithContext makes stays on the stack
 	req.RemoteAddr = c.remote
-	w := &response{c: c, req: req, contentLength: -1}
+	w := &x.w
+	*w = response{c: c, req: req, contentLength: -1}
 	if req.Body != http.NoBody {
 		b := &requestBody{c: c, w: w, rc: req.Body}
 		if expectsContinue(req) {

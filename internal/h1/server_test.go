@@ -428,6 +428,29 @@ func TestServerAfterFunc(t *testing.T) {
 	})
 }
 
+// TestServerHeaderPerRequest checks that a response's header starts empty
+// on every request of a connection, which reuses one map for them.
+func TestServerHeaderPerRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n := len(w.Header()); n != 0 {
+				t.Errorf("%s: the header starts with %d fields, want none", r.URL.Path, n)
+			}
+			if r.URL.Path == "/set" {
+				w.Header().Set("X-Set", "1")
+			}
+		})}
+		c := startServer(t, srv)()
+		rs := exchange(t, c, "GET /set HTTP/1.1\r\nHost: a\r\n\r\nGET /plain HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "GET")
+		if got := rs[0].Header.Get("X-Set"); got != "1" {
+			t.Errorf("/set: X-Set %q, want 1", got)
+		}
+		if got, ok := rs[1].Header["X-Set"]; ok {
+			t.Errorf("/plain: X-Set %q, the last request's, want none", got)
+		}
+	})
+}
+
 // TestServerNoWatch checks that a handler that does not ask for its
 // context's end costs no goroutine beyond the connection's.
 func TestServerNoWatch(t *testing.T) {
