@@ -114,7 +114,7 @@ func plainName(k []byte) (canonical, ok bool) {
 	return canonical, true
 }
 
-// plainValue reports whether v is printable ASCII and tabs.
+// PlainValue reports whether v is printable ASCII and tabs.
 func PlainValue(v []byte) bool {
 	for _, c := range v {
 		if (c < ' ' && c != '\t') || c > '~' {
