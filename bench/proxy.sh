@@ -6,6 +6,7 @@
 #
 #   bench/proxy.sh                 # 3 rounds of 10 s per proxy, 2 threads, 64 connections
 #   ROUNDS=5 DURATION=30s CONNS=128 KEEPALIVE=32 bench/proxy.sh
+#   MODES=ka BASELINE=/path/to/stampede bench/proxy.sh   # keep-alive only, beside another build
 #
 # Without keep-alive ("off") every proxy opens an upstream connection per
 # request, nginx's default proxy_pass. With it ("ka") stampede runs with
@@ -30,6 +31,10 @@
 # processes, from /proc, over the requests wrk counted), and the ratios of
 # stampede to each peer in the same mode, median (min-max) over the
 # rounds, each round's ratio taken within the round.
+# BASELINE, a stampede binary built from another tree (say main), runs
+# beside this tree's as "stampede base" in every mode and round, so that a
+# change is measured before and after in the same run. MODES (default
+# "off ka") picks the modes.
 # Everything it starts is stopped when it exits. On a machine busy with
 # other connections, put UPSTREAM_PORT and PORT_BASE below the kernel's
 # ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range), e.g. 9480 and
@@ -48,6 +53,8 @@ PORT_BASE=${PORT_BASE:-18481}
 CADDY=${CADDY:-/usr/bin/caddy}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 KEEPALIVE=${KEEPALIVE:-64}
+MODES=${MODES:-off ka}
+BASELINE=${BASELINE:-}
 LIMIT='$host=1000'
 
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
@@ -65,7 +72,9 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 13))); do
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || { echo "bench/proxy.sh: BASELINE $BASELINE is not an executable" >&2; exit 1; }
+
+for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 15))); do
   if port_open "$port"; then
     echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT and PORT_BASE)" >&2
     exit 1
@@ -115,7 +124,7 @@ add() {
   next_port=$((next_port + 1))
 }
 
-for mode in off ka; do
+for mode in $MODES; do
   ka=0
   [ "$mode" = ka ] && ka=$KEEPALIVE
   # stampede proxy, and nginx with the configuration stampede says is equivalent.
@@ -123,6 +132,12 @@ for mode in off ka; do
     --limit-conn "$LIMIT" --upstream-keepalive "$ka" 2>"$work/stampede-$mode.log" &
   pids+=($!)
   add "stampede $mode" $!
+  if [ -n "$BASELINE" ]; then
+    "$BASELINE" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
+      --limit-conn "$LIMIT" --upstream-keepalive "$ka" 2>"$work/baseline-$mode.log" &
+    pids+=($!)
+    add "stampede base $mode" $!
+  fi
   mkdir -p "$work/nginx-$mode"
   "$work/stampede" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
     --limit-conn "$LIMIT" --upstream-keepalive "$ka" --print-nginx >"$work/nginx-$mode/nginx.conf"
@@ -284,9 +299,9 @@ for i in "${!ports[@]}"; do
 done
 echo
 printf '%-34s %-24s %s\n' "ratio, same mode" "requests/s" "CPU per request"
-for mode in off ka; do
+for mode in $MODES; do
   s=$(index_of "stampede $mode")
-  for peer in nginx caddy haproxy "floor net/http" "floor h1" "floor raw"; do
+  for peer in "stampede base" nginx caddy haproxy "floor net/http" "floor h1" "floor raw"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"

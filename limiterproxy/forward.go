@@ -58,6 +58,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	removeHopByHop(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
+		if len(h[k]) == 0 {
+			// The response's header is not read again: its values may
+			// be shared rather than copied.
+			h[k] = vv
+			continue
+		}
 		h[k] = append(h[k], vv...)
 	}
 	announced := len(resp.Trailer)
@@ -93,10 +99,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stream, as ReverseProxy does; the error is the first read's other than
 // io.EOF, or the first write's.
 func copyBody(w http.ResponseWriter, resp *http.Response) error {
-	flush := resp.ContentLength == -1
-	if ct, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && ct == "text/event-stream" {
-		flush = true
-	}
+	flush := resp.ContentLength == -1 || isEventStream(resp.Header.Get("Content-Type"))
 	buf := copyBuffers.Get()
 	defer copyBuffers.Put(buf)
 	for {
@@ -118,6 +121,29 @@ func copyBody(w http.ResponseWriter, resp *http.Response) error {
 	}
 }
 
+// isEventStream reports whether the Content-Type ct is text/event-stream,
+// as ReverseProxy tells it with mime.ParseMediaType; a type that does not
+// hold those letters in any ASCII case, nearly every one, is not parsed.
+func isEventStream(ct string) bool {
+	const es = "text/event-stream"
+	if !containsFold(ct, es) {
+		return false
+	}
+	t, _, err := mime.ParseMediaType(ct)
+	return err == nil && t == es
+}
+
+// containsFold reports whether s holds the lower-case ASCII sub, in any
+// ASCII case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // hopByHop are the headers ReverseProxy drops both ways (RFC 9110 7.6.1),
 // beside those the Connection header names.
 var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -133,7 +159,7 @@ func removeHopByHop(h http.Header) {
 		}
 	}
 	for _, k := range hopByHop {
-		h.Del(k)
+		delete(h, k) // canonical already
 	}
 }
 

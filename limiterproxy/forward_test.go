@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -132,5 +133,19 @@ func TestLeanForwardLeaves(t *testing.T) {
 	}
 	if NewProxy(mustURL(t, "http://127.0.0.1:1/base"), ProxyOptions{}).lean {
 		t.Errorf("an upstream with a path of its own: the lean path applies")
+	}
+}
+
+// TestIsEventStream checks isEventStream against mime.ParseMediaType, which
+// it calls only for a type that holds the letters of text/event-stream.
+func TestIsEventStream(t *testing.T) {
+	for _, ct := range []string{"text/event-stream", "Text/Event-Stream; charset=utf-8", " text/event-stream ",
+		"TEXT/EVENT-STREAM", "text/event-streams", "text/event-stream;", "text/event-stream; x", "x text/event-stream",
+		"text/plain", "", "text/event-\u017ftream", "application/json; profile=text/event-stream"} {
+		mt, _, err := mime.ParseMediaType(ct)
+		want := err == nil && mt == "text/event-stream"
+		if got := isEventStream(ct); got != want {
+			t.Errorf("isEventStream(%q) = %v, want %v (mime.ParseMediaType)", ct, got, want)
+		}
 	}
 }

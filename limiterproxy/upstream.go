@@ -91,6 +91,10 @@ type exchange struct {
 	stop func() bool // unhooks the connection from the request's context
 	br   *bufio.Reader
 	resp *http.Response
+	// plain and known are the response and its body when the upstream's
+	// head is plain (readHead).
+	plain http.Response
+	known knownBody
 
 	hc   headerConn
 	body upstreamBody
@@ -199,7 +203,7 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 	}
 	// A client that goes away takes the upstream connection with it, as
 	// nginx closes it (and a gunicorn worker may go on regardless).
-	x.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	x.stop = afterFunc(ctx, func() { conn.Close() })
 	hasBody := x.rb.body != nil
 	if uc.reused {
 		// The last exchange's deadlines are past by now: a request with
@@ -231,7 +235,7 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 
 	x.br = upstreamReaders.Get().(*bufio.Reader)
 	x.br.Reset(&x.hc)
-	resp, err := readResponse(x.br, req)
+	resp, err := readResponse(x.br, req, &x.plain, &x.known)
 	x.mu.Lock()
 	x.headersIn = true
 	x.mu.Unlock()
@@ -267,6 +271,17 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 	x.body = upstreamBody{body: resp.Body, x: x}
 	resp.Body = &x.body
 	return resp, nil
+}
+
+// afterFunc is context.AfterFunc, calling ctx's own AfterFunc method
+// straight away when it has one, as context.AfterFunc would after asking
+// for ctx's Done channel: the lean server's request context then makes no
+// cancellable context for it.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 // dialConn connects to req's upstream: with t.dial when set, else at
@@ -405,9 +420,15 @@ func (x *exchange) bodySent() bool {
 
 // readResponse reads the response to req from br, skipping informational
 // answers (100 Continue, 103 Early Hints), which nginx does not pass on
-// either.
-func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+// either: a plain head into resp, with body as its body (see readHead),
+// any other with http.ReadResponse.
+func readResponse(br *bufio.Reader, req *http.Request, resp *http.Response, body *knownBody) (*http.Response, error) {
 	for {
+		if ok, err := readHead(br, req, resp, body); err != nil {
+			return nil, err
+		} else if ok {
+			return resp, nil
+		}
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
 			return nil, err

@@ -32,8 +32,9 @@ type serverConn struct {
 	r      serverReader
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	keys   []string // a response's header keys, sorted; reused
-	head   []byte   // a response's header lines as WriteHeader saw them; reused
+	keys   []string    // a response's header keys, sorted; reused
+	header http.Header // a response's header map; reused
+	head   []byte      // a response's header lines as WriteHeader saw them; reused
 	// deadline says a read deadline is set that a handler's reads must
 	// not meet: reading the body or watching clears it first.
 	deadline bool
@@ -178,14 +179,7 @@ func (c *serverConn) awaitRequest(first bool) bool {
 // serveRequest reads one request and answers it, and reports whether the
 // connection can carry another.
 func (c *serverConn) serveRequest(ctx context.Context) bool {
-	if d := c.srv.ReadHeaderTimeout; d > 0 {
-		c.rwc.SetReadDeadline(time.Now().Add(d))
-		c.deadline = true
-	}
-	c.r.hit = false
-	c.r.remain = int64(c.srv.maxHeaderBytes()) + 4096 // as net/http, room for the request line and bufio's read-ahead
-	req, err := http.ReadRequest(c.br)
-	c.r.remain = math.MaxInt64
+	req, err := c.readRequest()
 	if err != nil {
 		switch {
 		case c.r.hit:
@@ -204,13 +198,19 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		c.refuse(status, why)
 		return false
 	}
-	rc := &reqContext{parent: ctx, c: c}
+	// The request's context and response writer in one allocation.
+	x := &struct {
+		rc reqContext
+		w  response
+	}{rc: reqContext{parent: ctx, c: c}}
+	rc := &x.rc
 	c.mu.Lock()
 	c.cur, c.watch, c.bodyEOF, c.finished = rc, nil, req.Body == http.NoBody, false
 	c.mu.Unlock()
-	req = req.WithContext(rc)
+	*req = *req.WithContext(rc) // the copy WithContext makes stays on the stack
 	req.RemoteAddr = c.remote
-	w := &response{c: c, req: req, contentLength: -1}
+	w := &x.w
+	*w = response{c: c, req: req, contentLength: -1}
 	if req.Body != http.NoBody {
 		b := &requestBody{c: c, w: w, rc: req.Body}
 		if expectsContinue(req) {
@@ -239,6 +239,24 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		return false
 	}
 	return c.bw.Flush() == nil
+}
+
+// readRequest reads the next request: a plain one whose head is in the
+// buffer already (nearly every one) without a read, and so without the
+// header timeout; any other with http.ReadRequest under it and the
+// header limit.
+func (c *serverConn) readRequest() (*http.Request, error) {
+	if req, ok := readPlainRequest(c.br); ok {
+		return req, nil
+	}
+	if d := c.srv.ReadHeaderTimeout; d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.deadline = true
+	}
+	c.r.hit = false
+	c.r.remain = int64(c.srv.maxHeaderBytes()) + 4096 // as net/http, room for the request line and bufio's read-ahead
+	defer func() { c.r.remain = math.MaxInt64 }()
+	return http.ReadRequest(c.br)
 }
 
 // runHandler runs the handler and reports whether it returned rather than

@@ -11,7 +11,9 @@ import (
 // reqContext is a request's context. It is made as the request is read,
 // for nothing: only when something asks for its Done or Err, or derives a
 // context from it, does it make the cancellable context behind it and
-// have the connection watched for the client's end (see Server).
+// have the connection watched for the client's end (see Server). A
+// function scheduled with its AfterFunc, as context.AfterFunc schedules
+// one, makes no context either: it waits in the reqContext itself.
 type reqContext struct {
 	parent context.Context
 	c      *serverConn
@@ -19,17 +21,46 @@ type reqContext struct {
 	ready  atomic.Bool // ctx and stop are set
 	ctx    context.Context
 	stop   context.CancelFunc
+
+	mu       sync.Mutex
+	canceled bool     // the client went away or the request ended
+	after    []func() // AfterFunc's functions, nil once run or stopped
+	afterBuf [1]func()
 }
 
 func (x *reqContext) init() {
 	x.once.Do(func() {
-		x.ctx, x.stop = context.WithCancel(x.parent)
+		ctx, stop := context.WithCancel(x.parent)
+		x.mu.Lock()
+		x.ctx, x.stop = ctx, stop
+		canceled := x.canceled
+		x.mu.Unlock()
+		if canceled {
+			stop()
+		}
 		x.ready.Store(true)
 		x.c.startWatch(x)
 	})
 }
 
-func (x *reqContext) cancel() { x.stop() }
+// cancel ends the request's context: the context behind it, if made,
+// is cancelled, and AfterFunc's functions still waiting run, each on a
+// goroutine of its own, as context.AfterFunc runs them.
+func (x *reqContext) cancel() {
+	x.mu.Lock()
+	x.canceled = true
+	stop, after := x.stop, x.after
+	x.after = nil
+	x.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	for _, f := range after {
+		if f != nil {
+			go f()
+		}
+	}
+}
 
 func (x *reqContext) Deadline() (time.Time, bool) { return x.parent.Deadline() }
 
@@ -46,11 +77,38 @@ func (x *reqContext) Value(key any) any {
 func (x *reqContext) Done() <-chan struct{} { x.init(); return x.ctx.Done() }
 func (x *reqContext) Err() error            { x.init(); return x.ctx.Err() }
 
-// AfterFunc lets a context derived from x follow it without a goroutine
-// of the context package's own.
+// AfterFunc arranges for f to run on a goroutine of its own once the
+// request's context is done, as context.AfterFunc does (which calls it, as
+// does a context derived from x): the connection is watched, but no
+// context is made for it unless the parent can end by itself. stop
+// reports whether it kept f from running.
 func (x *reqContext) AfterFunc(f func()) (stop func() bool) {
-	x.init()
-	return context.AfterFunc(x.ctx, f)
+	if x.parent.Done() != nil {
+		x.init()
+		return context.AfterFunc(x.ctx, f)
+	}
+	x.mu.Lock()
+	if x.canceled {
+		x.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	if x.after == nil {
+		x.after = x.afterBuf[:0]
+	}
+	i := len(x.after)
+	x.after = append(x.after, f)
+	x.mu.Unlock()
+	x.c.startWatch(x)
+	return func() bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if i >= len(x.after) || x.after[i] == nil {
+			return false // run already, or stopped
+		}
+		x.after[i] = nil
+		return true
+	}
 }
 
 func (x *reqContext) String() string { return "h1 request context" }

@@ -78,7 +78,14 @@ func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWrite
 
 func (w *response) Header() http.Header {
 	if w.header == nil {
-		w.header = make(http.Header, 4)
+		// The connection's map, emptied: a handler must not touch its
+		// header once it returned, and the next request's starts empty.
+		c := w.c
+		if c.header == nil {
+			c.header = make(http.Header, 8)
+		}
+		clear(c.header)
+		w.header = c.header
 	}
 	return w.header
 }
@@ -300,10 +307,7 @@ func (w *response) commit(final bool) {
 	w.writeBody(w.buf)
 }
 
-func writeContentLength(bw interface {
-	WriteString(string) (int, error)
-	Write([]byte) (int, error)
-}, n int64) {
+func writeContentLength(bw *bufio.Writer, n int64) {
 	var b [32]byte
 	bw.WriteString("Content-Length: ")
 	bw.Write(strconv.AppendInt(b[:0], n, 10))

@@ -377,6 +377,80 @@ func TestServerClientGone(t *testing.T) {
 	})
 }
 
+// TestServerAfterFunc checks that a function scheduled with the AfterFunc
+// method of a request's context (which context.AfterFunc calls, and the
+// proxy's upstream transport calls directly) runs when the client leaves,
+// once the request ends, or not at all once stopped, without the context
+// behind the request's being made for it.
+func TestServerAfterFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ran := make(chan string, 4)
+		stopped := make(chan bool, 1)
+		release := make(chan struct{})
+		srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			path := r.URL.Path
+			after := r.Context().(interface{ AfterFunc(func()) func() bool })
+			stop := after.AfterFunc(func() { ran <- path })
+			if rc := r.Context().(*reqContext); rc.ready.Load() {
+				t.Errorf("%s: AfterFunc made the request's cancellable context", path)
+			}
+			switch path {
+			case "/gone":
+				<-release
+			case "/stop":
+				stopped <- stop()
+			}
+		})}
+		dial := startServer(t, srv)
+
+		c := dial()
+		io.WriteString(c, "GET /gone HTTP/1.1\r\nHost: a\r\n\r\n")
+		synctest.Wait()
+		c.Close()
+		synctest.Wait()
+		if len(ran) != 1 || <-ran != "/gone" {
+			t.Errorf("step 1: the client left and the function did not run")
+		}
+		close(release)
+
+		c = dial()
+		exchange(t, c, "GET /end HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+		synctest.Wait()
+		if len(ran) != 1 || <-ran != "/end" {
+			t.Errorf("step 2: the request ended and the function did not run")
+		}
+
+		exchange(t, c, "GET /stop HTTP/1.1\r\nHost: a\r\n\r\n", "GET")
+		synctest.Wait()
+		if !<-stopped || len(ran) != 0 {
+			t.Errorf("step 3: stop did not keep the function from running (%d ran)", len(ran))
+		}
+	})
+}
+
+// TestServerHeaderPerRequest checks that a response's header starts empty
+// on every request of a connection, which reuses one map for them.
+func TestServerHeaderPerRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n := len(w.Header()); n != 0 {
+				t.Errorf("%s: the header starts with %d fields, want none", r.URL.Path, n)
+			}
+			if r.URL.Path == "/set" {
+				w.Header().Set("X-Set", "1")
+			}
+		})}
+		c := startServer(t, srv)()
+		rs := exchange(t, c, "GET /set HTTP/1.1\r\nHost: a\r\n\r\nGET /plain HTTP/1.1\r\nHost: a\r\n\r\n", "GET", "GET")
+		if got := rs[0].Header.Get("X-Set"); got != "1" {
+			t.Errorf("/set: X-Set %q, want 1", got)
+		}
+		if got, ok := rs[1].Header["X-Set"]; ok {
+			t.Errorf("/plain: X-Set %q, the last request's, want none", got)
+		}
+	})
+}
+
 // TestServerNoWatch checks that a handler that does not ask for its
 // context's end costs no goroutine beyond the connection's.
 func TestServerNoWatch(t *testing.T) {
