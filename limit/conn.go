@@ -200,37 +200,81 @@ func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
 	if n <= 0 {
 		return dst
 	}
+	// dst[base:] holds the n busiest keys seen so far as a heap whose least
+	// busy key is first, so that most keys cost one comparison of counts
+	// with it and only the n kept are sorted: the simulator samples ten
+	// keys of thousands many times a run.
 	base := len(dst)
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		if sh.table.n > 0 {
 			for _, e := range sh.table.slots {
-				if e != nil {
-					dst = append(dst, KeyCount{Key: e.key, InFlight: int(e.n)})
+				if e == nil || len(dst)-base == n && int(e.n) < dst[base].InFlight {
+					continue
 				}
+				dst = keepBusiest(dst, base, n, KeyCount{Key: e.key, InFlight: int(e.n)})
 			}
 		}
 		sh.mu.Unlock()
-		if len(dst)-base > 4*n+1024 {
-			dst = dst[:base+len(trimBusiest(dst[base:], n))]
-		}
 	}
-	return dst[:base+len(trimBusiest(dst[base:], n))]
+	slices.SortFunc(dst[base:], compareBusiest)
+	return dst
 }
 
-// trimBusiest sorts kc busiest first, ties by key, and returns its first n.
-func trimBusiest(kc []KeyCount, n int) []KeyCount {
-	slices.SortFunc(kc, func(a, b KeyCount) int {
-		if a.InFlight != b.InFlight {
-			return cmp.Compare(b.InFlight, a.InFlight)
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-	if len(kc) > n {
-		kc = kc[:n:n]
+// keepBusiest offers kc to dst[base:], a heap of at most n keys whose least
+// busy is first, and returns dst: kc is added while the heap has room, else
+// it takes the least busy key's place when it is busier.
+func keepBusiest(dst []KeyCount, base, n int, kc KeyCount) []KeyCount {
+	if len(dst)-base < n {
+		dst = append(dst, kc)
+		siftUp(dst[base:], len(dst)-base-1)
+		return dst
 	}
-	return kc
+	if top := dst[base:]; compareBusiest(kc, top[0]) < 0 {
+		top[0] = kc
+		siftDown(top, 0)
+	}
+	return dst
+}
+
+// siftUp moves h[i] up the heap h, least busy first, to its place.
+func siftUp(h []KeyCount, i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if compareBusiest(h[parent], h[i]) > 0 {
+			return
+		}
+		h[parent], h[i] = h[i], h[parent]
+		i = parent
+	}
+}
+
+// siftDown moves h[i] down the heap h, least busy first, to its place.
+func siftDown(h []KeyCount, i int) {
+	for {
+		least := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h) && compareBusiest(h[c], h[least]) > 0 {
+				least = c
+			}
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// compareBusiest orders keys as Busiest lists them: busiest first, ties by
+// key. A limiter's keys are distinct, so the order is total and the n
+// busiest are the same keys however they are picked.
+func compareBusiest(a, b KeyCount) int {
+	if a.InFlight != b.InFlight {
+		return cmp.Compare(b.InFlight, a.InFlight)
+	}
+	return strings.Compare(a.Key, b.Key)
 }
 
 // KeyCount is one key's requests in flight.

@@ -318,3 +318,48 @@ func TestAppendBusiest(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendBusiestMatchesSort checks AppendBusiest's bounded selection
+// against a full sort of every key, on zones where most keys tie on their
+// count, so that the n-th place falls among ties and only the keys' order
+// decides which are listed.
+func TestAppendBusiestMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 11))
+	for round := range 200 {
+		keys := []int{0, 1, 5, 50, 3000}[round%5]
+		l := NewConnLimiter(3, 0)
+		counts := map[string]int{}
+		for range keys {
+			k := fmt.Sprintf("k%d", rng.IntN(4*keys))
+			if _, v := l.Acquire(k); v == Passed {
+				counts[k]++
+			}
+			for rng.IntN(3) == 0 {
+				if _, v := l.Acquire(k); v == Passed {
+					counts[k]++
+				}
+			}
+		}
+		var all []KeyCount
+		for k, c := range counts {
+			all = append(all, KeyCount{Key: k, InFlight: c})
+		}
+		slices.SortFunc(all, func(a, b KeyCount) int {
+			if a.InFlight != b.InFlight {
+				return b.InFlight - a.InFlight
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		for _, n := range []int{1, 2, 10, 64, len(all), len(all) + 7} {
+			if n < 1 {
+				continue
+			}
+			want := all[:min(n, len(all))]
+			dst := []KeyCount{{Key: "kept", InFlight: 9}}
+			got := l.AppendBusiest(dst, n)
+			if got[0] != dst[0] || !slices.Equal(got[1:], want) {
+				t.Fatalf("round %d, %d keys: AppendBusiest(n %d) = %v, want %v after %v", round, len(all), n, got[1:], want, dst[0])
+			}
+		}
+	}
+}
