@@ -273,9 +273,9 @@ func (t *upstreamTransport) exchange(req *http.Request, uc *upConn, head []byte)
 	return resp, nil
 }
 
-// afterFunc is context.AfterFunc, calling ctx's own AfterFunc method
-// straight away when it has one, as context.AfterFunc would after asking
-// for ctx's Done channel: the lean server's request context then makes no
+// afterFunc is context.AfterFunc, but calls ctx's own AfterFunc method
+// when it has one, where context.AfterFunc would ask for ctx's Done
+// channel first: the lean server's request context then makes no
 // cancellable context for it.
 func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {

@@ -168,9 +168,16 @@ func (c *serverConn) awaitRequest(first bool) bool {
 	if first {
 		d = c.srv.ReadHeaderTimeout
 	}
-	if d > 0 {
+	switch {
+	case d > 0:
 		c.rwc.SetReadDeadline(time.Now().Add(d))
 		c.deadline = true
+	case c.deadline:
+		// No idle timeout: the wait is unbounded, as in net/http, and a
+		// plain request, read from the buffer, leaves the last deadline
+		// set.
+		c.rwc.SetReadDeadline(time.Time{})
+		c.deadline = false
 	}
 	_, err := c.br.Peek(1)
 	return err == nil

@@ -78,10 +78,11 @@ func (x *reqContext) Done() <-chan struct{} { x.init(); return x.ctx.Done() }
 func (x *reqContext) Err() error            { x.init(); return x.ctx.Err() }
 
 // AfterFunc arranges for f to run on a goroutine of its own once the
-// request's context is done, as context.AfterFunc does (which calls it, as
-// does a context derived from x): the connection is watched, but no
-// context is made for it unless the parent can end by itself. stop
-// reports whether it kept f from running.
+// request's context is done, as context.AfterFunc does: the connection is
+// watched, but no context is made for it unless the parent can end by
+// itself. context.AfterFunc asks for Done first, which makes the context;
+// only a caller that calls this method itself (limiterproxy's upstream
+// exchange) saves it. stop reports whether it kept f from running.
 func (x *reqContext) AfterFunc(f func()) (stop func() bool) {
 	if x.parent.Done() != nil {
 		x.init()

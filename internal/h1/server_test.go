@@ -378,8 +378,8 @@ func TestServerClientGone(t *testing.T) {
 }
 
 // TestServerAfterFunc checks that a function scheduled with the AfterFunc
-// method of a request's context (which context.AfterFunc calls, and the
-// proxy's upstream transport calls directly) runs when the client leaves,
+// method of a request's context (which the proxy's upstream transport
+// calls directly) runs when the client leaves,
 // once the request ends, or not at all once stopped, without the context
 // behind the request's being made for it.
 func TestServerAfterFunc(t *testing.T) {
@@ -729,4 +729,22 @@ func TestServerReverseProxyCutBody(t *testing.T) {
 	if err == nil {
 		t.Fatalf("body %q read to a clean end; want the cut seen as an error", body)
 	}
+}
+
+// TestServerNoIdleTimeout keeps a connection busy, one request at a time,
+// for longer than the header timeout: without an idle timeout nothing
+// bounds the waits between requests, as in net/http, so the header
+// timeout of the first request must not close the connection later.
+func TestServerNoIdleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dial := startServer(t, &Server{Handler: echo, ReadHeaderTimeout: time.Second})
+		c := dial()
+		for i := range 5 {
+			rs := exchange(t, c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "GET")
+			if got := bodyOf(rs[0]); got != "GET /a x" {
+				t.Fatalf("request %d: %q, want %q", i+1, got, "GET /a x")
+			}
+			time.Sleep(600 * time.Millisecond)
+		}
+	})
 }
