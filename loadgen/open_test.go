@@ -113,7 +113,8 @@ func TestDriverDropsOverCaps(t *testing.T) {
 // of them, against the endpoint of benchTarget, as bench/loadgen.sh plays
 // them against nginx. It reports the process's CPU time per arrival (the
 // in-process endpoint's included when there is no target), the send
-// lateness p99 and the arrivals dropped.
+// lateness p99, the arrivals dropped and the requests sent that were not
+// answered ok.
 func BenchmarkDriverOpen(b *testing.B) {
 	target := benchTarget(b)
 	rate := 20000.0
@@ -145,13 +146,13 @@ func BenchmarkDriverOpen(b *testing.B) {
 	}
 	b.StopTimer()
 	n := 0
-	for o, k := range outcomes {
+	for _, k := range outcomes {
 		n += k
-		if o != int(workload.OK) && o != int(workload.Dropped) && k > 0 {
-			b.Errorf("%d requests %v", k, workload.Outcome(o))
-		}
 	}
 	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Microsecond)/float64(max(n, 1)), "cpu-µs/arrival")
 	b.ReportMetric(float64(d.SendLateness().P99)/float64(time.Millisecond), "late-p99-ms")
 	b.ReportMetric(float64(outcomes[workload.Dropped]), "dropped")
+	// An overloaded generator times out, which the figures must show
+	// rather than fail on.
+	b.ReportMetric(float64(n-outcomes[workload.OK]-outcomes[workload.Dropped]), "not-ok")
 }
