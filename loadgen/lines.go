@@ -20,8 +20,7 @@ import (
 type send struct {
 	sending
 	route   int
-	retried bool      // sent once more after a reused connection failed
-	queued  time.Time // when it began waiting for a line
+	retried bool // sent once more after a reused connection failed
 }
 
 // sends recycles the sends that ended, which spares an allocation per
@@ -43,23 +42,6 @@ func newSend(s sending, route int) *send {
 // thousands of connections, whose cost put the generator further behind
 // until the in-flight cap dropped arrivals; 4 dropped none.
 const lineDials = 4
-
-// lineDialDelay is, in model time, how long a send waits for a busy line
-// of its address to come free before a new connection is dialled for it,
-// when the address has lines at all. When the generator falls behind (the
-// CPU was taken from it), every line looks busy with an answer that has
-// come but is not yet read, and they come free as soon as their
-// goroutines run, sooner than a dial ends; and a dial costs the CPU of
-// about five requests. Against nginx's `return 200` at 40k arrivals a
-// second on a busy 2-core machine, dialling at once opened 7,700-8,300
-// connections in 5 s, whose dials were a quarter of the generator's CPU;
-// waiting first opened 5,400-6,100. A server that holds its requests
-// keeps its lines busy past the delay, and then every send waiting gets a
-// connection of its own: its latency, counted from its intended time,
-// includes the wait. At time scales where the delay is under a
-// millisecond of wall time, which the runtime's timers cannot time (and
-// a model millisecond is many requests' latency), sends dial at once.
-const lineDialDelay = time.Millisecond
 
 // States of a line.
 const (
@@ -94,14 +76,12 @@ func newLine(p *lines, nc net.Conn) *line {
 
 // lines are the open model's connections from one source address, and
 // the sends waiting for one. A send goes out at once on an idle line, or
-// else waits for the first line to come free, and gets a new one, which a
-// goroutine of its own dials and then reads, once it waited
-// lineDialDelay, or at once when the address has no line; never past
-// lineDials dials in progress, so that a burst of overdue sends does not
-// open connections by the thousand. Its lateness counts when the
-// scheduler hands it over (it is the generator's), its latency from its
-// intended time. Idle lines are kept until the run ends. The zero value is
-// not ready: see newLines.
+// else on a new one that a goroutine of its own dials and then reads; past
+// lineDials dials in progress it waits for the first line to come free or
+// be dialled, so that a burst of overdue sends does not open connections
+// by the thousand. Its lateness counts when the scheduler hands it over
+// (it is the generator's), its latency from its intended time. Idle lines
+// are kept until the run ends. The zero value is not ready: see newLines.
 type lines struct {
 	d       *Driver
 	dial    func(ctx context.Context) (net.Conn, error)
@@ -116,28 +96,16 @@ type lines struct {
 	waiting []*send // oldest first
 	ndials  int
 	closed  bool // aborted: no line is kept or made
-	// dialDelay is lineDialDelay in wall time, or zero; overdue, armed
-	// when the oldest send waiting has not waited that long yet, dials
-	// for it then.
-	dialDelay time.Duration
-	overdue   *time.Timer
-	armed     bool
 }
 
 func newLines(d *Driver, dial func(ctx context.Context) (net.Conn, error)) *lines {
-	p := &lines{d: d, dial: dial, all: map[*line]struct{}{}}
-	if w := d.scale.Wall(lineDialDelay); w >= time.Millisecond {
-		p.dialDelay = w
-	}
-	return p
+	return &lines{d: d, dial: dial, all: map[*line]struct{}{}}
 }
 
 // run readies p for a run under ctx whose results go to out. When ctx ends
 // every line is closed and every send waiting is ended.
 func (p *lines) run(ctx context.Context, out chan<- workload.Result) (stop func() bool) {
 	p.ctx, p.out = ctx, out
-	p.overdue = time.AfterFunc(time.Hour, p.dialOverdue)
-	p.overdue.Stop()
 	return context.AfterFunc(ctx, p.abort)
 }
 
@@ -163,10 +131,15 @@ func (p *lines) send(s *send) {
 		p.end(s, time.Now(), p.ctx.Err())
 		return
 	}
-	s.queued = time.Now()
-	p.waiting = append(p.waiting, s)
-	p.dialWaiting()
+	if p.ndials >= lineDials {
+		p.waiting = append(p.waiting, s)
+		p.mu.Unlock()
+		return
+	}
+	p.ndials++
+	p.owners.Add(1)
 	p.mu.Unlock()
+	go p.dialFor(s)
 }
 
 // end records the result of s, which ended at end with err.
@@ -188,8 +161,8 @@ func (p *lines) finish(s *send, end time.Time, status int, limited bool, service
 }
 
 // dialFor dials a new line for s, sends s on it and owns it. A failed dial
-// fails s alone; either way the oldest sends waiting get dials of their
-// own if they can (dialWaiting).
+// fails s alone; either way the oldest send waiting gets a dial of its
+// own if it can.
 func (p *lines) dialFor(s *send) {
 	defer p.owners.Done()
 	nc, err := p.dialBy(s.deadline)
@@ -224,47 +197,24 @@ func (p *lines) dialBy(deadline time.Time) (net.Conn, error) {
 	return p.dial(ctx)
 }
 
-// dialWaiting starts dials for the oldest sends waiting, as many as the
-// dials in progress allow, for those that waited lineDialDelay or all of
-// them when the address has no line; when the oldest has not waited so
-// long, it arms overdue for then. p.mu is held.
+// dialWaiting starts a dial for the oldest send waiting, when there is one
+// and the dials in progress allow. p.mu is held.
 func (p *lines) dialWaiting() {
-	var now time.Time
-	for len(p.waiting) > 0 && p.ndials < lineDials && !p.closed {
-		s := p.waiting[0]
-		if p.dialDelay > 0 && len(p.all) > 0 {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			if wait := p.dialDelay - now.Sub(s.queued); wait > 0 {
-				if !p.armed {
-					p.armed = true
-					p.overdue.Reset(wait)
-				}
-				return
-			}
-		}
-		p.waiting[0] = nil
-		p.waiting = p.waiting[1:]
-		p.ndials++
-		p.owners.Add(1)
-		go p.dialFor(s)
+	if len(p.waiting) == 0 || p.ndials >= lineDials || p.closed {
+		return
 	}
-}
-
-// dialOverdue dials for the sends that waited lineDialDelay, on overdue.
-func (p *lines) dialOverdue() {
-	p.mu.Lock()
-	p.armed = false
-	p.dialWaiting()
-	p.mu.Unlock()
+	s := p.waiting[0]
+	p.waiting[0] = nil
+	p.waiting = p.waiting[1:]
+	p.ndials++
+	p.owners.Add(1)
+	go p.dialFor(s)
 }
 
 // abort closes every line and ends every send waiting, when ctx ended.
 func (p *lines) abort() {
 	p.mu.Lock()
 	p.closed = true
-	p.overdue.Stop()
 	waiting := p.waiting
 	p.waiting = nil
 	for ln := range p.all {
@@ -283,7 +233,6 @@ func (p *lines) close() {
 	p.pending.Wait()
 	p.mu.Lock()
 	p.closed = true
-	p.overdue.Stop()
 	for ln := range p.all {
 		ln.h.Close()
 	}

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -225,94 +223,5 @@ func serveRaw(nc net.Conn) {
 			}
 		}
 		fmt.Fprintf(nc, "HTTP/1.1 %d X\r\nContent-Length: 2\r\n\r\nok", status)
-	}
-}
-
-// TestOpenBurstWaitsForBusyLines sends a burst of arrivals at one instant
-// onto an address whose one line is idle, in fake time over memnet,
-// against a server that answers each request after hold: sends the line
-// can carry within lineDialDelay wait for it rather than dial (one
-// connection in all), and those it cannot get connections of their own
-// once they waited lineDialDelay, which their latency, counted from the
-// intended time, includes.
-func TestOpenBurstWaitsForBusyLines(t *testing.T) {
-	const burst = 100 * time.Millisecond // after the first arrival's answer
-	for _, c := range []struct {
-		name    string
-		hold    time.Duration
-		n       int             // arrivals in the burst
-		conns   int             // the server accepts
-		latency []time.Duration // of the burst's, in the order they end
-	}{
-		{"answers within the delay", 40 * time.Microsecond, 5, 1, []time.Duration{40 * time.Microsecond, 80 * time.Microsecond, 120 * time.Microsecond, 160 * time.Microsecond, 200 * time.Microsecond}},
-		{"answers past the delay", 50 * time.Millisecond, 3, 3, []time.Duration{50 * time.Millisecond, 50*time.Millisecond + lineDialDelay, 50*time.Millisecond + lineDialDelay}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ln := memnet.Listen(memnet.Options{})
-				defer ln.Close()
-				var conns atomic.Int32
-				go func() {
-					for {
-						nc, err := ln.Accept()
-						if err != nil {
-							return
-						}
-						conns.Add(1)
-						go serveAfter(nc, c.hold)
-					}
-				}()
-				trace := []scenarios.TraceArrival{{At: 0}}
-				for range c.n {
-					trace = append(trace, scenarios.TraceArrival{At: burst})
-				}
-				load := &scenarios.Load{Model: scenarios.Traced, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-				d, err := NewDriver(DriverOptions{
-					Target:    mustURL(t, "http://"+ln.Addr().String()),
-					Routes:    testRoutes,
-					Tenants:   []scenarios.Tenant{{Index: 0, Name: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load, Trace: trace}},
-					Horizon:   time.Second,
-					TimeScale: 1,
-					Dial:      func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var sink resultSink
-				if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				var got []time.Duration
-				for _, r := range sink.got {
-					if r.Outcome != workload.OK {
-						t.Errorf("result %+v: want ok", r)
-					}
-					if r.Intended == burst {
-						got = append(got, r.Latency)
-					}
-				}
-				if !slices.Equal(got, c.latency) {
-					t.Errorf("the burst's latencies %v, want %v", got, c.latency)
-				}
-				if n := conns.Load(); int(n) != c.conns {
-					t.Errorf("server accepted %d connections, want %d", n, c.conns)
-				}
-			})
-		})
-	}
-}
-
-// serveAfter answers each request on nc with 200 after hold.
-func serveAfter(nc net.Conn, hold time.Duration) {
-	defer nc.Close()
-	br := bufio.NewReader(nc)
-	for {
-		if _, err := http.ReadRequest(br); err != nil {
-			return
-		}
-		time.Sleep(hold) // fake time: the server's work
-		if _, err := io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
-			return
-		}
 	}
 }
