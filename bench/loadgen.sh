@@ -25,6 +25,10 @@
 # Usage: bench/loadgen.sh            (from anywhere in the repository)
 # Env:   ROUNDS=5 DURATION=5s USERS=64 LADDER="5000 10000 20000 40000" STEP=10s
 #        MODES="closed open"  BASELINE=/path/to/stampede (e.g. built from main)
+#        PORT (nginx's; default the first free one of PORTS="9200 9299", the
+#        lowest and highest of a block out of the ephemeral range the
+#        clients' own ports come from, apart from other benchmarks' on a
+#        shared machine)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -76,7 +80,22 @@ for p in bombardier vegeta hey; do
   [ -n "${!p}" ] || echo "loadgen.sh: $p not available; left out" >&2
 done
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORTS=${PORTS:-9200 9299}
+# shellcheck disable=SC2086 # PORTS is two numbers
+port=${PORT:-$(python3 - $PORTS <<'EOF'
+import socket, sys
+lo, hi = int(sys.argv[1]), int(sys.argv[2])
+for p in range(lo, hi + 1):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+    print(p)
+    break
+EOF
+)}
+[ -n "$port" ] || { echo "loadgen.sh: no free port in $PORTS (set PORT or PORTS)" >&2; exit 1; }
 target="http://127.0.0.1:$port"
 mkdir -p "$work/nginx/logs" "$work/nginx/tmp"
 cat >"$work/nginx/nginx.conf" <<EOF

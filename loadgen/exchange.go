@@ -46,10 +46,10 @@ type sending struct {
 }
 
 // begin starts a request of tenant t on route, intended at model time
-// intended, that is being sent now: it counts it sent and in flight, and
-// how late it goes. Paced says the pacer slept for this send and should
-// learn how late it was.
-func (d *Driver) begin(start time.Time, t *tenant, route int, intended time.Duration, paced bool) sending {
+// intended, that is being sent at sent, now: it counts it sent and in
+// flight, and how late it goes. Paced says the pacer slept for this send
+// and should learn how late it was.
+func (d *Driver) begin(start time.Time, t *tenant, route int, intended time.Duration, sent time.Time, paced bool) sending {
 	s := sending{res: workload.Result{Tenant: t.index, Route: int16(route), Intended: intended}, t: t}
 	c := d.counters
 	c.sent.Add(1)
@@ -58,7 +58,6 @@ func (d *Driver) begin(start time.Time, t *tenant, route int, intended time.Dura
 	// a slow server, or from the send when the pacer woke early for it, so
 	// an early one does not shorten the wait.
 	s.from = start.Add(d.scale.Wall(intended))
-	sent := time.Now()
 	late := sent.Sub(s.from)
 	s.res.Late = int32(min(max(late/time.Microsecond, math.MinInt32), math.MaxInt32))
 	if paced {
@@ -120,7 +119,7 @@ func (d *Driver) finish(ctx context.Context, s *sending, end time.Time, status i
 // result, or false when ctx's cancellation abandoned it. Paced is as
 // begin's.
 func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, client *h1.Client, route int, intended time.Duration, paced bool) (workload.Result, bool) {
-	s := d.begin(start, t, route, intended, paced)
+	s := d.begin(start, t, route, intended, time.Now(), paced)
 	var service []string
 	limited := false
 	status, err := client.GetBy(ctx, s.deadline, d.uris[route], t.host, func(name, value []byte) {

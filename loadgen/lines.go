@@ -15,11 +15,22 @@ import (
 	"stampede/workload"
 )
 
-// send is one open-model arrival on its way.
+// send is one open-model arrival on its way, from newSend until lines'
+// finish, which recycles it.
 type send struct {
 	sending
 	route   int
 	retried bool // sent once more after a reused connection failed
+}
+
+// sends recycles the sends that ended, which spares an allocation per
+// arrival and the collector's work for it.
+var sends = sync.Pool{New: func() any { return new(send) }}
+
+func newSend(s sending, route int) *send {
+	n := sends.Get().(*send)
+	*n = send{sending: s, route: route}
+	return n
 }
 
 // lineDials bounds the dials in progress of one address's lines (lines),
@@ -136,12 +147,16 @@ func (p *lines) end(s *send, end time.Time, err error) {
 	p.finish(s, end, 0, false, nil, err)
 }
 
+// finish ends s as the driver's finish does, and recycles s: nobody may
+// use it after.
 func (p *lines) finish(s *send, end time.Time, status int, limited bool, service []string, err error) {
 	if r, ok := p.d.finish(p.ctx, &s.sending, end, status, limited, service, err); ok {
 		p.out <- r
 	}
 	p.d.openFlight.Add(-1)
 	s.t.inFlight.Add(-1)
+	*s = send{}
+	sends.Put(s)
 	p.pending.Done()
 }
 

@@ -73,11 +73,13 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		// of the last wake waits for the next, sendQuantum after it, with
 		// the others due by then; a send already due goes at once.
 		var paced, ok bool
-		if due, next := start.Add(d.scale.Wall(a.at)), woke.Add(d.quantum); d.opts.PreciseTimers && due.Before(next) && time.Now().Before(due) {
-			ok = clock.Wait(ctx, next, true)
-			woke = time.Now()
-		} else if paced, ok = d.wait(ctx, start, a.at); paced {
-			woke = time.Now()
+		slept := false
+		due := start.Add(d.scale.Wall(a.at))
+		if next := woke.Add(d.quantum); d.opts.PreciseTimers && due.Before(next) && time.Now().Before(due) {
+			ok, slept = clock.Wait(ctx, next, true), true
+		} else {
+			paced, ok = d.wait(ctx, start, a.at)
+			slept = paced
 		}
 		if !ok {
 			return
@@ -85,7 +87,13 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		if ctx.Err() != nil {
 			return
 		}
-		d.stalls.sent(start.Add(d.scale.Wall(a.at)), time.Now())
+		// One clock read for the wake, the stall and the send, which goes
+		// out next.
+		now := time.Now()
+		if slept {
+			woke = now
+		}
+		d.stalls.sent(due, now)
 		t := a.t
 		route := t.arrivals.RouteOf(t.mix, t.picks)
 		if next, ok := t.arrivals.Next(); ok {
@@ -106,6 +114,6 @@ func (d *Driver) schedule(ctx context.Context, start time.Time, open []*tenant, 
 		d.openFlight.Add(1)
 		p := t.visitorLines(t.arrived) // each arrival a new visitor
 		t.arrived++
-		p.send(&send{sending: d.begin(start, t, route, a.at, paced), route: route})
+		p.send(newSend(d.begin(start, t, route, a.at, now, paced), route))
 	}
 }

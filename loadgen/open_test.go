@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,4 +106,53 @@ func TestDriverDropsOverCaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkDriverOpen measures the open model's cost: constant arrivals at
+// STAMPEDE_BENCH_RATE a second (default 20,000) with precise timers, b.N
+// of them, against the endpoint of benchTarget, as bench/loadgen.sh plays
+// them against nginx. It reports the process's CPU time per arrival (the
+// in-process endpoint's included when there is no target), the send
+// lateness p99, the arrivals dropped and the requests sent that were not
+// answered ok.
+func BenchmarkDriverOpen(b *testing.B) {
+	target := benchTarget(b)
+	rate := 20000.0
+	if s := os.Getenv("STAMPEDE_BENCH_RATE"); s != "" {
+		var err error
+		if rate, err = strconv.ParseFloat(s, 64); err != nil || rate <= 0 {
+			b.Fatalf("STAMPEDE_BENCH_RATE %q: want a rate a second, e.g. 20000", s)
+		}
+	}
+	horizon := time.Duration(float64(b.N) / rate * float64(time.Second))
+	load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: rate, ClientTimeout: 2 * time.Second, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	d, err := NewDriver(DriverOptions{
+		Target:        target,
+		PreciseTimers: true,
+		Routes:        []scenarios.Route{{Name: "hello", Path: "/"}},
+		Tenants:       []scenarios.Tenant{{Name: "bench", Host: "bench.example.com", Load: load}},
+		Horizon:       horizon,
+		TimeScale:     1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var outcomes [workload.NumOutcomes]int
+	b.ReportAllocs()
+	cpu0 := cpuTime(b)
+	b.ResetTimer()
+	if err := d.Run(context.Background(), time.Now(), workload.SinkFunc(func(r *workload.Result) { outcomes[r.Outcome]++ })); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	n := 0
+	for _, k := range outcomes {
+		n += k
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Microsecond)/float64(max(n, 1)), "cpu-µs/arrival")
+	b.ReportMetric(float64(d.SendLateness().P99)/float64(time.Millisecond), "late-p99-ms")
+	b.ReportMetric(float64(outcomes[workload.Dropped]), "dropped")
+	// An overloaded generator times out, which the figures must show
+	// rather than fail on.
+	b.ReportMetric(float64(n-outcomes[workload.OK]-outcomes[workload.Dropped]), "not-ok")
 }
