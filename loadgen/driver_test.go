@@ -242,52 +242,6 @@ func TestDriverSourceAddresses(t *testing.T) {
 	}
 }
 
-func TestDriverClientTimeoutAbandons(t *testing.T) {
-	gone := make(chan struct{}, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // never answers; notices the client leaving
-		gone <- struct{}{}
-	}))
-	defer srv.Close()
-	one := []scenarios.WeightedRoute{{Route: 0, Weight: 1}}
-	tenants := []scenarios.Tenant{
-		{Index: 0, Name: "giveup", Host: "g", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 5,
-			OnTimeout: scenarios.GiveUp, ClientTimeout: 100 * time.Millisecond, Routes: one}},
-		{Index: 1, Name: "retry", Host: "r", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1,
-			OnTimeout: scenarios.Retry, ClientTimeout: 300 * time.Millisecond, Think: 100 * time.Millisecond, Routes: one}},
-	}
-	d := newDriver(t, srv.URL, DriverOptions{Tenants: tenants, Horizon: 1300 * time.Millisecond, TimeScale: 0.1})
-	var sink resultSink
-	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("results: %+v", sink.got)
-	per := [2]int{}
-	for _, r := range sink.got {
-		per[r.Tenant]++
-		if r.Outcome != workload.ClientTimeout {
-			t.Errorf("result %+v: want client timeout", r)
-		}
-		want := tenants[r.Tenant].Load.ClientTimeout
-		if r.Latency < want || r.Latency > want+500*time.Millisecond {
-			t.Errorf("tenant %d: latency %v, want about %v (model time)", r.Tenant, r.Latency, want)
-		}
-	}
-	// give_up: one request, then the user stops. retry: every 300 ms plus
-	// MinResend (250 ms, longer than its think time) of a 1.3 s horizon,
-	// sending at 0, 550 ms and 1.1 s (the same iteration).
-	if per[0] != 1 || per[1] != 3 {
-		t.Errorf("client timeouts: got give_up %d, retry %d; want 1 and 3", per[0], per[1])
-	}
-	for i := range 4 {
-		select {
-		case <-gone:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("server saw %d clients leave, want 4: timed-out requests must close their connection", i)
-		}
-	}
-}
-
 func TestDriverDrainCutsOffAsClientTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
