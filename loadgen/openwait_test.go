@@ -113,7 +113,8 @@ func TestOpenWithoutCap(t *testing.T) {
 	})
 }
 
-// memDriver returns a driver of one open-model tenant with load, at time
+// memDriver returns a driver of one open-model tenant with load (or of
+// opts.Tenants when it has them), at time
 // scale 1 and seed 1, whose connections are made over ln, on testRoutes
 // unless opts has routes; opts gives the rest.
 func memDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, opts DriverOptions) *Driver {
@@ -122,7 +123,9 @@ func memDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, opts Dri
 	if opts.Routes == nil {
 		opts.Routes = testRoutes
 	}
-	opts.Tenants = []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}}
+	if opts.Tenants == nil {
+		opts.Tenants = []scenarios.Tenant{{Index: 0, Name: "t", Group: "t", Host: "t.example.com", Addr: "10.0.0.1", Load: load}}
+	}
 	opts.TimeScale, opts.Seed = 1, 1
 	opts.Dial = func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) }
 	d, err := NewDriver(opts)

@@ -2,9 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,14 +34,7 @@ func TestDriverClientTimeoutAbandons(t *testing.T) {
 			{Index: 1, Name: "retry", Host: "r", Load: &scenarios.Load{Model: scenarios.Closed, Users: 1, Iterations: 1,
 				OnTimeout: scenarios.Retry, ClientTimeout: 300 * time.Millisecond, Think: 100 * time.Millisecond, Routes: one}},
 		}
-		d, err := NewDriver(DriverOptions{
-			Target: mustURL(t, "http://"+ln.Addr().String()), Routes: testRoutes, Tenants: tenants,
-			Horizon: 1300 * time.Millisecond, TimeScale: 1, Seed: 1,
-			Dial: func(ctx context.Context, from netip.Addr) (net.Conn, error) { return ln.Dial(ctx, from) },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := memDriver(t, ln, nil, DriverOptions{Tenants: tenants, Horizon: 1300 * time.Millisecond})
 		var sink resultSink
 		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
 			t.Fatal(err)
