@@ -16,7 +16,13 @@
 // background read, to show what is left of Go's own cost without it;
 // -server h1 serves them with internal/h1's lean server, which stampede
 // proxy and stampede's in-memory pair use (its handler here never waits on
-// the request's context, so no connection is watched).
+// the request's context, so no connection is watched). -server epoll, with
+// -keepalive only and on Linux only, bypasses Go's netpoller and its
+// goroutines altogether: one loop per P, each on its own OS thread with
+// its own epoll instance, SO_REUSEPORT listener, clients and idle upstream
+// connections, edge-triggered, reading a socket only when epoll has said
+// it has something, as nginx's workers do (epoll_linux.go): the floor
+// under a Go proxy built in nginx's shape.
 package main
 
 import (
@@ -34,9 +40,15 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18483", "address to serve on")
 	upstream := flag.String("upstream", "127.0.0.1:18480", "host:port of the upstream")
-	server := flag.String("server", "nethttp", "nethttp, h1 or raw")
-	keepAlive := flag.Int("keepalive", 0, "idle upstream connections kept; 0 dials one per request")
+	server := flag.String("server", "nethttp", "nethttp, h1, raw or epoll")
+	keepAlive := flag.Int("keepalive", 0, "idle upstream connections kept (with -server epoll, per loop); 0 dials one per request")
 	flag.Parse()
+	if *server == "epoll" {
+		if *keepAlive <= 0 {
+			log.Fatal("floorproxy: -server epoll: want -keepalive 1 or more")
+		}
+		log.Fatal(serveEpoll(*listen, *upstream, *keepAlive))
+	}
 	if *keepAlive > 0 {
 		idle = make(chan *upConn, *keepAlive)
 	}
@@ -60,7 +72,7 @@ func main() {
 			go serveRaw(c, dialer, *upstream)
 		}
 	default:
-		log.Fatalf("floorproxy: -server %q: want nethttp, h1 or raw", *server)
+		log.Fatalf("floorproxy: -server %q: want nethttp, h1, raw or epoll", *server)
 	}
 }
 

@@ -1,0 +1,844 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file is -server epoll: the proxy of -keepalive without Go's
+// netpoller, in nginx's shape. Each of GOMAXPROCS loops holds its OS
+// thread and its own epoll instance, its own listener, its own client
+// connections and its own idle upstream connections, so that no loop ever
+// waits on another or takes a lock.
+//
+// The listeners are one socket per loop on the same port with
+// SO_REUSEPORT, not one shared socket with EPOLLEXCLUSIVE (what nginx does
+// without `listen ... reuseport`): the kernel spreads new connections over
+// the loops by their addresses, so wrk's connections, all made at its
+// start, fall on the loops about evenly whichever loop is awake, and no
+// accept is ever tried by two loops.
+//
+// Sockets are non-blocking and registered once, edge-triggered, for
+// reading and writing. As nginx does, each connection keeps a flag per
+// direction that says whether the socket may have more to give (or room to
+// take): an event sets it, EAGAIN or a short read or write clears it, and
+// nothing is read or written while it is clear. So after a request is
+// written upstream the answer is not read until epoll says it is there, and
+// after a response is written the client is not read until its next
+// request comes: no read that can only return EAGAIN.
+
+// epollServer is the -server epoll proxy. Serve runs it; Close, safe to
+// call from any goroutine and more than once, stops it.
+type epollServer struct {
+	loops []*eloop
+	port  int
+
+	mu     sync.Mutex
+	closed bool // Close was called
+	done   bool // Serve has returned and closed the loops' wake-up fds
+}
+
+// serveEpoll serves listen with one loop per P, forwarding to upstream and
+// keeping up to keepAlive idle upstream connections per loop (as nginx's
+// keepalive counts per worker).
+func serveEpoll(listen, upstream string, keepAlive int) error {
+	s, err := newEpollServer(listen, upstream, runtime.GOMAXPROCS(0), keepAlive)
+	if err != nil {
+		return err
+	}
+	return s.Serve()
+}
+
+// newEpollServer binds listen (port 0 picks one) with loops listeners.
+func newEpollServer(listen, upstream string, loops, keepAlive int) (*epollServer, error) {
+	if loops < 1 || keepAlive < 1 {
+		return nil, fmt.Errorf("epoll server: %d loops, keepalive %d: want 1 or more of each", loops, keepAlive)
+	}
+	la, err := inet4(listen)
+	if err != nil {
+		return nil, err
+	}
+	ua, err := inet4(upstream)
+	if err != nil {
+		return nil, err
+	}
+	s := &epollServer{}
+	for range loops {
+		l, err := newLoop(la, ua, keepAlive)
+		if err != nil {
+			for _, l := range s.loops {
+				l.closeAll()
+				unix.Close(l.wake) //nolint:errcheck
+			}
+			return nil, err
+		}
+		s.loops = append(s.loops, l)
+		if la.Port == 0 {
+			// The first listener picked the port; the others share it.
+			sa, err := unix.Getsockname(l.ln)
+			if err != nil {
+				return nil, fmt.Errorf("epoll server: getsockname: %w", err)
+			}
+			la.Port = sa.(*unix.SockaddrInet4).Port
+		}
+	}
+	s.port = la.Port
+	return s, nil
+}
+
+// inet4 is hostport as an IPv4 socket address.
+func inet4(hostport string) (*unix.SockaddrInet4, error) {
+	a, err := net.ResolveTCPAddr("tcp4", hostport)
+	if err != nil {
+		return nil, fmt.Errorf("epoll server: %w", err)
+	}
+	sa := &unix.SockaddrInet4{Port: a.Port}
+	if a.IP != nil {
+		copy(sa.Addr[:], a.IP.To4())
+	}
+	return sa, nil
+}
+
+// Serve runs the loops until Close or until one fails, and returns the
+// first failure (nil after Close).
+func (s *epollServer) Serve() error {
+	errc := make(chan error, len(s.loops))
+	for _, l := range s.loops {
+		go func() { errc <- l.run() }()
+	}
+	var first error
+	for range s.loops {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			s.Close() //nolint:errcheck // stop the other loops
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	for _, l := range s.loops {
+		unix.Close(l.wake) //nolint:errcheck
+	}
+	return first
+}
+
+// Close tells every loop to close its connections and return.
+func (s *epollServer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.done {
+		return nil
+	}
+	s.closed = true
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0} // eventfd adds a native-endian uint64
+	var first error
+	for _, l := range s.loops {
+		if _, err := unix.Write(l.wake, one); err != nil && first == nil {
+			first = fmt.Errorf("epoll server: waking a loop: %w", err)
+		}
+	}
+	return first
+}
+
+// eloop is one event loop; only its own goroutine touches it.
+type eloop struct {
+	ep, ln, wake int
+	upstream     *unix.SockaddrInet4
+	keep         int      // idle upstream connections kept at most
+	idle         []*econn // idle upstream connections, the last the most recently used
+	conns        []*econn // by fd; nil for none
+	seq          uint32   // the last econn.seq given
+	events       [128]unix.EpollEvent
+}
+
+func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
+	// A SockaddrInet4 holds the raw form it passes to the kernel: each loop has its own.
+	up := *ua
+	l := &eloop{ep: -1, ln: -1, wake: -1, upstream: &up, keep: keepAlive}
+	fail := func(what string, err error) (*eloop, error) {
+		l.closeAll()
+		if l.wake >= 0 {
+			unix.Close(l.wake) //nolint:errcheck
+		}
+		return nil, fmt.Errorf("epoll server: %s: %w", what, err)
+	}
+	var err error
+	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fail("epoll_create1", err)
+	}
+	if l.ln, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
+		return fail("socket", err)
+	}
+	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return fail("SO_REUSEADDR", err)
+	}
+	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return fail("SO_REUSEPORT", err)
+	}
+	if err = unix.Bind(l.ln, la); err != nil {
+		return fail(fmt.Sprintf("bind %v:%d", net.IP(la.Addr[:]), la.Port), err)
+	}
+	if err = unix.Listen(l.ln, 4096); err != nil {
+		return fail("listen", err)
+	}
+	if l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fail("eventfd", err)
+	}
+	// Both level-triggered: the listener's backlog is drained a bounded
+	// number at a time, and the wake-up is never read.
+	for _, fd := range []int{l.ln, l.wake} {
+		if err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return fail("epoll_ctl", err)
+		}
+	}
+	return l, nil
+}
+
+// closeAll closes the loop's connections, listener and epoll instance
+// (not its wake-up fd, which Close may still write to).
+func (l *eloop) closeAll() {
+	for _, c := range l.conns {
+		if c != nil {
+			unix.Close(c.fd) //nolint:errcheck
+		}
+	}
+	l.conns, l.idle = nil, nil
+	for _, fd := range []int{l.ln, l.ep} {
+		if fd >= 0 {
+			unix.Close(fd) //nolint:errcheck
+		}
+	}
+	l.ln, l.ep = -1, -1
+}
+
+// run waits for events and handles them until the wake-up fd is written.
+func (l *eloop) run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer l.closeAll()
+	for {
+		n, err := unix.EpollWait(l.ep, l.events[:], -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("epoll server: epoll_wait: %w", err)
+		}
+		for _, ev := range l.events[:n] {
+			switch fd := int(ev.Fd); fd {
+			case l.wake:
+				return nil
+			case l.ln:
+				if err := l.accept(); err != nil {
+					return err
+				}
+			default:
+				// A connection closed earlier in this batch may have had
+				// its fd given to a new one: seq tells them apart.
+				if fd < len(l.conns) && l.conns[fd] != nil && l.conns[fd].seq == uint32(ev.Pad) {
+					l.event(l.conns[fd], ev.Events)
+				}
+			}
+		}
+	}
+}
+
+// accept takes up to 64 new clients off the listener's backlog (it is
+// level-triggered: what is left is reported again).
+func (l *eloop) accept() error {
+	for range 64 {
+		fd, _, err := unix.Accept4(l.ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			return nil
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		default:
+			return fmt.Errorf("epoll server: accept: %w", err)
+		}
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
+		c, err := l.add(fd, false)
+		if err != nil {
+			return err
+		}
+		c.writeReady = true
+	}
+	return nil
+}
+
+// dial opens a new upstream connection; the connect completes in the loop.
+func (l *eloop) dial() (*econn, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("epoll server: upstream socket: %w", err)
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
+	err = unix.Connect(fd, l.upstream)
+	if err != nil && err != unix.EINPROGRESS {
+		unix.Close(fd) //nolint:errcheck
+		return nil, fmt.Errorf("epoll server: connect upstream: %w", err)
+	}
+	u, aerr := l.add(fd, true)
+	if aerr != nil {
+		return nil, aerr
+	}
+	u.connecting = err != nil
+	u.writeReady = err == nil
+	return u, nil
+}
+
+// add registers fd, edge-triggered for both directions.
+func (l *eloop) add(fd int, upstream bool) (*econn, error) {
+	l.seq++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(l.seq)}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd) //nolint:errcheck
+		return nil, fmt.Errorf("epoll server: epoll_ctl add: %w", err)
+	}
+	c := &econn{fd: fd, seq: l.seq, upstream: upstream, in: make([]byte, 0, 4096), length: -1}
+	for len(l.conns) <= fd {
+		l.conns = append(l.conns, nil)
+	}
+	l.conns[fd] = c
+	return c, nil
+}
+
+// close closes c, and the other end of an exchange it is in.
+func (l *eloop) close(c *econn) {
+	if p := c.peer; p != nil {
+		c.peer, p.peer = nil, nil
+		if c.upstream {
+			l.respond(p, http.StatusBadGateway, nil)
+		} else {
+			l.close(p) // its answer has nobody to go to
+		}
+	}
+	if l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+	}
+	unix.Close(c.fd) //nolint:errcheck
+	c.closed = true
+}
+
+// The states of a client connection.
+const (
+	clientReading = iota // waiting for a whole request head
+	clientWaiting        // its request is upstream
+	clientWriting        // its response is being written
+)
+
+// econn is a client or an upstream connection.
+type econn struct {
+	fd       int
+	seq      uint32
+	upstream bool
+	closed   bool
+
+	// readReady: the socket may hold data or an EOF; writeReady: it may
+	// take more; eof: the peer has closed or failed (EPOLLRDHUP, EPOLLHUP,
+	// EPOLLERR), so a short read does not clear readReady.
+	readReady, writeReady, eof bool
+
+	in    []byte // read and not yet consumed, from start
+	start int
+	out   []byte // to write, from sent
+	sent  int
+	peer  *econn // the other end of the exchange in progress, or nil
+
+	// Client connections.
+	state   int
+	keep    bool   // the client keeps the connection after this response
+	driving bool   // driveClient is on the stack: respond leaves the writing to it
+	req     []byte // the request to send upstream, kept for a retry
+
+	// Upstream connections.
+	connecting bool
+	reused     bool // taken from the idle list for this exchange
+	headLen    int  // the response head's length once parsed
+	length     int  // its body's length; -1 until the head is parsed, or up to EOF after
+	status     int
+	upKeep     bool // the upstream keeps the connection after this response
+}
+
+// event records what epoll said of c and moves c on.
+func (l *eloop) event(c *econn, ev uint32) {
+	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.eof = true
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.readReady = true
+	}
+	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.writeReady = true
+	}
+	if c.upstream {
+		l.driveUpstream(c)
+	} else {
+		l.driveClient(c)
+	}
+}
+
+// read reads once into c.in's free room, which must not be empty. It
+// returns 0 and no error when the socket has nothing now, io.EOF when the
+// peer has closed.
+func (c *econn) read() (int, error) {
+	room := c.in[len(c.in):cap(c.in)]
+	for {
+		n, err := unix.Read(c.fd, room)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.readReady = false
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		c.in = c.in[:len(c.in)+n]
+		if n < len(room) && !c.eof {
+			// A stream socket gives all it holds: a short read emptied
+			// it, and the next byte to come brings a new edge.
+			c.readReady = false
+		}
+		return n, nil
+	}
+}
+
+// flush writes c.out from sent; it reports whether all of it is written.
+func (c *econn) flush() (bool, error) {
+	for c.sent < len(c.out) {
+		if !c.writeReady {
+			return false, nil
+		}
+		n, err := unix.Write(c.fd, c.out[c.sent:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.writeReady = false
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		c.sent += n
+		if c.sent < len(c.out) {
+			c.writeReady = false // short: the send buffer is full
+		}
+	}
+	c.out, c.sent = c.out[:0], 0
+	return true, nil
+}
+
+// driveClient moves client c on as far as it can go without waiting.
+func (l *eloop) driveClient(c *econn) {
+	c.driving = true
+	defer func() { c.driving = false }()
+	// Each pass writes a response or starts a request (which must then
+	// wait upstream) or reads: a bounded number before one waits.
+	for !c.closed {
+		switch c.state {
+		case clientWriting:
+			done, err := c.flush()
+			if err != nil || done && !c.keep {
+				l.close(c)
+				return
+			}
+			if !done {
+				return
+			}
+			c.state = clientReading
+		case clientReading:
+			end := headEnd(c.in[c.start:])
+			if end < 0 {
+				if !c.readReady {
+					return
+				}
+				if c.start > 0 {
+					c.in = c.in[:copy(c.in, c.in[c.start:])]
+					c.start = 0
+				}
+				if len(c.in) == cap(c.in) {
+					l.close(c) // a request head of 4 KiB or more: not for this floor
+					return
+				}
+				if _, err := c.read(); err != nil {
+					l.close(c)
+					return
+				}
+				continue
+			}
+			head := c.in[c.start : c.start+end]
+			uri, host, keep, ok := parseRequest(head)
+			if !ok {
+				l.close(c)
+				return
+			}
+			c.req = append(append(append(append(append(c.req[:0],
+				"GET "...), uri...), " HTTP/1.1\r\nHost: "...), host...), "\r\n\r\n"...)
+			c.keep = keep
+			// What follows the head is the next request, pipelined.
+			if c.start += end; c.start == len(c.in) {
+				c.in, c.start = c.in[:0], 0
+			}
+			c.state = clientWaiting
+			l.forward(c)
+		case clientWaiting:
+			return
+		}
+	}
+}
+
+// forward sends c.req on an idle upstream connection, or a new one.
+func (l *eloop) forward(c *econn) {
+	var u *econn
+	if n := len(l.idle); n > 0 {
+		u = l.idle[n-1]
+		l.idle = l.idle[:n-1]
+		u.reused = true
+	} else {
+		var err error
+		if u, err = l.dial(); err != nil {
+			l.respond(c, http.StatusBadGateway, nil)
+			return
+		}
+		u.reused = false
+	}
+	u.out, u.sent = c.req, 0
+	u.peer, c.peer = c, u
+	l.driveUpstream(u)
+}
+
+// respond makes status and body c's response and writes it, unless
+// driveClient is already on c's stack and will.
+func (l *eloop) respond(c *econn, status int, body []byte) {
+	c.out = append(c.out[:0], "HTTP/1.1 "...)
+	c.out = strconv.AppendInt(c.out, int64(status), 10)
+	c.out = append(c.out, ' ')
+	c.out = append(c.out, http.StatusText(status)...)
+	c.out = append(c.out, "\r\nContent-Type: text/plain\r\nContent-Length: "...)
+	c.out = strconv.AppendInt(c.out, int64(len(body)), 10)
+	if !c.keep {
+		c.out = append(c.out, "\r\nConnection: close"...)
+	}
+	c.out = append(c.out, "\r\n\r\n"...)
+	c.out = append(c.out, body...)
+	c.sent = 0
+	c.state = clientWriting
+	if !c.driving {
+		l.driveClient(c)
+	}
+}
+
+// driveUpstream moves upstream connection u on as far as it can go
+// without waiting.
+func (l *eloop) driveUpstream(u *econn) {
+	if u.peer == nil {
+		// Idle: an event now means the upstream closed it, or is stale.
+		if u.readReady {
+			if n, err := u.read(); n > 0 || err != nil {
+				l.dropIdle(u)
+			}
+		}
+		return
+	}
+	if u.connecting {
+		if !u.writeReady {
+			return
+		}
+		if soerr, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || soerr != 0 {
+			l.upstreamFailed(u)
+			return
+		}
+		u.connecting = false
+	}
+	if done, err := u.flush(); err != nil {
+		l.upstreamFailed(u)
+		return
+	} else if !done {
+		return
+	}
+	// Each pass parses or reads: a bounded number before one waits.
+	for {
+		if u.length < 0 && u.headLen == 0 {
+			if end := headEnd(u.in); end >= 0 {
+				status, length, keep, ok := parseResponse(u.in[:end])
+				if !ok {
+					u.upKeep = false
+					l.upstreamFailed(u)
+					return
+				}
+				u.headLen, u.length, u.status, u.upKeep = end, length, status, keep
+				if length > 0 && cap(u.in) < end+length {
+					in := make([]byte, len(u.in), end+length)
+					copy(in, u.in)
+					u.in = in
+				}
+			}
+		}
+		if u.headLen > 0 && u.length >= 0 && len(u.in) >= u.headLen+u.length {
+			l.deliver(u)
+			return
+		}
+		if !u.readReady {
+			return
+		}
+		if len(u.in) == cap(u.in) {
+			if u.headLen == 0 {
+				l.upstreamFailed(u) // a response head of 4 KiB or more
+				return
+			}
+			u.in = append(u.in, 0)[:len(u.in)] // a body up to EOF: grow
+		}
+		n, err := u.read()
+		if err == io.EOF && u.headLen > 0 && u.length < 0 {
+			u.length = len(u.in) - u.headLen
+			l.deliver(u)
+			return
+		}
+		if err != nil {
+			l.upstreamFailed(u)
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// deliver gives u's response to its client, and keeps u if it can serve
+// another.
+func (l *eloop) deliver(u *econn) {
+	c := u.peer
+	u.peer, c.peer = nil, nil
+	// Bytes past the response are none the floor asked for: do not reuse.
+	keep := u.upKeep && len(u.in) == u.headLen+u.length
+	status, body := u.status, u.in[u.headLen:u.headLen+u.length]
+	// respond copies the body before u's buffer can be read into again.
+	u.out, u.sent = nil, 0
+	u.headLen, u.length = 0, -1
+	if keep {
+		u.in = u.in[:0]
+		if cap(u.in) > 64<<10 {
+			u.in = make([]byte, 0, 4096)
+		}
+	}
+	if !keep || len(l.idle) >= l.keep {
+		defer l.close(u)
+	} else {
+		l.idle = append(l.idle, u)
+	}
+	l.respond(c, status, body)
+}
+
+// upstreamFailed closes u. If u was a reused connection that gave nothing
+// back, the upstream closed it while it was idle, and the request goes on
+// another; otherwise the client has a 502.
+func (l *eloop) upstreamFailed(u *econn) {
+	c := u.peer
+	retry := u.reused && len(u.in) == 0
+	u.peer, c.peer = nil, nil
+	l.close(u)
+	if retry {
+		l.forward(c)
+		return
+	}
+	l.respond(c, http.StatusBadGateway, nil)
+}
+
+// dropIdle closes idle upstream connection u.
+func (l *eloop) dropIdle(u *econn) {
+	for i, v := range l.idle {
+		if v == u {
+			l.idle = append(l.idle[:i], l.idle[i+1:]...)
+			break
+		}
+	}
+	l.close(u)
+}
+
+// headEnd is the length of the head at the start of b, its blank line
+// included, or -1 when b does not hold a whole one.
+func headEnd(b []byte) int {
+	for i := 3; i < len(b); i++ {
+		if b[i] == '\n' && b[i-1] == '\r' && b[i-2] == '\n' && b[i-3] == '\r' {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// errBadHead is what the parsers say of a head they do not take.
+var errBadHead = errors.New("bad head")
+
+// parseRequest reads a request head (blank line included) as far as the
+// floor needs: the URI, the Host, whether the client keeps the connection.
+// It takes no request with a body.
+func parseRequest(head []byte) (uri, host []byte, keep, ok bool) {
+	line, rest := cutLine(head)
+	method, line := cutByte(line, ' ')
+	uri, proto := cutByte(line, ' ')
+	if len(method) == 0 || len(uri) == 0 {
+		return nil, nil, false, false
+	}
+	switch string(proto) {
+	case "HTTP/1.1":
+		keep = true
+	case "HTTP/1.0":
+	default:
+		return nil, nil, false, false
+	}
+	for {
+		line, rest = cutLine(rest)
+		if len(line) == 0 {
+			return uri, host, keep, true
+		}
+		name, value, err := headerField(line)
+		switch {
+		case err != nil:
+			return nil, nil, false, false
+		case equalFold(name, "host"):
+			host = value
+		case equalFold(name, "connection"):
+			if equalFold(value, "close") {
+				keep = false
+			} else if equalFold(value, "keep-alive") {
+				keep = true
+			}
+		case equalFold(name, "content-length"):
+			if string(value) != "0" {
+				return nil, nil, false, false
+			}
+		case equalFold(name, "transfer-encoding"):
+			return nil, nil, false, false
+		}
+	}
+}
+
+// parseResponse reads a response head (blank line included): its status,
+// its body's length (-1: up to EOF) and whether the upstream keeps the
+// connection. It takes no chunked body and no 1xx.
+func parseResponse(head []byte) (status, length int, keep, ok bool) {
+	line, rest := cutLine(head)
+	proto, line := cutByte(line, ' ')
+	code, _ := cutByte(line, ' ')
+	status, err := digits(code)
+	if err != nil || len(code) != 3 || status < 200 {
+		return 0, 0, false, false
+	}
+	switch string(proto) {
+	case "HTTP/1.1":
+		keep = true
+	case "HTTP/1.0":
+	default:
+		return 0, 0, false, false
+	}
+	length = -1
+	for {
+		line, rest = cutLine(rest)
+		if len(line) == 0 {
+			break
+		}
+		name, value, err := headerField(line)
+		switch {
+		case err != nil:
+			return 0, 0, false, false
+		case equalFold(name, "content-length"):
+			if length, err = digits(value); err != nil {
+				return 0, 0, false, false
+			}
+		case equalFold(name, "connection"):
+			if equalFold(value, "close") {
+				keep = false
+			}
+		case equalFold(name, "transfer-encoding"):
+			return 0, 0, false, false
+		}
+	}
+	if status == http.StatusNoContent || status == http.StatusNotModified {
+		length = 0
+	}
+	if length < 0 {
+		keep = false
+	}
+	return status, length, keep, true
+}
+
+// cutLine splits b after its first CRLF.
+func cutLine(b []byte) (line, rest []byte) {
+	for i := 1; i < len(b); i++ {
+		if b[i] == '\n' && b[i-1] == '\r' {
+			return b[:i-1], b[i+1:]
+		}
+	}
+	return b, nil
+}
+
+// cutByte splits b around its first sep; after is empty without one.
+func cutByte(b []byte, sep byte) (before, after []byte) {
+	for i, c := range b {
+		if c == sep {
+			return b[:i], b[i+1:]
+		}
+	}
+	return b, nil
+}
+
+// headerField splits "Name: value", the value trimmed of blanks.
+func headerField(line []byte) (name, value []byte, err error) {
+	name, value = cutByte(line, ':')
+	if len(name) == 0 || len(name) == len(line) {
+		return nil, nil, errBadHead
+	}
+	for len(value) > 0 && (value[0] == ' ' || value[0] == '\t') {
+		value = value[1:]
+	}
+	for len(value) > 0 && (value[len(value)-1] == ' ' || value[len(value)-1] == '\t') {
+		value = value[:len(value)-1]
+	}
+	return name, value, nil
+}
+
+// equalFold reports whether b is s, ASCII letters of any case; s is lower-case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// digits is b as a decimal number of at most 18 digits.
+func digits(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, errBadHead
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errBadHead
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+// serveEpoll is -server epoll, which is written for Linux's epoll only.
+func serveEpoll(listen, upstream string, keepAlive int) error {
+	return errors.New("floorproxy: -server epoll runs on Linux only")
+}
