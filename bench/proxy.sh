@@ -24,13 +24,23 @@
 # per request, served by net/http ("floor net/http"), by internal/h1's lean
 # server ("floor h1", the server stampede proxy runs on) and by a bare loop
 # without either ("floor raw"), in both modes: what the platform costs
-# before stampede adds anything. The proxies take turns, a
+# before stampede adds anything. In the keep-alive mode "floor epoll" is
+# the same floor without Go's netpoller and goroutines, in nginx's shape:
+# one edge-triggered epoll loop per core on its own thread, which reads a
+# socket only when epoll has said it holds something
+# (bench/floorproxy/epoll_linux.go): how near nginx a Go proxy can come
+# when it leaves the runtime's networking. The proxies take turns, a
 # round at a time, so that a slow spell of the machine falls on all of
 # them. It prints per proxy the median (min-max) over the rounds of
 # requests/s, p99 and CPU per request (user + system time of the proxy's
 # processes, from /proc, over the requests wrk counted), and the ratios of
 # stampede to each peer in the same mode, median (min-max) over the
-# rounds, each round's ratio taken within the round.
+# rounds, each round's ratio taken within the round, and the same ratios
+# of every peer to nginx. After the rounds, with perf installed (SYSCALLS=0
+# skips it), each proxy serves one more wrk run of SYSCALL_DURATION (default
+# 5s) under `perf stat -e raw_syscalls:sys_enter` over its processes' threads,
+# outside the timed rounds so that perf's cost is in none of their figures:
+# "syscalls/req" is that run's system calls per request.
 # BASELINE, a stampede binary built from another tree (say main), runs
 # beside this tree's as "stampede base" in every mode and round, so that a
 # change is measured before and after in the same run. MODES (default
@@ -55,6 +65,8 @@ HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 KEEPALIVE=${KEEPALIVE:-64}
 MODES=${MODES:-off ka}
 BASELINE=${BASELINE:-}
+SYSCALLS=${SYSCALLS:-1}
+SYSCALL_DURATION=${SYSCALL_DURATION:-5s}
 LIMIT='$host=1000'
 
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
@@ -72,9 +84,14 @@ trap 'exit 130' INT TERM
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+if [ "$SYSCALLS" = 1 ] && ! perf stat -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null; then
+  echo "bench/proxy.sh: perf cannot count raw_syscalls:sys_enter (apt-get install linux-perf); no syscalls/req" >&2
+  SYSCALLS=0
+fi
+
 [ -z "$BASELINE" ] || [ -x "$BASELINE" ] || { echo "bench/proxy.sh: BASELINE $BASELINE is not an executable" >&2; exit 1; }
 
-for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 15))); do
+for port in "$UPSTREAM_PORT" $(seq "$PORT_BASE" $((PORT_BASE + 19))); do
   if port_open "$port"; then
     echo "bench/proxy.sh: 127.0.0.1:$port is already in use (set UPSTREAM_PORT and PORT_BASE)" >&2
     exit 1
@@ -150,6 +167,11 @@ for mode in $MODES; do
     pids+=($!)
     add "floor ${server/nethttp/net/http} $mode" $!
   done
+  if [ "$mode" = ka ]; then
+    "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server epoll -keepalive "$ka" &
+    pids+=($!)
+    add "floor epoll $mode" $!
+  fi
 
   if [ -x "$CADDY" ]; then
     mkdir -p "$work/caddy-$mode"
@@ -263,6 +285,27 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
+# syscalls I: one wrk run of proxy I under perf stat, counting the system
+# calls of its processes (nginx's workers too); prints calls per request.
+syscalls() {
+  local p list out n calls
+  list=${cpids[$1]}
+  for p in $(pgrep -P "${cpids[$1]}" || true); do list+=",$p"; done
+  out=$(perf stat -e raw_syscalls:sys_enter -x, -o "$work/perf.$1" -p "$list" -- \
+    wrk -t"$THREADS" -c"$CONNS" -d"$SYSCALL_DURATION" "http://127.0.0.1:${ports[$1]}/")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  calls=$(awk -F, '$3 == "raw_syscalls:sys_enter" {print $1}' "$work/perf.$1")
+  awk -v c="$calls" -v n="$n" 'BEGIN {if (c ~ /^[0-9]+$/ && n > 0) printf "%.2f", c / n; else printf "-"}'
+}
+sys=()
+for i in "${!ports[@]}"; do
+  sys[$i]=-
+  if [ "$SYSCALLS" = 1 ]; then
+    echo "syscalls of ${names[$i]}..." >&2
+    sys[$i]=$(syscalls "$i")
+  fi
+done
+
 # stat COLUMN FILE: "median (min-max)" of a column.
 stat() {
   awk -v c="$1" '{print $c}' "$2" | sort -g | awk '{v[NR] = $1} END {
@@ -291,20 +334,28 @@ echo
 printf 'wrk -t%s -c%s -d%s, %s rounds, limit_conn %s, keepalive %s, upstream nginx return 200, %s CPUs\n' \
   "$THREADS" "$CONNS" "$DURATION" "$ROUNDS" "$LIMIT" "$KEEPALIVE" "$(nproc)"
 printf 'median (min-max) over the rounds\n'
-printf '%-22s %-28s %-22s %-8s %s\n' "proxy" "requests/s" "p99 ms" "non-2xx" "CPU µs/request"
+printf '%-22s %-28s %-22s %-8s %-22s %s\n' "proxy" "requests/s" "p99 ms" "non-2xx" "CPU µs/request" "syscalls/req"
 for i in "${!ports[@]}"; do
   f="$work/rounds.$i"
-  printf '%-22s %-28s %-22s %-8s %s\n' "${names[$i]}" "$(stat 1 "$f")" "$(stat 2 "$f")" \
-    "$(awk '{s += $3} END {print s}' "$f")" "$(stat 4 "$f")"
+  printf '%-22s %-28s %-22s %-8s %-22s %s\n' "${names[$i]}" "$(stat 1 "$f")" "$(stat 2 "$f")" \
+    "$(awk '{s += $3} END {print s}' "$f")" "$(stat 4 "$f")" "${sys[$i]}"
 done
 echo
 printf '%-34s %-24s %s\n' "ratio, same mode" "requests/s" "CPU per request"
 for mode in $MODES; do
   s=$(index_of "stampede $mode")
-  for peer in "stampede base" nginx caddy haproxy "floor net/http" "floor h1" "floor raw"; do
+  for peer in "stampede base" nginx caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"
+  done
+done
+for mode in $MODES; do
+  g=$(index_of "nginx $mode")
+  for peer in "stampede base" caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll"; do
+    o=$(index_of "$peer $mode")
+    [ -n "$o" ] || continue
+    printf '%-34s %-24s %s\n' "$peer/nginx ($mode)" "$(ratio "$o" "$g" 1)" "$(ratio "$o" "$g" 4)"
   done
 done
 printf 'goals: stampede/nginx (ka) requests/s >= 0.80; stampede/caddy >= 1.00\n'
