@@ -29,7 +29,10 @@
 # one edge-triggered epoll loop per core on its own thread, which reads a
 # socket only when epoll has said it holds something
 # (bench/floorproxy/epoll_linux.go): how near nginx a Go proxy can come
-# when it leaves the runtime's networking. The proxies take turns, a
+# when it leaves the runtime's networking. It makes its system calls out of
+# the scheduler's sight (RawSyscall); "floor epoll syscall" is the same
+# loop making them as the runtime's networking does, which sysmon watches
+# and hands off. The proxies take turns, a
 # round at a time, so that a slow spell of the machine falls on all of
 # them. It prints per proxy the median (min-max) over the rounds of
 # requests/s, p99 and CPU per request (user + system time of the proxy's
@@ -171,6 +174,9 @@ for mode in $MODES; do
     "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server epoll -keepalive "$ka" &
     pids+=($!)
     add "floor epoll $mode" $!
+    "$work/floorproxy" -listen "127.0.0.1:$next_port" -upstream "127.0.0.1:$UPSTREAM_PORT" -server epoll -raw=false -keepalive "$ka" &
+    pids+=($!)
+    add "floor epoll syscall $mode" $!
   fi
 
   if [ -x "$CADDY" ]; then
@@ -334,17 +340,17 @@ echo
 printf 'wrk -t%s -c%s -d%s, %s rounds, limit_conn %s, keepalive %s, upstream nginx return 200, %s CPUs\n' \
   "$THREADS" "$CONNS" "$DURATION" "$ROUNDS" "$LIMIT" "$KEEPALIVE" "$(nproc)"
 printf 'median (min-max) over the rounds\n'
-printf '%-22s %-28s %-22s %-8s %-22s %s\n' "proxy" "requests/s" "p99 ms" "non-2xx" "CPU µs/request" "syscalls/req"
+printf '%-26s %-28s %-22s %-8s %-22s %s\n' "proxy" "requests/s" "p99 ms" "non-2xx" "CPU µs/request" "syscalls/req"
 for i in "${!ports[@]}"; do
   f="$work/rounds.$i"
-  printf '%-22s %-28s %-22s %-8s %-22s %s\n' "${names[$i]}" "$(stat 1 "$f")" "$(stat 2 "$f")" \
+  printf '%-26s %-28s %-22s %-8s %-22s %s\n' "${names[$i]}" "$(stat 1 "$f")" "$(stat 2 "$f")" \
     "$(awk '{s += $3} END {print s}' "$f")" "$(stat 4 "$f")" "${sys[$i]}"
 done
 echo
 printf '%-34s %-24s %s\n' "ratio, same mode" "requests/s" "CPU per request"
 for mode in $MODES; do
   s=$(index_of "stampede $mode")
-  for peer in "stampede base" nginx caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll"; do
+  for peer in "stampede base" nginx caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll" "floor epoll syscall"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"
@@ -352,7 +358,7 @@ for mode in $MODES; do
 done
 for mode in $MODES; do
   g=$(index_of "nginx $mode")
-  for peer in "stampede base" caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll"; do
+  for peer in "stampede base" caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll" "floor epoll syscall"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "$peer/nginx ($mode)" "$(ratio "$o" "$g" 1)" "$(ratio "$o" "$g" 4)"

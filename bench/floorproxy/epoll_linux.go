@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,16 +52,31 @@ type epollServer struct {
 // serveEpoll serves listen with one loop per P, forwarding to upstream and
 // keeping up to keepAlive idle upstream connections per loop (as nginx's
 // keepalive counts per worker).
-func serveEpoll(listen, upstream string, keepAlive int) error {
-	s, err := newEpollServer(listen, upstream, runtime.GOMAXPROCS(0), keepAlive)
+//
+// With raw, the loops make their system calls with RawSyscall, which the
+// runtime does not see. Through Syscall, a loop waiting in epoll_wait is a
+// goroutine in a system call, and a goroutine locked to its thread that is
+// never rescheduled looks to sysmon as if it had run for more than 10ms: on
+// every tick that finds it in a system call, sysmon takes its P and hands
+// it off, and so keeps waking every 20µs, and the loop, back from the call,
+// takes a P again; bench/proxy.sh's "floor epoll syscall" shows what those
+// sleeps, futex wake-ups and context switches cost. Through RawSyscall the loops'
+// Ps look busy running Go code: sysmon takes none and only asks a loop to
+// yield every 10ms, with a signal that ends an epoll_wait with EINTR, and
+// no call pays entersyscall and exitsyscall. A loop then waits in
+// epoll_wait at most 10ms at a time, so that a stop-the-world never waits
+// longer on it even if no signal reached it.
+func serveEpoll(listen, upstream string, keepAlive int, raw bool) error {
+	s, err := newEpollServer(listen, upstream, runtime.GOMAXPROCS(0), keepAlive, raw)
 	if err != nil {
 		return err
 	}
 	return s.Serve()
 }
 
-// newEpollServer binds listen (port 0 picks one) with loops listeners.
-func newEpollServer(listen, upstream string, loops, keepAlive int) (*epollServer, error) {
+// newEpollServer binds listen (port 0 picks one) with loops listeners;
+// raw is serveEpoll's.
+func newEpollServer(listen, upstream string, loops, keepAlive int, raw bool) (*epollServer, error) {
 	if loops < 1 || keepAlive < 1 {
 		return nil, fmt.Errorf("epoll server: %d loops, keepalive %d: want 1 or more of each", loops, keepAlive)
 	}
@@ -82,6 +98,7 @@ func newEpollServer(listen, upstream string, loops, keepAlive int) (*epollServer
 			}
 			return nil, err
 		}
+		l.raw = raw
 		s.loops = append(s.loops, l)
 		if la.Port == 0 {
 			// The first listener picked the port; the others share it.
@@ -159,6 +176,7 @@ type eloop struct {
 	conns        []*econn // by fd; nil for none
 	seq          uint32   // the last econn.seq given
 	events       [128]unix.EpollEvent
+	raw          bool // system calls through RawSyscall (see serveEpoll)
 }
 
 func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
@@ -227,7 +245,7 @@ func (l *eloop) run() error {
 	defer runtime.UnlockOSThread()
 	defer l.closeAll()
 	for {
-		n, err := unix.EpollWait(l.ep, l.events[:], -1)
+		n, err := l.wait()
 		if err == unix.EINTR {
 			continue
 		}
@@ -251,6 +269,19 @@ func (l *eloop) run() error {
 			}
 		}
 	}
+}
+
+// wait is epoll_wait, through RawSyscall with raw (see serveEpoll).
+func (l *eloop) wait() (int, error) {
+	if !l.raw {
+		return unix.EpollWait(l.ep, l.events[:], -1)
+	}
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
+		uintptr(len(l.events)), 10, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // accept takes up to 64 new clients off the listener's backlog (it is
@@ -306,7 +337,7 @@ func (l *eloop) add(fd int, upstream bool) (*econn, error) {
 		unix.Close(fd) //nolint:errcheck
 		return nil, fmt.Errorf("epoll server: epoll_ctl add: %w", err)
 	}
-	c := &econn{fd: fd, seq: l.seq, upstream: upstream, in: make([]byte, 0, 4096), length: -1}
+	c := &econn{fd: fd, seq: l.seq, upstream: upstream, raw: l.raw, in: make([]byte, 0, 4096), length: -1}
 	for len(l.conns) <= fd {
 		l.conns = append(l.conns, nil)
 	}
@@ -344,6 +375,7 @@ type econn struct {
 	seq      uint32
 	upstream bool
 	closed   bool
+	raw      bool // system calls through RawSyscall (see serveEpoll)
 
 	// readReady: the socket may hold data or an EOF; writeReady: it may
 	// take more; eof: the peer has closed or failed (EPOLLRDHUP, EPOLLHUP,
@@ -395,7 +427,7 @@ func (l *eloop) event(c *econn, ev uint32) {
 func (c *econn) read() (int, error) {
 	room := c.in[len(c.in):cap(c.in)]
 	for {
-		n, err := unix.Read(c.fd, room)
+		n, err := c.sys(unix.SYS_READ, room)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -417,13 +449,29 @@ func (c *econn) read() (int, error) {
 	}
 }
 
+// sys is read(2) or write(2) on c's socket, through RawSyscall with raw
+// (see serveEpoll): the socket never blocks. p must not be empty.
+func (c *econn) sys(trap uintptr, p []byte) (int, error) {
+	var n uintptr
+	var errno unix.Errno
+	if c.raw {
+		n, _, errno = unix.RawSyscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	} else {
+		n, _, errno = unix.Syscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
 // flush writes c.out from sent; it reports whether all of it is written.
 func (c *econn) flush() (bool, error) {
 	for c.sent < len(c.out) {
 		if !c.writeReady {
 			return false, nil
 		}
-		n, err := unix.Write(c.fd, c.out[c.sent:])
+		n, err := c.sys(unix.SYS_WRITE, c.out[c.sent:])
 		switch {
 		case err == unix.EINTR:
 			continue

@@ -51,9 +51,9 @@ func bigBody(n int) []byte {
 }
 
 // startEpoll serves the epoll floor in front of up until the test ends.
-func startEpoll(t *testing.T, up *httptest.Server, loops, keepAlive int) string {
+func startEpoll(t *testing.T, up *httptest.Server, loops, keepAlive int, raw bool) string {
 	t.Helper()
-	s, err := newEpollServer("127.0.0.1:0", up.Listener.Addr().String(), loops, keepAlive)
+	s, err := newEpollServer("127.0.0.1:0", up.Listener.Addr().String(), loops, keepAlive, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +124,17 @@ func expect(path string) (int, []byte) {
 // TestEpollKeepAlive sends keep-alive requests over several connections at
 // once, as wrk does, among them bodies larger than a socket's buffers
 // (partial writes, EAGAIN), answers after which the upstream closes, and
-// statuses other than 200; every response must be the upstream's.
+// statuses other than 200; every response must be the upstream's. It
+// runs with the loops' system calls through Syscall and through RawSyscall.
 func TestEpollKeepAlive(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) { testEpollKeepAlive(t, raw) })
+	}
+}
+
+func testEpollKeepAlive(t *testing.T, raw bool) {
 	up := testUpstream(t)
-	addr := startEpoll(t, up, 2, 2)
+	addr := startEpoll(t, up, 2, 2, raw)
 	const conns, requests = 6, 60
 	var wg sync.WaitGroup
 	for i := range conns {
@@ -164,7 +171,7 @@ func TestEpollKeepAlive(t *testing.T) {
 // new client connection.
 func TestEpollPipelinedAndClose(t *testing.T) {
 	up := testUpstream(t)
-	addr := startEpoll(t, up, 1, 4)
+	addr := startEpoll(t, up, 1, 4, true)
 	c := dialTest(t, addr)
 	steps := []struct {
 		send  string

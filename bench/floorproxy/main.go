@@ -22,7 +22,9 @@
 // its own epoll instance, SO_REUSEPORT listener, clients and idle upstream
 // connections, edge-triggered, reading a socket only when epoll has said
 // it has something, as nginx's workers do (epoll_linux.go): the floor
-// under a Go proxy built in nginx's shape.
+// under a Go proxy built in nginx's shape. Its system calls go through
+// RawSyscall, out of the scheduler's sight; -raw=false makes them through
+// Syscall, as the runtime's own networking does, to show what that costs.
 package main
 
 import (
@@ -42,12 +44,13 @@ func main() {
 	upstream := flag.String("upstream", "127.0.0.1:18480", "host:port of the upstream")
 	server := flag.String("server", "nethttp", "nethttp, h1, raw or epoll")
 	keepAlive := flag.Int("keepalive", 0, "idle upstream connections kept (with -server epoll, per loop); 0 dials one per request")
+	raw := flag.Bool("raw", true, "with -server epoll, system calls through RawSyscall, out of the runtime's sight (see serveEpoll)")
 	flag.Parse()
 	if *server == "epoll" {
 		if *keepAlive <= 0 {
 			log.Fatal("floorproxy: -server epoll: want -keepalive 1 or more")
 		}
-		log.Fatal(serveEpoll(*listen, *upstream, *keepAlive))
+		log.Fatal(serveEpoll(*listen, *upstream, *keepAlive, *raw))
 	}
 	if *keepAlive > 0 {
 		idle = make(chan *upConn, *keepAlive)
