@@ -65,7 +65,9 @@ type epollServer struct {
 // yield every 10ms, with a signal that ends an epoll_wait with EINTR, and
 // no call pays entersyscall and exitsyscall. A loop then waits in
 // epoll_wait at most 10ms at a time, so that a stop-the-world never waits
-// longer on it even if no signal reached it.
+// longer on it even if no signal reached it. Raw suits a process that
+// runs nothing but its loops, one per P: any other goroutine gets a P only
+// when sysmon makes a loop yield.
 func serveEpoll(listen, upstream string, keepAlive int, raw bool) error {
 	s, err := newEpollServer(listen, upstream, runtime.GOMAXPROCS(0), keepAlive, raw)
 	if err != nil {

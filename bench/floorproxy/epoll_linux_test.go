@@ -125,7 +125,10 @@ func expect(path string) (int, []byte) {
 // once, as wrk does, among them bodies larger than a socket's buffers
 // (partial writes, EAGAIN), answers after which the upstream closes, and
 // statuses other than 200; every response must be the upstream's. It
-// runs with the loops' system calls through Syscall and through RawSyscall.
+// runs with the loops' system calls through Syscall and through RawSyscall;
+// with RawSyscall, where the loops hold their Ps, the upstream and the
+// clients here run when sysmon makes a loop yield (every 10ms): seconds
+// with fewer Ps than loops, not a hang.
 func TestEpollKeepAlive(t *testing.T) {
 	for _, raw := range []bool{false, true} {
 		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) { testEpollKeepAlive(t, raw) })
