@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"time"
+
+	"stampede/workerpool"
+)
+
+// syns holds the events of connection attempts that a full backlog
+// dropped: the next SYNs their kernels send (evSYN) and, after the last,
+// their giving up (evConnectFail), while no timeout of their request comes
+// first. At 2,500 tenants of stock-balance nearly half the run's events
+// were such SYNs, nearly all dropped again, each one a push and a pop of
+// the calendar's heap. A Dropped job's SYNs keep to one schedule from its
+// first (workerpool.SYNRetry), so a stage, the events after a job's n-th
+// SYN, is scheduled in the order its events come in, by (at, seq), as the
+// previous stage's events are handled in order: each stage is a ring, in
+// order, and the earliest event is at the head of one of them. A SYN
+// dropped again is then handled without the calendar and without its
+// request (engine.resend): the pool tells a drop from the backlog's state
+// alone (workerpool.Pool.Redrop), and the next event, into the next
+// stage, needs only the request's id and its earliest timeout, which the
+// entry keeps. The events and their order are those the calendar would
+// give, seqs included. The zero value is empty.
+type syns struct {
+	stages [synStages]synRing
+	n      int // entries in all
+	first  int // the stage whose head is the earliest, when n > 0
+}
+
+// synStages is how many stages a connection attempt goes through: one
+// after each of its SYNs, the first and workerpool.SYNRetries more.
+const synStages = workerpool.SYNRetries + 1
+
+// synEntry is a pending event of a dropped connection attempt: the SYN
+// its kernel sends next or, in the last stage, its giving up.
+type synEntry struct {
+	at       time.Duration
+	seq      uint64
+	deadline time.Duration // the request's earliest timeout, not before at
+	ref      int32         // the request
+}
+
+// before reports whether s comes before the event at at of seq seq.
+func (s *synEntry) before(at time.Duration, seq uint64) bool {
+	return s.at < at || s.at == at && s.seq < seq
+}
+
+// synRing is one stage: its entries in order, in a ring of len a power of
+// two, ring[head&mask] the earliest.
+type synRing struct {
+	ring []synEntry
+	head int
+	n    int
+}
+
+// len returns the number of entries.
+func (q *syns) len() int { return q.n }
+
+// top returns the earliest entry. q must not be empty.
+func (q *syns) top() *synEntry { return q.stages[q.first].top() }
+
+// before reports whether ev comes before every entry of q.
+func (q *syns) before(ev *event) bool {
+	return q.n == 0 || !q.top().before(ev.at, ev.seq)
+}
+
+// fits reports whether an event at at of seq seq may join stage i: it is
+// not before the stage's latest.
+func (q *syns) fits(i int, at time.Duration, seq uint64) bool {
+	if i < 0 || i >= synStages {
+		return false
+	}
+	r := &q.stages[i]
+	if r.n == 0 {
+		return true
+	}
+	last := &r.ring[(r.head+r.n-1)&(len(r.ring)-1)]
+	return !(at < last.at || at == last.at && seq < last.seq)
+}
+
+// push adds s to stage i, where it fits.
+func (q *syns) push(i int, s synEntry) {
+	if q.n == 0 || s.before(q.top().at, q.top().seq) {
+		q.first = i
+	}
+	r := &q.stages[i]
+	if r.n == len(r.ring) {
+		r.grow()
+	}
+	r.ring[(r.head+r.n)&(len(r.ring)-1)] = s
+	r.n++
+	q.n++
+}
+
+// pop removes and returns the earliest entry and the stage it was in. q
+// must not be empty.
+func (q *syns) pop() (synEntry, int) {
+	i := q.first
+	r := &q.stages[i]
+	s := *r.top()
+	r.head++
+	r.n--
+	q.n--
+	if q.n > 0 {
+		var best *synEntry
+		for j := range q.stages {
+			if c := &q.stages[j]; c.n > 0 {
+				if h := c.top(); best == nil || h.before(best.at, best.seq) {
+					best, q.first = h, j
+				}
+			}
+		}
+	}
+	return s, i
+}
+
+// top returns the ring's earliest entry. r must not be empty.
+func (r *synRing) top() *synEntry { return &r.ring[r.head&(len(r.ring)-1)] }
+
+// grow doubles the ring, its entries in order from 0.
+func (r *synRing) grow() {
+	ring := make([]synEntry, max(2*len(r.ring), 64))
+	for i := range r.n {
+		ring[i] = r.ring[(r.head+i)&(len(r.ring)-1)]
+	}
+	r.ring, r.head = ring, 0
+}
+
+// each calls f with every entry and its stage.
+func (q *syns) each(f func(s *synEntry, stage int)) {
+	for i := range q.stages {
+		r := &q.stages[i]
+		for k := range r.n {
+			f(&r.ring[(r.head+k)&(len(r.ring)-1)], i)
+		}
+	}
+}
