@@ -552,20 +552,18 @@ loop:
 				continue
 			}
 		}
-		if e.syns.len() > 0 {
-			if s := e.syns.top(); (e.events.len() == 0 || s.before(e.events.top().at, e.events.top().seq)) &&
-				(e.waits.len() == 0 || s.before(e.waits.top().at, e.waits.top().seq)) {
-				if s.at > e.horizon {
-					break
-				}
-				e.stats.Events++
-				e.stats.End = s.at
-				if !e.guard.ok(s.at) {
-					return e.fail(e.guard.err())
-				}
-				e.resend()
-				continue
+		if e.syns.len() > 0 && (e.events.len() == 0 || e.syns.precedes(e.events.top())) && (e.waits.len() == 0 || e.syns.precedes(e.waits.top())) {
+			at := e.syns.top().at
+			if at > e.horizon {
+				break
 			}
+			e.stats.Events++
+			e.stats.End = at
+			if !e.guard.ok(at) {
+				return e.fail(e.guard.err())
+			}
+			e.resend()
+			continue
 		}
 		var ev event
 		switch {

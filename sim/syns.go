@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"stampede/workerpool"
@@ -23,10 +24,25 @@ import (
 // entry keeps. The events and their order are those the calendar would
 // give, seqs included. The zero value is empty.
 type syns struct {
-	stages [synStages]synRing
-	n      int // entries in all
+	// heads are the stages' earliest entries' times, side by side for the
+	// look for the earliest of them after each pop; an empty stage's is
+	// noSYN.
+	heads  [synStages]synKey
 	first  int // the stage whose head is the earliest, when n > 0
+	n      int // entries in all
+	stages [synStages]synRing
 }
+
+// synKey is an entry's place in the order of events.
+type synKey struct {
+	at  time.Duration
+	seq uint64
+}
+
+// noSYN is the head of an empty stage, after every entry.
+var noSYN = synKey{at: never, seq: math.MaxUint64}
+
+func (a synKey) before(b synKey) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
 
 // synStages is how many stages a connection attempt goes through: one
 // after each of its SYNs, the first and workerpool.SYNRetries more.
@@ -46,6 +62,8 @@ func (s *synEntry) before(at time.Duration, seq uint64) bool {
 	return s.at < at || s.at == at && s.seq < seq
 }
 
+func (s *synEntry) key() synKey { return synKey{s.at, s.seq} }
+
 // synRing is one stage: its entries in order, in a ring of len a power of
 // two, ring[head&mask] the earliest.
 type synRing struct {
@@ -57,12 +75,20 @@ type synRing struct {
 // len returns the number of entries.
 func (q *syns) len() int { return q.n }
 
-// top returns the earliest entry. q must not be empty.
-func (q *syns) top() *synEntry { return q.stages[q.first].top() }
+// top returns the earliest entry's place. q must not be empty.
+func (q *syns) top() synKey { return q.heads[q.first] }
 
 // before reports whether ev comes before every entry of q.
 func (q *syns) before(ev *event) bool {
-	return q.n == 0 || !q.top().before(ev.at, ev.seq)
+	h := &q.heads[q.first]
+	return q.n == 0 || ev.at < h.at || ev.at == h.at && ev.seq < h.seq
+}
+
+// precedes reports whether q's earliest entry comes before ev. q must not
+// be empty.
+func (q *syns) precedes(ev *event) bool {
+	h := &q.heads[q.first]
+	return h.at < ev.at || h.at == ev.at && h.seq < ev.seq
 }
 
 // fits reports whether an event at at of seq seq may join stage i: it is
@@ -81,10 +107,18 @@ func (q *syns) fits(i int, at time.Duration, seq uint64) bool {
 
 // push adds s to stage i, where it fits.
 func (q *syns) push(i int, s synEntry) {
-	if q.n == 0 || s.before(q.top().at, q.top().seq) {
-		q.first = i
+	if q.n == 0 {
+		for j := range q.heads {
+			q.heads[j] = noSYN
+		}
 	}
 	r := &q.stages[i]
+	if r.n == 0 {
+		q.heads[i] = s.key()
+	}
+	if q.n == 0 || s.key().before(q.heads[q.first]) {
+		q.first = i
+	}
 	if r.n == len(r.ring) {
 		r.grow()
 	}
@@ -102,14 +136,13 @@ func (q *syns) pop() (synEntry, int) {
 	r.head++
 	r.n--
 	q.n--
-	if q.n > 0 {
-		var best *synEntry
-		for j := range q.stages {
-			if c := &q.stages[j]; c.n > 0 {
-				if h := c.top(); best == nil || h.before(best.at, best.seq) {
-					best, q.first = h, j
-				}
-			}
+	q.heads[i] = noSYN
+	if r.n > 0 {
+		q.heads[i] = r.top().key()
+	}
+	for j := range q.heads {
+		if q.heads[j].before(q.heads[q.first]) {
+			q.first = j
 		}
 	}
 	return s, i

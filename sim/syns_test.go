@@ -258,44 +258,54 @@ func FuzzSYNsLazyIsEager(f *testing.F) {
 	})
 }
 
-// TestSynsOrder pushes events into the stages in each stage's order and
-// requires them back in (at, seq) order.
+// TestSynsOrder pushes entries into the stages, each stage's in its
+// order, between pops that empty the syns now and then, and requires every
+// pop to give the earliest entry held, by (at, seq).
 func TestSynsOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var q syns
 	var last [synStages]time.Duration
-	var want []synEntry
+	var held []synEntry // in no order
 	seq := uint64(1)
-	for range 5000 {
+	for step := range 20000 {
+		if rng.IntN(2) == 0 || step%1000 > 900 { // pop, and empty the syns at times
+			if len(held) == 0 {
+				if q.len() != 0 {
+					t.Fatalf("step %d: %d entries, want none", step, q.len())
+				}
+				continue
+			}
+			k := 0
+			for j := range held {
+				if held[j].before(held[k].at, held[k].seq) {
+					k = j
+				}
+			}
+			want := held[k]
+			held = slices.Delete(held, k, k+1)
+			if top := q.top(); top != want.key() {
+				t.Fatalf("step %d: top %+v, want %+v", step, top, want.key())
+			}
+			got, stage := q.pop()
+			if got != want || stage != int(want.ref) {
+				t.Fatalf("step %d: pop %+v from stage %d, want %+v from %d", step, got, stage, want, want.ref)
+			}
+			continue
+		}
 		i := rng.IntN(synStages)
+		if q.stages[i].n > 0 && q.fits(i, last[i]-time.Millisecond, seq) {
+			t.Fatalf("step %d: stage %d: an entry before its latest fits", step, i)
+		}
 		last[i] += time.Duration(rng.IntN(3)) * time.Millisecond
-		s := synEntry{at: last[i], seq: seq, ref: int32(i)}
+		s := synEntry{at: last[i], seq: seq, ref: int32(i), deadline: never}
 		seq++
 		if !q.fits(i, s.at, s.seq) {
-			t.Fatalf("stage %d: an entry at %v in order does not fit", i, s.at)
+			t.Fatalf("step %d: stage %d: an entry at %v in order does not fit", step, i, s.at)
 		}
 		q.push(i, s)
-		want = append(want, s)
-	}
-	if q.fits(0, last[0]-time.Millisecond, seq) && last[0] > 0 {
-		t.Errorf("stage 0: an entry before its latest fits")
-	}
-	slices.SortFunc(want, func(a, b synEntry) int {
-		if a.before(b.at, b.seq) {
-			return -1
+		held = append(held, s)
+		if q.len() != len(held) {
+			t.Fatalf("step %d: %d entries, want %d", step, q.len(), len(held))
 		}
-		return 1
-	})
-	for k, w := range want {
-		if q.len() == 0 {
-			t.Fatalf("pop %d: empty, want %+v", k, w)
-		}
-		got, stage := q.pop()
-		if got != w || stage != int(w.ref) {
-			t.Fatalf("pop %d: %+v from stage %d, want %+v from %d", k, got, stage, w, w.ref)
-		}
-	}
-	if q.len() != 0 {
-		t.Errorf("%d entries left", q.len())
 	}
 }
