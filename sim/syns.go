@@ -24,11 +24,13 @@ import (
 // entry keeps. The events and their order are those the calendar would
 // give, seqs included. The zero value is empty.
 type syns struct {
-	// heads are the stages' earliest entries' times, side by side for the
-	// look for the earliest of them after each pop; an empty stage's is
-	// noSYN.
+	// heads are the stages' earliest entries' places, side by side; an
+	// empty stage's is noSYN. order holds the stages by their heads,
+	// earliest first, when n > 0: a pop moves its stage down the order as
+	// far as its next head goes, past about half the others, where a look
+	// for the earliest would read every head.
 	heads  [synStages]synKey
-	first  int // the stage whose head is the earliest, when n > 0
+	order  [synStages]int
 	n      int // entries in all
 	stages [synStages]synRing
 }
@@ -76,18 +78,18 @@ type synRing struct {
 func (q *syns) len() int { return q.n }
 
 // top returns the earliest entry's place. q must not be empty.
-func (q *syns) top() synKey { return q.heads[q.first] }
+func (q *syns) top() synKey { return q.heads[q.order[0]] }
 
 // before reports whether ev comes before every entry of q.
 func (q *syns) before(ev *event) bool {
-	h := &q.heads[q.first]
+	h := &q.heads[q.order[0]]
 	return q.n == 0 || ev.at < h.at || ev.at == h.at && ev.seq < h.seq
 }
 
 // precedes reports whether q's earliest entry comes before ev. q must not
 // be empty.
 func (q *syns) precedes(ev *event) bool {
-	h := &q.heads[q.first]
+	h := &q.heads[q.order[0]]
 	return h.at < ev.at || h.at == ev.at && h.seq < ev.seq
 }
 
@@ -109,15 +111,21 @@ func (q *syns) fits(i int, at time.Duration, seq uint64) bool {
 func (q *syns) push(i int, s synEntry) {
 	if q.n == 0 {
 		for j := range q.heads {
-			q.heads[j] = noSYN
+			q.heads[j], q.order[j] = noSYN, j
 		}
 	}
 	r := &q.stages[i]
-	if r.n == 0 {
-		q.heads[i] = s.key()
-	}
-	if q.n == 0 || s.key().before(q.heads[q.first]) {
-		q.first = i
+	if r.n == 0 { // i's head moves up the order from among the empty stages
+		k := s.key()
+		q.heads[i] = k
+		p := 0
+		for q.order[p] != i {
+			p++
+		}
+		for ; p > 0 && k.before(q.heads[q.order[p-1]]); p-- {
+			q.order[p] = q.order[p-1]
+		}
+		q.order[p] = i
 	}
 	if r.n == len(r.ring) {
 		r.grow()
@@ -130,21 +138,23 @@ func (q *syns) push(i int, s synEntry) {
 // pop removes and returns the earliest entry and the stage it was in. q
 // must not be empty.
 func (q *syns) pop() (synEntry, int) {
-	i := q.first
+	i := q.order[0]
 	r := &q.stages[i]
-	s := *r.top()
+	mask := len(r.ring) - 1
+	s := r.ring[r.head&mask]
 	r.head++
 	r.n--
 	q.n--
-	q.heads[i] = noSYN
+	k := noSYN
 	if r.n > 0 {
-		q.heads[i] = r.top().key()
+		k = r.ring[r.head&mask].key()
 	}
-	for j := range q.heads {
-		if q.heads[j].before(q.heads[q.first]) {
-			q.first = j
-		}
+	q.heads[i] = k
+	p := 0
+	for ; p+1 < len(q.order) && q.heads[q.order[p+1]].before(k); p++ {
+		q.order[p] = q.order[p+1]
 	}
+	q.order[p] = i
 	return s, i
 }
 

@@ -363,8 +363,12 @@ func (p *Pool) Arrive(now time.Duration, j *Job) State {
 // as Arrive does before it decides, and the caller calls Arrive(now, j),
 // which decides as it would have.
 func (p *Pool) Redrop(now time.Duration) bool {
-	p.advance(now)
-	p.flush()
+	if p.booting > 0 {
+		p.advance(now)
+		p.flush()
+	} else {
+		p.account(now) // advance(now), which has no boot to end
+	}
 	if !p.arrived || now != p.instant {
 		p.instant, p.room, p.arrived = now, p.queued < p.queue, true
 	}
