@@ -26,9 +26,9 @@ import (
 type syns struct {
 	// heads are the stages' earliest entries' places, side by side; an
 	// empty stage's is noSYN. order holds the stages by their heads,
-	// earliest first, when n > 0: a pop moves its stage down the order as
-	// far as its next head goes, past about half the others, where a look
-	// for the earliest would read every head.
+	// earliest first, when n > 0: a pop moves its stage down the order
+	// only as far as its next head goes, where a look for the earliest
+	// would read every head.
 	heads  [synStages]synKey
 	order  [synStages]int
 	n      int // entries in all
@@ -157,9 +157,6 @@ func (q *syns) pop() (synEntry, int) {
 	q.order[p] = i
 	return s, i
 }
-
-// top returns the ring's earliest entry. r must not be empty.
-func (r *synRing) top() *synEntry { return &r.ring[r.head&(len(r.ring)-1)] }
 
 // grow doubles the ring, its entries in order from 0.
 func (r *synRing) grow() {
