@@ -118,7 +118,8 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 // heap per tenant. req/s is simulated requests per wall second, req/cpu-s
 // per CPU second, allocs/req the heap allocations and events/req the
 // events (stale ones included) per request, events/cpu-s the events per
-// CPU second; served/req is the share of requests a worker took and
+// CPU second, redrops/req the SYNs of those events that the syns handled
+// without their request (Stats.Redropped); served/req is the share of requests a worker took and
 // dropped/req of arrivals dropped at the in-flight cap; B/tenant is
 // the heap the first run holds at its end per tenant (its state, with
 // record the recorder's too, histograms included), after a collection. Without record
@@ -127,7 +128,7 @@ func BenchmarkSimScaleWorkers(b *testing.B) {
 // which builds no results.json here.
 func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	b.ReportAllocs()
-	var reqs, events, held, served, dropped uint64
+	var reqs, events, redropped, held, served, dropped uint64
 	var tenants int
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -155,6 +156,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 		}
 		reqs += e.stats.Requests
 		events += e.stats.Events
+		redropped += e.stats.Redropped
 		served += e.stats.Started
 		dropped += e.stats.Outcomes[workload.Dropped]
 		if first {
@@ -172,6 +174,7 @@ func benchScale(b *testing.B, sc *scenarios.Scenario, record bool) {
 	b.ReportMetric(float64(reqs)/cpu.Seconds(), "req/cpu-s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(reqs), "allocs/req")
 	b.ReportMetric(float64(events)/float64(reqs), "events/req")
+	b.ReportMetric(float64(redropped)/float64(reqs), "redrops/req")
 	b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
 	b.ReportMetric(float64(served)/float64(reqs), "served/req")
 	b.ReportMetric(float64(dropped)/float64(reqs), "dropped/req")

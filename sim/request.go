@@ -252,6 +252,54 @@ func (e *engine) trimWaits() {
 	}
 }
 
+// inSyns is a request's ev while its pending event is in the syns, whose
+// entries hold their seqs.
+const inSyns = math.MaxUint64
+
+// resend handles the earliest event of the syns, which comes before every
+// other: a SYN that the full backlog drops again, told by the pool alone,
+// schedules the next without its request, as connect would; any other, a
+// SYN that may get in or a kernel giving up, brings its request's job up
+// to date and is handled as the calendar's evSYN or evConnectFail.
+func (e *engine) resend() {
+	s, stage := e.syns.pop()
+	n := stage + 1 // the SYNs the job sent before this event
+	if n <= workerpool.SYNRetries && e.pool.Redrop(s.at) {
+		e.stats.SYNDrops++
+		e.stats.Redropped++
+		wait, again := workerpool.SYNRetry(n + 1)
+		next := s.at + wait
+		// The next stage is n, whether it holds SYNs or, after the last,
+		// the giving up.
+		if next <= s.deadline && e.syns.fits(n, next, e.seq) {
+			e.syns.push(n, synEntry{at: next, seq: e.nextSeq(), deadline: s.deadline, ref: s.ref})
+		} else { // a timeout comes first
+			r := e.request(s.ref)
+			r.job.SetSYNs(n+1, s.at)
+			k := evSYN
+			if !again {
+				k = evConnectFail
+			}
+			e.schedule(r, next, k)
+		}
+		e.flushStarts()
+		return
+	}
+	r := e.request(s.ref)
+	if r.ev != inSyns { // never: nothing but its own event changes a dropped request's plans
+		e.flushStarts()
+		return
+	}
+	r.ev = 0
+	wait, _ := workerpool.SYNRetry(n)
+	r.job.SetSYNs(n, s.at-wait)
+	if n <= workerpool.SYNRetries {
+		e.connect(r, s.at)
+		return
+	}
+	e.timeout(r, s.at, workload.BackendError, statusBadGateway)
+}
+
 // schedule plans r's next event: the natural one (k at t) or, while r's
 // result is not out, a timeout that comes first. On a tie the response
 // wins over the proxy's read timeout, which wins over the client's.
@@ -276,6 +324,17 @@ func (e *engine) schedule(r *request, t time.Duration, k kind) {
 	if t == never {
 		r.ev = 0
 		return
+	}
+	if (k == evSYN || k == evConnectFail) && !e.eagerSYN {
+		if i := r.job.SYNs() - 1; e.syns.fits(i, t, e.seq) {
+			deadline := never
+			if !r.done {
+				deadline = min(r.read, r.client, r.connect)
+			}
+			e.syns.push(i, synEntry{at: t, seq: e.nextSeq(), deadline: deadline, ref: r.id})
+			r.ev = inSyns
+			return
+		}
 	}
 	if ev := (event{at: t, seq: e.seq, ref: r.id, kind: k}); waiting && e.waits.fits(&ev) {
 		r.ev = e.nextSeq()
@@ -422,6 +481,13 @@ func (e *engine) sample(now time.Duration) {
 func (e *engine) cutOff(now time.Duration) {
 	e.stopping = true
 	e.stats.End = now
+	e.syns.each(func(s *synEntry, stage int) {
+		if r := e.request(s.ref); r.ev == inSyns {
+			wait, _ := workerpool.SYNRetry(stage + 1)
+			r.job.SetSYNs(stage+1, s.at-wait)
+		}
+	})
+	e.syns = syns{}
 	for _, chunk := range e.chunks {
 		for i := range chunk {
 			r := &chunk[i]

@@ -76,6 +76,7 @@ type Stats struct {
 	Started     uint64                       // jobs a worker took
 	WaitTime    time.Duration                // total backlog wait of the jobs a worker took
 	SYNDrops    uint64                       // connection attempts the full backlog dropped, retransmissions included
+	Redropped   uint64                       // of SYNDrops, retransmissions handled without their request (see syns)
 	KillGuessed uint64                       // results whose Work guessed the kill of a job not yet started (see engine.work)
 	End         time.Duration                // model time of the last event
 	Backend     workerpool.Stats             // the pool's counters at End
@@ -188,6 +189,8 @@ type engine struct {
 	arrivals  calendar         // the open-model tenants' next arrivals, one per tenant (evArrival)
 	events    calendar         // every other event: requests', users', samples
 	waits     waits            // timeouts of requests in the backlog, when in order (see schedule)
+	syns      syns             // dropped connection attempts' next SYNs, when no timeout comes first
+	eagerSYN  bool             // tests: every SYN through the calendar and connect, as before syns
 	seq       uint64
 	free      int32 // the first free request's id + 1; 0 none
 	chunks    [][]request
@@ -489,11 +492,13 @@ func (e *engine) warm() {
 
 // before reports whether ev comes before the events' and the waits' tops.
 func (e *engine) before(ev *event) bool {
-	return (e.events.len() == 0 || ev.before(e.events.top())) && (e.waits.len() == 0 || ev.before(e.waits.top()))
+	return (e.events.len() == 0 || ev.before(e.events.top())) && (e.waits.len() == 0 || ev.before(e.waits.top())) && e.syns.before(ev)
 }
 
 // pending returns the number of events scheduled.
-func (e *engine) pending() int { return e.arrivals.len() + e.events.len() + e.waits.len() }
+func (e *engine) pending() int {
+	return e.arrivals.len() + e.events.len() + e.waits.len() + e.syns.len()
+}
 
 func (e *engine) nextSeq() uint64 {
 	s := e.seq
@@ -517,9 +522,9 @@ loop:
 			e.stats.Backend = e.pool.Stats(e.stats.End)
 			return ctx.Err()
 		}
-		// The next event is the earliest of the two calendars' tops and
-		// the waits' head; all take their seqs from one counter, so the
-		// order is the one a single queue would give.
+		// The next event is the earliest of the two calendars' tops, the
+		// waits' head and the syns'; all take their seqs from one counter,
+		// so the order is the one a single queue would give.
 		if e.arrivals.len() > 0 {
 			if a := e.arrivals.top(); e.before(a) {
 				if a.at > e.horizon {
@@ -546,6 +551,19 @@ loop:
 				}
 				continue
 			}
+		}
+		if e.syns.len() > 0 && (e.events.len() == 0 || e.syns.precedes(e.events.top())) && (e.waits.len() == 0 || e.syns.precedes(e.waits.top())) {
+			at := e.syns.top().at
+			if at > e.horizon {
+				break
+			}
+			e.stats.Events++
+			e.stats.End = at
+			if !e.guard.ok(at) {
+				return e.fail(e.guard.err())
+			}
+			e.resend()
+			continue
 		}
 		var ev event
 		switch {

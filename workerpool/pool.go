@@ -84,6 +84,11 @@ func (j *Job) NextSYN() (at time.Duration, again bool) {
 // SYNs returns how many times the job's SYN was sent.
 func (j *Job) SYNs() int { return j.syns }
 
+// SetSYNs records that the job's SYN was sent n times, the last at last,
+// as Arrive would have: for a Dropped job whose retransmissions its caller
+// handed to Redrop, which does not see the job, rather than to Arrive.
+func (j *Job) SetSYNs(n int, last time.Duration) { j.syns, j.synAt = n, last }
+
 // worker is one worker process of the pool.
 type worker struct {
 	busy   int           // requests it serves now
@@ -347,6 +352,31 @@ func (p *Pool) Arrive(now time.Duration, j *Job) State {
 	p.queued++
 	p.stats.QueueMax = max(p.stats.QueueMax, p.queued)
 	return Queued
+}
+
+// Redrop is Arrive at now of a retransmitted SYN of a Dropped job, told
+// without the job, for a caller that keeps a full backlog's dropped jobs
+// out of its hands until one may get in. When Arrive(now, j) would drop
+// the SYN again it counts the drop as Arrive does and returns true; the
+// caller records the SYN with j.SetSYNs(j.SYNs()+1, now) when it next
+// looks at j. Otherwise it returns false, having brought the pool to now
+// as Arrive does before it decides, and the caller calls Arrive(now, j),
+// which decides as it would have.
+func (p *Pool) Redrop(now time.Duration) bool {
+	if p.booting > 0 {
+		p.advance(now)
+		p.flush()
+	} else {
+		p.account(now) // advance(now), which has no boot to end
+	}
+	if !p.arrived || now != p.instant {
+		p.instant, p.room, p.arrived = now, p.queued < p.queue, true
+	}
+	if p.free > 0 || p.queued < p.queue || p.room || p.cfg.Overflow == Reset {
+		return false
+	}
+	p.stats.SYNDrops++
+	return true
 }
 
 // start gives j to worker wi, or when wi is negative to the next worker

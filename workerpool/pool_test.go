@@ -3,6 +3,7 @@ package workerpool
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -419,4 +420,119 @@ func TestPoolThreads(t *testing.T) {
 		{at: 0, op: arrive, job: 4, service: s, want: Queued, busy: 4, queued: 1},
 		{at: s, op: finish, job: 0, want: Done, next: 4, busy: 4},
 	})
+}
+
+// TestRedropIsArrive plays random calls on two pools alike but for the
+// retransmitted SYNs of dropped jobs, which one is given with Arrive and
+// the other with Redrop (then Arrive when Redrop says it may get in), and
+// requires the same states, starts and counters of both after every call.
+func TestRedropIsArrive(t *testing.T) {
+	var redropped, resent, startedBy int
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		cfg := Config{Workers: 1 + rng.IntN(3), Backlog: []int{-1, 1, 2}[rng.IntN(3)], Boot: time.Duration(rng.IntN(3)) * time.Second,
+			MaxRequests: rng.IntN(4), Seed: seed, OnClientAbort: AbortPolicy(rng.IntN(2))}
+		if rng.IntN(4) == 0 {
+			cfg.Overflow = Reset
+		}
+		p, q := NewPool(cfg), NewPool(cfg)
+		var pStarts, qStarts []int
+		var pj, qj []*Job
+		index := map[*Job]int{}
+		p.OnStart = func(j *Job) { pStarts = append(pStarts, index[j]) }
+		q.OnStart = func(j *Job) { qStarts = append(qStarts, index[j]) }
+		var now time.Duration
+		for step := range 300 {
+			now += []time.Duration{0, 0, time.Millisecond, time.Second}[rng.IntN(4)]
+			// Ends and boots due by now, in order, on both; a boot that
+			// ends at now is left to the call at now half the time.
+			late := rng.IntN(2) == 0
+			for {
+				at, which := now+1, -1
+				for i, j := range pj {
+					if j.State() == Running {
+						if end, _ := p.End(j); end < at {
+							at, which = end, i
+						}
+					}
+				}
+				if w, ok := p.NextWake(); ok && w < at && (w < now || !late) {
+					at, which = w, len(pj)
+				}
+				if which < 0 {
+					break
+				}
+				if which == len(pj) {
+					p.Wake(at)
+					q.Wake(at)
+				} else {
+					p.Finish(at, pj[which])
+					q.Finish(at, qj[which])
+				}
+			}
+			switch op := rng.IntN(6); {
+			case op < 2 || len(pj) == 0:
+				a, b := &Job{Service: time.Duration(1+rng.IntN(3)) * time.Second}, &Job{}
+				*b = *a
+				index[a], index[b] = len(pj), len(pj)
+				pj, qj = append(pj, a), append(qj, b)
+				if sa, sb := p.Arrive(now, a), q.Arrive(now, b); sa != sb {
+					t.Fatalf("seed %d step %d: Arrive %v and %v", seed, step, sa, sb)
+				}
+			case op < 5:
+				// One dropped job's SYN again, or every one's: a burst.
+				var retry []int
+				for i := range pj {
+					if pj[i].State() == Dropped {
+						retry = append(retry, i)
+					}
+				}
+				if len(retry) > 1 && op < 4 {
+					retry = retry[rng.IntN(len(retry)):][:1]
+				}
+				for _, i := range retry {
+					sa := p.Arrive(now, pj[i])
+					before := len(qStarts)
+					if q.Redrop(now) {
+						redropped++
+						if len(qStarts) > before {
+							startedBy++
+						}
+						qj[i].SetSYNs(qj[i].SYNs()+1, now)
+						if sa != Dropped {
+							t.Fatalf("seed %d step %d: Redrop dropped job %d, Arrive gave %v", seed, step, i, sa)
+						}
+					} else if sb := q.Arrive(now, qj[i]); sb != sa || sb == Dropped {
+						t.Fatalf("seed %d step %d: after Redrop, Arrive gave %v, the other pool %v", seed, step, sb, sa)
+					} else {
+						resent++
+					}
+				}
+			default:
+				i := rng.IntN(len(pj))
+				p.Abandon(now, pj[i])
+				q.Abandon(now, qj[i])
+			}
+			if fmt.Sprint(pStarts) != fmt.Sprint(qStarts) { // before Stats, which hands any start left over
+				t.Fatalf("seed %d step %d: starts %v and %v", seed, step, pStarts, qStarts)
+			}
+			for i := range pj {
+				if a, b := pj[i], qj[i]; a.State() != b.State() || a.SYNs() != b.SYNs() || a.StartedAt() != b.StartedAt() || a.ArrivedAt() != b.ArrivedAt() {
+					t.Fatalf("seed %d step %d: job %d %v %d SYNs, started %v, and %v %d, %v", seed, step, i, a.State(), a.SYNs(), a.StartedAt(), b.State(), b.SYNs(), b.StartedAt())
+				}
+				if at, again := pj[i].NextSYN(); pj[i].State() == Dropped {
+					if bt, bagain := qj[i].NextSYN(); at != bt || again != bagain {
+						t.Fatalf("seed %d step %d: job %d's next SYN at %v %v and %v %v", seed, step, i, at, again, bt, bagain)
+					}
+				}
+			}
+			if sp, sq := p.Stats(now), q.Stats(now); sp != sq {
+				t.Fatalf("seed %d step %d: stats %+v and %+v", seed, step, sp, sq)
+			}
+		}
+	}
+	if redropped == 0 || resent == 0 || startedBy == 0 {
+		t.Errorf("%d SYNs dropped again by Redrop (%d starting jobs as a boot ended), %d let in: want each", redropped, startedBy, resent)
+	}
+	t.Logf("%d SYNs dropped again by Redrop (%d starting jobs as a boot ended), %d let in", redropped, startedBy, resent)
 }
