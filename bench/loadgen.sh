@@ -25,6 +25,7 @@
 # Usage: bench/loadgen.sh            (from anywhere in the repository)
 # Env:   ROUNDS=5 DURATION=5s USERS=64 LADDER="5000 10000 20000 40000" STEP=10s
 #        MODES="closed open"  BASELINE=/path/to/stampede (e.g. built from main)
+#        OPEN_PEER="" plays the open model without vegeta between the rounds
 #        PORT (nginx's; default the first free one of PORTS="9200 9299", the
 #        lowest and highest of a block out of the ephemeral range the
 #        clients' own ports come from, apart from other benchmarks' on a
@@ -38,6 +39,7 @@ USERS=${USERS:-64}
 LADDER=${LADDER:-5000 10000 20000 40000}
 STEP=${STEP:-10s}
 MODES=${MODES:-closed open}
+OPEN_PEER=${OPEN_PEER-vegeta}
 BASELINE=${BASELINE:-}
 NGINX=${NGINX:-/usr/sbin/nginx}
 
@@ -251,7 +253,7 @@ if [[ " $MODES " == *" open "* ]]; then
 step=${STEP%s}
 open_tools="stampede"
 [ -n "$BASELINE" ] && open_tools="$open_tools baseline"
-[ -n "$vegeta" ] && open_tools="$open_tools vegeta"
+[ -n "$vegeta" ] && [ -n "$OPEN_PEER" ] && open_tools="$open_tools vegeta"
 echo "== open model, constant arrivals, $STEP per rate, $ROUNDS rounds: $open_tools" >&2
 declare -A sent late drop cpu conns
 for rate in $LADDER; do
