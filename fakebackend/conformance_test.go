@@ -169,13 +169,26 @@ var gCases = []gCase{
 		workers: 2, backlog: 8, timeout: 30 * time.Second, readTimeout: 4500 * time.Millisecond,
 		shots: gShots(30, gShot{ms: 1000}),
 		want:  map[int]int{200: 8, 504: 22},
+		// Those served within the read timeout are what the workers get
+		// through from the start: 8, one more or less by the kernel's
+		// race or the machine's load. A connection the kernel completes
+		// late, on a SYN or SYN-ACK retransmission after the first 504s,
+		// starts its read timeout late and may be served by a worker
+		// freed by then: how many do is the handshakes' race with the
+		// workers' accepts, not the backend's rule (in one run beside the
+		// whole suite: gunicorn 1, stampede 3), so those are counted apart
+		// and not compared.
 		race: func(t *testing.T, who string, got []gResult) {
 			n := map[int]int{}
+			early := 0
 			for _, r := range got {
 				n[r.status]++
+				if r.status == 200 && r.end <= 4500*time.Millisecond+slack {
+					early++
+				}
 			}
-			if n[200] < 7 || n[200] > 9 || n[200]+n[504] != 30 {
-				t.Errorf("%s: statuses %v, want 8 (one more or less by the kernel's race or the machine's load) × 200 and the rest 504, no 502", who, n)
+			if early < 7 || early > 9 || n[200]+n[504] != 30 {
+				t.Errorf("%s: statuses %v, %d of the 200s within the read timeout; want 8 of those (one more or less by the kernel's race or the machine's load), the rest 200 after a late connection or 504, no 502", who, n, early)
 			}
 		},
 		check: func(t *testing.T, who string, _ []gShot, got []gResult) {
