@@ -16,7 +16,14 @@ func NormalizeHost(host string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return string(appendLower(nil, host[:n])), true
+	// A host already in lower case, as clients send it, is its own
+	// $host: the proxy asks for it on every request.
+	for i := 0; i < n; i++ {
+		if c := host[i]; 'A' <= c && c <= 'Z' {
+			return string(appendLower(make([]byte, 0, n), host[:n])), true
+		}
+	}
+	return host[:n], true
 }
 
 func appendHost(dst []byte, host string) []byte {
