@@ -59,11 +59,6 @@ type synEntry struct {
 	ref      int32         // the request
 }
 
-// before reports whether s comes before the event at at of seq seq.
-func (s *synEntry) before(at time.Duration, seq uint64) bool {
-	return s.at < at || s.at == at && s.seq < seq
-}
-
 func (s *synEntry) key() synKey { return synKey{s.at, s.seq} }
 
 // synRing is one stage: its entries in order, in a ring of len a power of
@@ -82,16 +77,12 @@ func (q *syns) top() synKey { return q.heads[q.order[0]] }
 
 // before reports whether ev comes before every entry of q.
 func (q *syns) before(ev *event) bool {
-	h := &q.heads[q.order[0]]
-	return q.n == 0 || ev.at < h.at || ev.at == h.at && ev.seq < h.seq
+	return q.n == 0 || (synKey{ev.at, ev.seq}).before(q.top())
 }
 
 // precedes reports whether q's earliest entry comes before ev. q must not
 // be empty.
-func (q *syns) precedes(ev *event) bool {
-	h := &q.heads[q.order[0]]
-	return h.at < ev.at || h.at == ev.at && h.seq < ev.seq
-}
+func (q *syns) precedes(ev *event) bool { return q.top().before(synKey{ev.at, ev.seq}) }
 
 // fits reports whether an event at at of seq seq may join stage i: it is
 // not before the stage's latest.
@@ -103,8 +94,7 @@ func (q *syns) fits(i int, at time.Duration, seq uint64) bool {
 	if r.n == 0 {
 		return true
 	}
-	last := &r.ring[(r.head+r.n-1)&(len(r.ring)-1)]
-	return !(at < last.at || at == last.at && seq < last.seq)
+	return !(synKey{at, seq}).before(r.ring[(r.head+r.n-1)&(len(r.ring)-1)].key())
 }
 
 // push adds s to stage i, where it fits.

@@ -277,7 +277,7 @@ func TestSynsOrder(t *testing.T) {
 			}
 			k := 0
 			for j := range held {
-				if held[j].before(held[k].at, held[k].seq) {
+				if held[j].key().before(held[k].key()) {
 					k = j
 				}
 			}
