@@ -49,6 +49,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		proxyError(w, r, err)
 		return
 	}
+	p.answer(w, r, resp)
+}
+
+// answer writes resp, the upstream's response to the lean request r, to
+// w as ReverseProxy would: its header less the hop-by-hop fields, its
+// body, its trailers. A body that fails midway aborts the response
+// (panics with http.ErrAbortHandler).
+func (p *Proxy) answer(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// Asked for no switch: ReverseProxy's answer to it.
 		resp.Body.Close()

@@ -121,6 +121,14 @@ func (hs *holders) release(h *holder) {
 	holderPool.Put(h)
 }
 
+// rebind makes h's client connection rc (nil: one that cannot be asked),
+// as its request moves from one socket to another of the same client.
+func (hs *holders) rebind(h *holder, rc syscall.RawConn) {
+	hs.mu.Lock()
+	h.rc = rc
+	hs.mu.Unlock()
+}
+
 // reap frees the slots of every holder of key for limit_conn rule whose
 // client has closed or reset its connection, and reports whether it freed
 // any. It is called only when a request is about to be rejected.
@@ -128,7 +136,7 @@ func (hs *holders) reap(rule int, key string) bool {
 	freed := false
 	hs.mu.Lock()
 	for _, h := range hs.byKey[ruleKey{rule, key}] {
-		if !h.released && clientGone(h.rc) {
+		if !h.released && h.rc != nil && clientGone(h.rc) {
 			h.released = true
 			h.slots.Release()
 			freed = true

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"stampede/clock"
 	"stampede/limit"
@@ -75,6 +76,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Next.ServeHTTP(w, r)
 		return
 	}
+	var a admission
+	defer a.end(h)
+	rc, _ := r.Context().Value(clientConnKey{}).(syscall.RawConn)
+	if !h.admit(&a, w, r, rc, func(c *clock.Clock, until time.Time) bool { return c.WaitUntil(r.Context(), until) }) {
+		return
+	}
+	h.Next.ServeHTTP(w, r)
+}
+
+// admission is one request's pass through the limits, from admit to end.
+type admission struct {
+	p        *limit.Policy
+	ks       *limit.Keys
+	connKeys []string
+	slots    limit.Slots
+	cd       limit.ConnDecision
+	holder   *holder  // the slots' holder, when the client can be asked whether it is gone
+	connM    *Metrics // counting the request in flight, when not nil
+}
+
+// admit applies the limits of r's location (see Policy.For) to r, whose
+// client connection is rc (nil when it cannot be asked whether it is
+// gone): every limit_req, waiting out a delay with wait (which reports
+// false when the client went away), then every limit_conn in order. It
+// reports whether r may go on to Next, holding its slots in a until
+// a.end; otherwise r is answered already (the rejection, or nothing after
+// a delay the client did not wait out). A nil wait is for a location
+// whose limit_req cannot delay (CannotDelay).
+func (h *Handler) admit(a *admission, w http.ResponseWriter, r *http.Request, rc syscall.RawConn, wait func(c *clock.Clock, until time.Time) bool) bool {
+	p := h.Policy
 	reqM, connM := h.Metrics, h.Metrics
 	if len(p.Locations) > 0 && r.URL != nil {
 		if loc := p.For(r.URL.Path); loc != p {
@@ -89,10 +120,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p = loc
 		}
 	}
-	ks := keysPool.Get().(*limit.Keys)
-	defer putKeys(ks)
+	a.p = p
+	a.ks = keysPool.Get().(*limit.Keys)
 	in := keyInput(r)
-	reqKeys, connKeys := ks.Eval(p, &in)
+	reqKeys, connKeys := a.ks.Eval(p, &in)
+	a.connKeys = connKeys
 
 	if len(p.Req) > 0 {
 		c := h.clock()
@@ -102,13 +134,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch rd.Verdict {
 		case limit.Rejected:
 			reject(w, p.Req[rd.Rule].Name, p.Req[rd.Rule].Key.String(), rd.Status)
-			return
+			return false
 		case limit.RejectedDryRun:
 			w.Header().Add(DryRunHeader, p.Req[rd.Rule].Name+" "+p.Req[rd.Rule].Key.String())
 		}
 		// A client that went away during the delay is answered nothing.
-		if rd.Delay > 0 && !c.WaitUntil(r.Context(), start.Add(c.Wall(rd.Delay))) {
-			return
+		if rd.Delay > 0 && (wait == nil || !wait(c, start.Add(c.Wall(rd.Delay)))) {
+			return false
 		}
 	}
 
@@ -121,24 +153,57 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		slots.Release()
 		slots, cd = p.ConnStage(connKeys)
 	}
-	if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok && slots.Len() > 0 {
-		defer h.holders.release(h.holders.hold(slots, connKeys, rc))
-	} else {
-		defer slots.Release()
+	a.slots, a.cd = slots, cd
+	if rc != nil && slots.Len() > 0 {
+		a.holder = h.holders.hold(slots, connKeys, rc)
 	}
 	switch cd.Verdict {
 	case limit.Rejected:
 		connM.connVerdict(cd.Rule, limit.Rejected)
 		reject(w, p.Conn[cd.Rule].Name, p.Conn[cd.Rule].Key.String(), cd.Status)
-		return
+		return false
 	case limit.RejectedDryRun:
 		w.Header().Add(DryRunHeader, p.Conn[cd.Rule].Name+" "+p.Conn[cd.Rule].Key.String())
 	}
 	if connM != nil && len(connKeys) > 0 {
 		connM.connAdmitted(p, connKeys, cd, 1)
-		defer connM.connAdmitted(p, connKeys, cd, -1)
+		a.connM = connM
 	}
-	h.Next.ServeHTTP(w, r)
+	return true
+}
+
+// end releases what admit took: the request leaves the in-flight count,
+// its slots are freed (unless reap freed them), its keys' space goes
+// back. It is safe on an admission admit never ran on, and does nothing
+// the second time.
+func (a *admission) end(h *Handler) {
+	if a.connM != nil {
+		a.connM.connAdmitted(a.p, a.connKeys, a.cd, -1)
+		a.connM = nil
+	}
+	if a.holder != nil {
+		h.holders.release(a.holder)
+		a.holder = nil
+	} else {
+		a.slots.Release()
+	}
+	a.slots = limit.Slots{}
+	if a.ks != nil {
+		putKeys(a.ks)
+		a.ks = nil
+	}
+	a.connKeys = nil
+}
+
+// CannotDelay reports whether no limit_req of p can delay a request: each
+// is nodelay, has no burst to delay within, or delays none of its burst.
+func CannotDelay(p *limit.Policy) bool {
+	for _, r := range p.Req {
+		if !r.Spec.NoDelay && r.Spec.Burst > 0 && r.Spec.Delay < r.Spec.Burst {
+			return false
+		}
+	}
+	return true
 }
 
 // sameRules reports whether a and b are the same rules, not copies: a

@@ -33,7 +33,8 @@ type proxyFlags struct {
 	metrics                                 string
 	printNginx                              bool
 	maxConns                                int
-	keepAlive                               int // nginx's upstream keepalive N
+	keepAlive                               int    // nginx's upstream keepalive N
+	server                                  string // "h1" or "epoll"
 }
 
 func newProxyCmd() *cobra.Command {
@@ -81,6 +82,7 @@ the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
 	fl.BoolVar(&f.printNginx, "print-nginx", false, "print the equivalent nginx.conf and exit")
 	fl.IntVar(&f.maxConns, "max-conns", 4096, "most client connections served at once")
 	fl.IntVar(&f.keepAlive, "upstream-keepalive", 0, "nginx's upstream keepalive N: idle upstream connections kept for the next requests (HTTP/1.1); 0 opens one per request, nginx's default")
+	fl.StringVar(&f.server, "server", "h1", "the server: h1 (goroutines on Go's netpoller) or epoll (an event loop per CPU, Linux, needs --upstream-keepalive)")
 	return cmd
 }
 
@@ -158,6 +160,15 @@ func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 	if f.keepAlive < 0 || f.keepAlive > limiterproxy.MaxUpstreamKeepAlive {
 		return cfg, nil, usagef("--upstream-keepalive %d: want 0 (off, nginx's default) to %d, e.g. 32", f.keepAlive, limiterproxy.MaxUpstreamKeepAlive)
 	}
+	switch f.server {
+	case "h1":
+	case "epoll":
+		if f.keepAlive == 0 {
+			return cfg, nil, usagef("--server epoll needs --upstream-keepalive N (e.g. 32): its loops keep upstream connections as nginx's workers do")
+		}
+	default:
+		return cfg, nil, usagef("--server %q: want h1 (the default) or epoll", f.server)
+	}
 	if f.maxConns < 1 {
 		return cfg, nil, usagef("--max-conns %d: want at least 1", f.maxConns)
 	}
@@ -213,8 +224,28 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 		}),
 		Metrics: metrics,
 	}
-	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns, ReadHeaderTimeout: f.headerTimeout, ClientBodyTimeout: f.bodyTimeout}
-	ln, err := limiterproxy.Listen(f.listen, sopts)
+	sopts := limiterproxy.ServerOptions{MaxConns: f.maxConns, ReadHeaderTimeout: f.headerTimeout, ClientBodyTimeout: f.bodyTimeout,
+		WatchDelay: limiterproxy.ProxyWatchDelay}
+	var srv interface {
+		Serve(net.Listener) error
+		Shutdown(context.Context) error
+		Close() error
+	}
+	listen := limiterproxy.Listen
+	if f.server == "epoll" {
+		es, err := limiterproxy.NewEpollServer(h, sopts, 0)
+		if err != nil {
+			return asUsage(err)
+		}
+		srv, listen = es, limiterproxy.ListenReusePort
+	} else {
+		// The lean server: net/http's reads every connection on a
+		// goroutine of its own while a request is served, and costs a
+		// third of the proxy's CPU per request with upstream keep-alive;
+		// the lean one watches only a request slower than the delay.
+		srv = limiterproxy.NewLeanServer(h, sopts)
+	}
+	ln, err := listen(f.listen, sopts)
 	if err != nil {
 		return err
 	}
@@ -234,15 +265,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	}
 
 	errc := make(chan error, 2)
-	go func() {
-		// The lean server: net/http's reads every connection on a
-		// goroutine of its own while a request is served, and costs a
-		// third of the proxy's CPU per request with upstream keep-alive;
-		// the lean one watches only a request slower than the delay.
-		lopts := sopts
-		lopts.WatchDelay = limiterproxy.ProxyWatchDelay
-		errc <- limiterproxy.Serve(ctx, limiterproxy.NewLeanServer(h, lopts), ln, shutdownGrace)
-	}()
+	go func() { errc <- limiterproxy.Serve(ctx, srv, ln, shutdownGrace) }()
 	n := 1
 	if mln != nil {
 		n++

@@ -1,0 +1,1618 @@
+//go:build linux
+
+package limiterproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"stampede/internal/h1"
+	"stampede/limit"
+)
+
+// EpollServer is `stampede proxy --server epoll`: the Handler and its
+// Proxy served in nginx's shape rather than on Go's netpoller. Each of its
+// loops holds an OS thread and an epoll instance of its own, with its own
+// listening socket (SO_REUSEPORT), client connections and idle upstream
+// connections (up to the Proxy's keep-alive N each, as nginx's keepalive
+// counts per worker), so that no loop waits on another or takes a lock
+// but the limits'. Sockets are non-blocking and edge-triggered, read only
+// when epoll said they hold something (see bench/floorproxy).
+//
+// A loop serves a request itself (the lean path) when it is a plain
+// HTTP/1.1 GET or HEAD without a body, Expect or Upgrade, with a valid
+// Host, whose head the Proxy writes itself, to a location whose limit_req
+// cannot delay (CannotDelay), and the Proxy's upstream is an IP address.
+// It does what the Handler and the Proxy do for it, through their own
+// code: the keys, the limit_req and limit_conn stages (Handler.admit), the
+// rejection, the upstream request's head, the answer's rewriting
+// (Proxy.answer), 502, 504 and the one retry on a reused connection, the
+// timeouts, the metrics; and the bytes it writes are the lean server's
+// (h1.Responder). A limit_conn slot is held until the response is written
+// or the client goes away (EPOLLRDHUP), which closes the upstream
+// connection too, as nginx does. An upstream response whose head is not
+// plain (chunked, up to the close, informational) or whose body is over
+// maxLoopBody continues on a goroutine that streams it.
+//
+// Every other request, and the rest of its connection, is handed off: the
+// connection leaves the loop with the bytes read so far and is served by
+// NewLeanServer's server, so that it is answered exactly as `--server h1`
+// answers it.
+//
+// Serve, Shutdown and Close may be called from any goroutine.
+type EpollServer struct {
+	h     *Handler
+	p     *Proxy // h.Next as a lean Proxy; nil when every request is handed off
+	hand  *h1.Server
+	opts  ServerOptions
+	loops int
+	up    unix.Sockaddr // the Proxy's upstream, nil when it is not an IP address
+
+	conns atomic.Int64 // client connections open, in the loops or handed off
+
+	mu       sync.Mutex
+	served   bool
+	ls       []*eloop
+	closing  bool          // Shutdown or Close was called
+	hard     bool          // Close was called
+	loopDone chan struct{} // closed when every loop has returned
+}
+
+// maxLoopBody bounds the upstream response body a loop holds in memory to
+// answer in one write; a longer one is streamed by a goroutine.
+const maxLoopBody = 256 << 10
+
+// maxLoopHead bounds a request head a loop reads; a longer one is handed
+// off (to be answered 431 or served).
+const maxLoopHead = 8 << 10
+
+// NewEpollServer returns the epoll server of h, whose Next must be the
+// *Proxy NewProxy returns, with upstream keep-alive: a connection per
+// request is what the loops save least on, and nginx's comparison mode is
+// keep-alive. loops < 1 means GOMAXPROCS. opts are as NewLeanServer's
+// (WatchDelay applies to the connections handed off).
+func NewEpollServer(h *Handler, opts ServerOptions, loops int) (*EpollServer, error) {
+	p, ok := h.Next.(*Proxy)
+	if !ok || !p.keepAlive {
+		return nil, errors.New("epoll server: wants the Handler's Next to be a Proxy with upstream keep-alive (--upstream-keepalive N)")
+	}
+	if loops < 1 {
+		loops = runtime.GOMAXPROCS(0)
+	}
+	s := &EpollServer{h: h, hand: NewLeanServer(h, opts), opts: opts.withDefaults(), loops: loops}
+	if p.lean && p.t.addr.IsValid() && p.t.dial == nil {
+		s.p = p
+		a := p.t.addr
+		if a.Addr().Is4() || a.Addr().Is4In6() {
+			s.up = &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().Unmap().As4()}
+		} else {
+			s.up = &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}
+		}
+	}
+	return s, nil
+}
+
+// ListenReusePort is Listen with SO_REUSEPORT set on the socket, so that
+// an EpollServer's loops each listen on a socket of their own on its
+// port, and the kernel spreads new connections over them.
+func ListenReusePort(addr string, opts ServerOptions) (net.Listener, error) {
+	opts = opts.withDefaults()
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, listenError(addr, err)
+	}
+	return LimitListener(ln, opts.MaxConns), nil
+}
+
+// Serve serves the connections of ln, a TCP listener (as Listen or
+// ListenReusePort return), in the loops until Shutdown or Close, and then
+// returns http.ErrServerClosed. With SO_REUSEPORT on ln each loop but the
+// first listens on a socket of its own; without, they share ln's.
+func (s *EpollServer) Serve(ln net.Listener) error {
+	fd, addr, err := listenerFD(ln)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.served || s.closing {
+		s.mu.Unlock()
+		unix.Close(fd) //nolint:errcheck
+		return http.ErrServerClosed
+	}
+	s.served = true
+	s.loopDone = make(chan struct{})
+	// Each loop a socket of its own on ln's port, the first ln's own; if
+	// ln has no SO_REUSEPORT, they all share ln's.
+	lfds := []int{fd}
+	for len(lfds) < s.loops {
+		lfd, err := reusePortSocket(addr)
+		if err != nil {
+			break
+		}
+		lfds = append(lfds, lfd)
+	}
+	shared := len(lfds) < s.loops
+	if shared {
+		for _, lfd := range lfds[1:] {
+			unix.Close(lfd) //nolint:errcheck
+		}
+		lfds = lfds[:1]
+	}
+	for i := range s.loops {
+		lfd, own := fd, false
+		if !shared {
+			lfd, own = lfds[i], i > 0
+		}
+		l, err := newEpollLoop(s, lfd, own, shared)
+		if err != nil {
+			for _, l := range s.ls {
+				l.closeAll()
+				unix.Close(l.wake) //nolint:errcheck
+			}
+			if !shared {
+				for _, lfd := range lfds[i+1:] {
+					unix.Close(lfd) //nolint:errcheck
+				}
+			}
+			s.ls = nil
+			s.mu.Unlock()
+			unix.Close(fd) //nolint:errcheck
+			return err
+		}
+		s.ls = append(s.ls, l)
+	}
+	ls := s.ls
+	s.mu.Unlock()
+
+	errc := make(chan error, len(ls))
+	for _, l := range ls {
+		go func() { errc <- l.run() }()
+	}
+	var first error
+	for range ls {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			s.Close() //nolint:errcheck // stop the other loops
+		}
+	}
+	unix.Close(fd) //nolint:errcheck
+	s.mu.Lock()
+	for _, l := range ls {
+		unix.Close(l.wake) //nolint:errcheck
+		l.wake = -1
+	}
+	s.mu.Unlock()
+	close(s.loopDone)
+	if first != nil {
+		return first
+	}
+	return http.ErrServerClosed
+}
+
+// listenerFD returns a duplicate of ln's socket, non-blocking, and its
+// address.
+func listenerFD(ln net.Listener) (int, unix.Sockaddr, error) {
+	if l, ok := ln.(*limitListener); ok {
+		ln = l.Listener
+	}
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return -1, nil, fmt.Errorf("epoll server: listener %T has no socket", ln)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, nil, fmt.Errorf("epoll server: %w", err)
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, nil, fmt.Errorf("epoll server: %w", err)
+	}
+	if derr != nil {
+		return -1, nil, fmt.Errorf("epoll server: dup listener: %w", derr)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd) //nolint:errcheck
+		return -1, nil, fmt.Errorf("epoll server: getsockname: %w", err)
+	}
+	return fd, sa, nil
+}
+
+// reusePortSocket listens on addr with SO_REUSEPORT, beside a socket
+// that has it too.
+func reusePortSocket(addr unix.Sockaddr) (int, error) {
+	family := unix.AF_INET
+	if _, ok := addr.(*unix.SockaddrInet6); ok {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, opt := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
+			unix.Close(fd) //nolint:errcheck
+			return -1, err
+		}
+	}
+	if err := unix.Bind(fd, addr); err != nil {
+		unix.Close(fd) //nolint:errcheck
+		return -1, err
+	}
+	if err := unix.Listen(fd, 4096); err != nil {
+		unix.Close(fd) //nolint:errcheck
+		return -1, err
+	}
+	return fd, nil
+}
+
+// Shutdown stops accepting, closes idle connections, lets the requests in
+// flight finish (in the loops and handed off) and returns, or returns
+// ctx's error once ctx is done first.
+func (s *EpollServer) Shutdown(ctx context.Context) error {
+	done := s.stop(false)
+	herr := s.hand.Shutdown(ctx)
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return herr
+}
+
+// Close closes every connection at once.
+func (s *EpollServer) Close() error {
+	s.stop(true)
+	return s.hand.Close()
+}
+
+// stop tells the loops to drain (hard: to close everything) and returns
+// the channel closed when they have returned, nil if Serve never ran.
+func (s *EpollServer) stop(hard bool) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	s.hard = s.hard || hard
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0} // eventfd adds a native-endian uint64
+	for _, l := range s.ls {
+		if l.wake >= 0 {
+			unix.Write(l.wake, one) //nolint:errcheck // a full counter wakes it all the same
+		}
+	}
+	return s.loopDone
+}
+
+func (s *EpollServer) stopping() (closing, hard bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing, s.hard
+}
+
+// epoch is the loops' clock's zero: they keep time as the monotonic
+// nanoseconds since it.
+var epoch = time.Now()
+
+func monoNow() int64 { return int64(time.Since(epoch)) }
+
+// eloop is one event loop; only its own goroutine touches it.
+type eloop struct {
+	s         *EpollServer
+	ep, ln    int
+	wake      int
+	shared    bool     // ln is the listener the loops share (EPOLLEXCLUSIVE)
+	ownLn     bool     // ln is the loop's to close
+	listening bool     // ln is in the epoll set
+	idle      []*econn // idle upstream connections, the last the most recently used
+	conns     []*econn // by fd; nil for none
+	clients   int      // client connections in the loop
+	seq       uint32
+	events    [128]unix.EpollEvent
+	now       int64 // monoNow at the last wake-up
+	next      int64 // the earliest deadline, 0 for none
+	retry     int64 // when to try accepting again after too many connections, 0 if not waiting
+	draining  bool
+	responder *h1.Responder
+	rec       recorder
+	br, ubr   *bufio.Reader
+	rd, urd   bytes.Reader
+	plain     http.Response
+	known     knownBody
+	out       sliceWriter
+	oneByte   [1]byte
+}
+
+// newEpollLoop makes a loop accepting on ln, which it closes at its end
+// if own says it is its own.
+func newEpollLoop(s *EpollServer, ln int, own, shared bool) (*eloop, error) {
+	l := &eloop{s: s, ep: -1, ln: ln, ownLn: own, wake: -1, shared: shared}
+	l.responder = h1.NewResponder(s.hand)
+	l.br = bufio.NewReaderSize(nil, maxLoopHead)
+	l.ubr = bufio.NewReaderSize(nil, 4<<10)
+	l.rec.hdr = make(http.Header, 4)
+	fail := func(what string, err error) (*eloop, error) {
+		l.closeAll()
+		if l.wake >= 0 {
+			unix.Close(l.wake) //nolint:errcheck
+		}
+		return nil, fmt.Errorf("epoll server: %s: %w", what, err)
+	}
+	var err error
+	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return fail("epoll_create1", err)
+	}
+	if l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		return fail("eventfd", err)
+	}
+	if err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)}); err != nil {
+		return fail("epoll_ctl", err)
+	}
+	if err = l.listen(true); err != nil {
+		return fail("epoll_ctl listener", err)
+	}
+	return l, nil
+}
+
+// listen adds the listener to the epoll set, or takes it out.
+func (l *eloop) listen(on bool) error {
+	if on == l.listening || l.ln < 0 {
+		return nil
+	}
+	var err error
+	if on {
+		// Level-triggered: the backlog is drained a bounded number at a
+		// time. A shared listener wakes one loop per connection.
+		ev := uint32(unix.EPOLLIN)
+		if l.shared {
+			ev |= unix.EPOLLEXCLUSIVE
+		}
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.ln, &unix.EpollEvent{Events: ev, Fd: int32(l.ln)})
+	} else {
+		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, l.ln, nil)
+	}
+	if err == nil {
+		l.listening = on
+	}
+	return err
+}
+
+// closeAll closes the loop's connections, its own listener and its epoll
+// instance (not its wake-up fd, which stop may still write to).
+func (l *eloop) closeAll() {
+	for _, c := range l.conns {
+		if c != nil && !c.closed {
+			if c.upstream {
+				l.closeUp(c)
+			} else {
+				l.closeClient(c)
+			}
+		}
+	}
+	l.conns, l.idle = nil, nil
+	if l.ln >= 0 && l.ownLn {
+		unix.Close(l.ln) //nolint:errcheck
+	}
+	l.ln = -1
+	if l.ep >= 0 {
+		unix.Close(l.ep) //nolint:errcheck
+	}
+	l.ep = -1
+}
+
+// run waits for events and handles them until the server stops.
+func (l *eloop) run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer l.closeAll()
+	for {
+		n, err := l.wait()
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("epoll server: epoll_wait: %w", err)
+		}
+		l.now = monoNow()
+		for _, ev := range l.events[:n] {
+			switch fd := int(ev.Fd); {
+			case fd == l.wake:
+				var b [8]byte
+				unix.Read(l.wake, b[:]) //nolint:errcheck // level-triggered: emptied so it stops waking
+				if done := l.stopNow(); done {
+					return nil
+				}
+			case fd == l.ln && l.listening:
+				if err := l.accept(); err != nil {
+					return err
+				}
+			case fd < len(l.conns) && l.conns[fd] != nil && l.conns[fd].seq == uint32(ev.Pad):
+				// A connection closed earlier in this batch may have had
+				// its fd given to a new one: seq tells them apart.
+				l.event(l.conns[fd], ev.Events)
+			}
+		}
+		if l.next != 0 && l.now >= l.next || l.retry != 0 && l.now >= l.retry {
+			l.timers()
+		}
+		if l.draining && l.clients == 0 {
+			return nil
+		}
+	}
+}
+
+// stopNow acts on the server's stop: a hard one closes everything, a
+// shutdown stops accepting and closes idle clients. It reports whether
+// the loop is done.
+func (l *eloop) stopNow() bool {
+	closing, hard := l.s.stopping()
+	if !closing {
+		return false
+	}
+	if hard {
+		return true
+	}
+	l.draining = true
+	l.listen(false) //nolint:errcheck
+	l.retry = 0
+	for _, c := range l.conns {
+		if c != nil && !c.upstream && c.state == clientReading && c.start == len(c.in) {
+			l.closeClient(c)
+		}
+	}
+	return l.clients == 0
+}
+
+// wait is epoll_wait: a look through RawSyscall first, which the runtime
+// does not see (no P handed off, no wake-up of sysmon; see
+// bench/floorproxy), then, if nothing is there, a wait through Syscall,
+// during which the loop's P serves the other goroutines (the connections
+// handed off).
+func (l *eloop) wait() (int, error) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
+		uintptr(len(l.events)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	if n > 0 {
+		return int(n), nil
+	}
+	ms := -1
+	if t := l.deadline(); t != 0 {
+		ms = int((t-monoNow())/int64(time.Millisecond)) + 1
+		ms = max(ms, 0)
+	}
+	return unix.EpollWait(l.ep, l.events[:], ms)
+}
+
+// deadline is the next time the loop must wake up by itself, 0 for none.
+func (l *eloop) deadline() int64 {
+	t := l.next
+	if l.retry != 0 && (t == 0 || l.retry < t) {
+		t = l.retry
+	}
+	return t
+}
+
+// setDeadline sets c's deadline to d from now (0: none).
+func (l *eloop) setDeadline(c *econn, d time.Duration) {
+	if d <= 0 {
+		c.deadline = 0
+		return
+	}
+	c.deadline = l.now + int64(d)
+	if l.next == 0 || c.deadline < l.next {
+		l.next = c.deadline
+	}
+}
+
+// timers acts on the deadlines that passed and finds the next.
+func (l *eloop) timers() {
+	if l.retry != 0 && l.now >= l.retry {
+		l.retry = 0
+		l.listen(true) //nolint:errcheck
+	}
+	l.next = 0
+	for _, c := range l.conns {
+		if c == nil || c.closed || c.deadline == 0 {
+			continue
+		}
+		if c.deadline <= l.now {
+			c.deadline = 0
+			l.expired(c)
+			continue
+		}
+		if l.next == 0 || c.deadline < l.next {
+			l.next = c.deadline
+		}
+	}
+}
+
+// expired acts on c's deadline.
+func (l *eloop) expired(c *econn) {
+	if !c.upstream {
+		// client_header_timeout or keepalive_timeout: closed without an
+		// answer, as the lean server closes it.
+		if c.state == clientReading {
+			l.closeClient(c)
+		}
+		return
+	}
+	switch {
+	case c.peer == nil:
+		l.dropIdle(c) // keepalive_timeout of an idle upstream connection
+	case c.connecting:
+		l.upstreamFailed(c, errConnectTimeout)
+	case c.headLen == 0:
+		c.timedOut = true
+		l.upstreamFailed(c, errHeaderTimeout)
+	default:
+		// proxy_read_timeout between two reads of the body: the response
+		// is cut off.
+		c.timedOut = true
+		l.deliver(c)
+	}
+}
+
+// errConnectTimeout is proxy_connect_timeout running out.
+var errConnectTimeout error = connectTimeoutError{}
+
+type connectTimeoutError struct{}
+
+func (connectTimeoutError) Error() string   { return "upstream connect timed out" }
+func (connectTimeoutError) Timeout() bool   { return true }
+func (connectTimeoutError) Temporary() bool { return true }
+
+// accept takes up to 64 new clients off the listener's backlog.
+func (l *eloop) accept() error {
+	for range 64 {
+		if l.s.conns.Load() >= int64(l.s.opts.MaxConns) {
+			// As many connections as allowed: wait in the backlog, as
+			// Listen's listener makes them wait.
+			l.listen(false) //nolint:errcheck
+			l.retry = l.now + int64(10*time.Millisecond)
+			return nil
+		}
+		fd, sa, err := unix.Accept4(l.ln, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			return nil
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+			l.listen(false) //nolint:errcheck
+			l.retry = l.now + int64(10*time.Millisecond)
+			return nil
+		default:
+			return fmt.Errorf("epoll server: accept: %w", err)
+		}
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
+		c, err := l.add(fd, false)
+		if err != nil {
+			return err
+		}
+		l.s.conns.Add(1)
+		l.clients++
+		c.writeReady = true
+		c.first = true
+		c.remote = sockaddrString(sa)
+		l.setDeadline(c, l.s.opts.ReadHeaderTimeout)
+	}
+	return nil
+}
+
+// sockaddrString is sa as net.TCPAddr.String writes it.
+func sockaddrString(sa unix.Sockaddr) string {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port)).String()
+	}
+	return ""
+}
+
+// add registers fd, edge-triggered for both directions.
+func (l *eloop) add(fd int, upstream bool) (*econn, error) {
+	l.seq++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(l.seq)}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd) //nolint:errcheck
+		return nil, fmt.Errorf("epoll server: epoll_ctl add: %w", err)
+	}
+	c := &econn{fd: fd, seq: l.seq, upstream: upstream, length: -1}
+	if upstream {
+		c.in = make([]byte, 0, 4<<10)
+	} else {
+		c.in = make([]byte, 0, 2<<10)
+	}
+	for len(l.conns) <= fd {
+		l.conns = append(l.conns, nil)
+	}
+	l.conns[fd] = c
+	return c, nil
+}
+
+// forget takes c out of the loop, leaving its fd open.
+func (l *eloop) forget(c *econn) {
+	unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil) //nolint:errcheck
+	if l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+	}
+	c.closed = true
+}
+
+// The states of a client connection.
+const (
+	clientReading = iota // waiting for a whole request head
+	clientWaiting        // its request is upstream
+	clientWriting        // its response is being written
+)
+
+// econn is a client or an upstream connection.
+type econn struct {
+	fd       int
+	seq      uint32
+	upstream bool
+	closed   bool
+
+	// readReady: the socket may hold data or an EOF; writeReady: it may
+	// take more; eof: the peer has closed or failed.
+	readReady, writeReady, eof bool
+
+	in       []byte // read and not yet consumed, from start
+	start    int
+	out      []byte // to write, from sent
+	sent     int
+	peer     *econn
+	deadline int64 // monoNow by which the loop acts on c; 0 for none
+
+	// Client connections.
+	state  int
+	first  bool // no request read yet: client_header_timeout, not keepalive_timeout
+	keep   bool // the connection carries the next request
+	remote string
+	req    *http.Request
+	fwd    *forward
+	a      admission
+	dry    []string // the dry-run limits that would have rejected the request
+	abort  bool     // close once the response is written (it was cut off)
+	// eofAtHead: the client's end came with its request's head, which is
+	// served even so, as nginx serves it (it hears of the end only from
+	// an event that comes later).
+	eofAtHead bool
+
+	// Upstream connections.
+	connecting bool
+	reused     bool
+	requests   int
+	born       int64
+	headLen    int // the response head's length once it is whole
+	length     int // its body's length; -1 until the head is whole
+	timedOut   bool
+}
+
+// fdConn is a client's socket as syscall.RawConn, for holders.reap to ask
+// whether the client is gone. The loop gives up a holder before it closes
+// the fd, and reap asks under the holders' lock, so the fd it peeks at is
+// still the client's.
+type fdConn int
+
+func (fd fdConn) Control(f func(fd uintptr)) error { f(uintptr(fd)); return nil }
+func (fdConn) Read(func(fd uintptr) bool) error    { return errors.ErrUnsupported }
+func (fdConn) Write(func(fd uintptr) bool) error   { return errors.ErrUnsupported }
+
+// event records what epoll said of c and moves c on.
+func (l *eloop) event(c *econn, ev uint32) {
+	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.eof = true
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.readReady = true
+	}
+	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.writeReady = true
+	}
+	if c.upstream {
+		l.driveUpstream(c)
+	} else {
+		l.driveClient(c)
+	}
+}
+
+// sys is read(2) or write(2) on fd through RawSyscall: the socket never
+// blocks. p must not be empty.
+func sys(trap uintptr, fd int, p []byte) (int, error) {
+	n, _, errno := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// read reads once into c.in's free room, which must not be empty: 0 and
+// no error when the socket has nothing now, io.EOF when the peer closed.
+func (c *econn) read() (int, error) {
+	room := c.in[len(c.in):cap(c.in)]
+	for {
+		n, err := sys(unix.SYS_READ, c.fd, room)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.readReady = false
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		c.in = c.in[:len(c.in)+n]
+		if n < len(room) && !c.eof {
+			// A short read emptied the socket: the next byte brings a
+			// new edge.
+			c.readReady = false
+		}
+		return n, nil
+	}
+}
+
+// flush writes c.out from sent and reports whether all of it is written.
+func (c *econn) flush() (bool, error) {
+	for c.sent < len(c.out) {
+		if !c.writeReady {
+			return false, nil
+		}
+		n, err := sys(unix.SYS_WRITE, c.fd, c.out[c.sent:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.writeReady = false
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		c.sent += n
+		if c.sent < len(c.out) {
+			c.writeReady = false
+		}
+	}
+	c.out, c.sent = c.out[:0], 0
+	return true, nil
+}
+
+// driveClient moves client c on as far as it can go without waiting.
+func (l *eloop) driveClient(c *econn) {
+	for !c.closed {
+		switch c.state {
+		case clientWriting:
+			done, err := c.flush()
+			if err != nil {
+				l.closeClient(c)
+				return
+			}
+			if !done {
+				return
+			}
+			// The response is written: the request ends, its slots free.
+			c.a.end(l.s.h)
+			c.req, c.dry = nil, c.dry[:0]
+			if !c.keep || c.abort || l.draining {
+				l.closeClient(c)
+				return
+			}
+			c.state = clientReading
+			c.first = false
+			l.setDeadline(c, l.s.opts.IdleTimeout)
+		case clientReading:
+			if !l.readRequest(c) {
+				return
+			}
+		case clientWaiting:
+			if c.eof && !c.eofAtHead {
+				// The client is gone (or half-closed, which nginx takes
+				// as gone too): its request ends, answered nothing.
+				l.closeClient(c)
+			}
+			return
+		default:
+			return
+		}
+	}
+}
+
+// readRequest reads c's next request head and serves it or hands c off;
+// it reports whether driveClient should go on.
+func (l *eloop) readRequest(c *econn) bool {
+	end := headEnd(c.in[c.start:])
+	for end < 0 {
+		if !c.readReady {
+			return false
+		}
+		if c.start > 0 {
+			c.in = c.in[:copy(c.in, c.in[c.start:])]
+			c.start = 0
+		}
+		if len(c.in) == cap(c.in) {
+			if cap(c.in) >= maxLoopHead {
+				l.handOff(c) // a head the lean server bounds and answers
+				return false
+			}
+			c.in = append(c.in, 0)[:len(c.in)]
+		}
+		before := len(c.in)
+		n, err := c.read()
+		if err != nil {
+			if len(c.in) > 0 {
+				l.handOff(c) // a partial head and the end: as the lean server answers it
+			} else {
+				l.closeClient(c)
+			}
+			return false
+		}
+		if n == 0 {
+			return false
+		}
+		if before == 0 && !c.first {
+			// A request's first byte after keepalive_timeout's wait:
+			// client_header_timeout bounds the rest.
+			l.setDeadline(c, l.s.opts.ReadHeaderTimeout)
+		}
+		end = headEnd(c.in[c.start:])
+	}
+	c.deadline = 0
+	head := c.in[c.start : c.start+end]
+	r, ok := l.leanRequest(c, head)
+	if !ok {
+		l.handOff(c)
+		return false
+	}
+	if c.start += end; c.start == len(c.in) {
+		c.in, c.start = c.in[:0], 0
+	}
+	c.req = r
+	c.eofAtHead = c.eof
+	c.keep = !r.Close
+	if l.draining {
+		c.keep = false
+	}
+	l.serve(c)
+	return true
+}
+
+// leanRequest parses head, a whole request head, and returns the request
+// when a loop serves it itself (see EpollServer).
+func (l *eloop) leanRequest(c *econn, head []byte) (*http.Request, bool) {
+	s := l.s
+	if s.p == nil {
+		return nil, false
+	}
+	l.rd.Reset(head)
+	l.br.Reset(&l.rd)
+	l.br.Peek(len(head)) //nolint:errcheck // fills the buffer from the bytes
+	r, ok := h1.ParsePlainRequest(l.br)
+	l.br.Reset(nil)
+	if !ok || r.ProtoMinor != 1 || r.Method != http.MethodGet && r.Method != http.MethodHead || r.RequestURI == "*" {
+		return nil, false
+	}
+	if st, _ := h1.CheckRequest(r); st != 0 {
+		return nil, false
+	}
+	if r.Host == "" || !limit.ValidHost(r.Host) {
+		return nil, false
+	}
+	if _, ok := r.Header["Expect"]; ok {
+		return nil, false
+	}
+	if p := s.h.Policy; p != nil && !CannotDelay(p.For(r.URL.Path)) {
+		return nil, false
+	}
+	r.RemoteAddr = c.remote
+	f := forwards.Get().(*forward)
+	if !f.head(s.p, r) {
+		f.put()
+		return nil, false
+	}
+	c.fwd = f
+	return r, true
+}
+
+// serve runs c's request through the limits and sends it upstream, or
+// answers it.
+func (l *eloop) serve(c *econn) {
+	h := l.s.h
+	r := c.req
+	if h.Policy != nil {
+		l.rec.reset()
+		if !h.admit(&c.a, &l.rec, r, fdConn(c.fd), nil) {
+			c.fwd.put()
+			c.fwd = nil
+			c.a.end(h)
+			l.respond(c, func(w http.ResponseWriter) { l.rec.replay(w) })
+			return
+		}
+		c.dry = append(c.dry[:0], l.rec.hdr[DryRunHeader]...)
+	}
+	c.state = clientWaiting
+	l.forward(c)
+}
+
+// respond makes c's response with serve, as the lean server would write
+// it, and starts writing it.
+func (l *eloop) respond(c *econn, serve func(w http.ResponseWriter)) {
+	l.out.b = c.out[:0]
+	keep, aborted := l.responder.Respond(&l.out, c.req, serve)
+	c.out, c.sent = l.out.b, 0
+	l.out.b = nil
+	c.keep = c.keep && keep
+	c.abort = aborted
+	c.state = clientWriting
+}
+
+// forward sends c's request on an idle upstream connection, or a new one.
+func (l *eloop) forward(c *econn) {
+	var u *econn
+	for len(l.idle) > 0 {
+		n := len(l.idle)
+		u = l.idle[n-1]
+		l.idle = l.idle[:n-1]
+		if l.now-u.born < int64(keepaliveTime) && !u.eof && !u.readReady {
+			break
+		}
+		l.closeUp(u)
+		u = nil
+	}
+	if u != nil {
+		u.reused = true
+	} else {
+		var err error
+		if u, err = l.dial(); err != nil {
+			l.answerError(c, err)
+			return
+		}
+	}
+	u.requests++
+	u.out, u.sent = c.fwd.buf, 0
+	u.in, u.headLen, u.length, u.timedOut = u.in[:0], 0, -1, false
+	u.peer, c.peer = c, u
+	u.deadline = 0
+	if u.connecting {
+		l.setDeadline(u, l.s.p.t.dialer.Timeout)
+	}
+	l.driveUpstream(u)
+}
+
+// dial opens a new upstream connection; the connect completes in the loop.
+func (l *eloop) dial() (*econn, error) {
+	family := unix.AF_INET
+	if _, ok := l.s.up.(*unix.SockaddrInet6); ok {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", err)}
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
+	err = unix.Connect(fd, l.s.up)
+	if err != nil && err != unix.EINPROGRESS {
+		unix.Close(fd) //nolint:errcheck
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}
+	}
+	u, aerr := l.add(fd, true)
+	if aerr != nil {
+		return nil, aerr
+	}
+	u.connecting = err != nil
+	u.writeReady = err == nil
+	u.born = l.now
+	return u, nil
+}
+
+// driveUpstream moves upstream connection u on as far as it can go
+// without waiting.
+func (l *eloop) driveUpstream(u *econn) {
+	if u.peer == nil {
+		// Idle: an event now means the upstream closed it or sent
+		// something unasked; nginx closes it then.
+		if u.readReady || u.eof {
+			if u.eof {
+				l.dropIdle(u)
+				return
+			}
+			_, err := sys(unix.SYS_READ, u.fd, l.oneByte[:]) // a peek would leave it readable
+			if err != unix.EAGAIN {
+				l.dropIdle(u)
+				return
+			}
+			u.readReady = false
+		}
+		return
+	}
+	if u.connecting {
+		if !u.writeReady {
+			return
+		}
+		soerr, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil && soerr != 0 {
+			err = syscall.Errno(soerr)
+		}
+		if err != nil {
+			l.upstreamFailed(u, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)})
+			return
+		}
+		u.connecting = false
+		u.deadline = 0
+	}
+	if len(u.out) > 0 {
+		done, err := u.flush()
+		if err != nil {
+			l.upstreamFailed(u, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)})
+			return
+		}
+		if !done {
+			return
+		}
+		// The request is written: proxy_read_timeout runs from here to
+		// the whole head, and trickling bytes do not re-arm it.
+		l.setDeadline(u, l.s.p.t.readTimeout)
+	}
+	for {
+		if u.headLen == 0 {
+			if end := headEnd(u.in); end >= 0 {
+				length, ok := loopFraming(u.in[:end], u.peer.req)
+				if !ok || length > maxLoopBody {
+					l.streamUp(u)
+					return
+				}
+				u.headLen, u.length = end, length
+				if cap(u.in) < end+length {
+					in := make([]byte, len(u.in), end+length)
+					copy(in, u.in)
+					u.in = in
+				}
+			} else if len(u.in) >= maxUpstreamHeader {
+				l.upstreamFailed(u, errUpstreamHeader)
+				return
+			}
+		}
+		if u.headLen > 0 && len(u.in) >= u.headLen+u.length {
+			l.deliver(u)
+			return
+		}
+		if !u.readReady {
+			return
+		}
+		if len(u.in) == cap(u.in) {
+			u.in = append(u.in, 0)[:len(u.in)] // a head longer than the buffer: grow
+		}
+		n, err := u.read()
+		if err != nil {
+			if u.headLen > 0 {
+				l.deliver(u) // cut off mid-body
+				return
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			} else {
+				err = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", err)}
+			}
+			l.upstreamFailed(u, err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		if u.headLen > 0 && l.s.p.t.readTimeout > 0 {
+			// Each wait for more of the body is bounded anew.
+			l.setDeadline(u, l.s.p.t.readTimeout)
+		}
+	}
+}
+
+// loopFraming reads the framing of the response head b (blank line
+// included) to req, as far as the loop holds it whole: HTTP/1.x with a
+// final status, a single Content-Length or none by the status or the
+// method, no Transfer-Encoding. It returns the body's bytes on the wire;
+// false for any other head, which streamUp reads as the Proxy reads it.
+func loopFraming(b []byte, req *http.Request) (int, bool) {
+	if len(b) < len("HTTP/1.1 200\r\n\r\n") || string(b[:7]) != "HTTP/1." || b[8] != ' ' {
+		return 0, false
+	}
+	code := 0
+	for _, d := range b[9:12] {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		code = code*10 + int(d-'0')
+	}
+	if code < 200 || code > 599 {
+		return 0, false
+	}
+	length := -1
+	rest := b[bytes.IndexByte(b, '\n')+1:]
+	for len(rest) > 2 {
+		eol := bytes.IndexByte(rest, '\n')
+		if eol < 0 {
+			return 0, false
+		}
+		line := rest[:eol]
+		rest = rest[eol+1:]
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return 0, false
+		}
+		name := line[:colon]
+		switch {
+		case equalFoldASCII(name, "content-length"):
+			if length >= 0 {
+				return 0, false
+			}
+			v := bytes.Trim(line[colon+1:], " \t\r")
+			if len(v) == 0 || len(v) > 12 {
+				return 0, false
+			}
+			length = 0
+			for _, d := range v {
+				if d < '0' || d > '9' {
+					return 0, false
+				}
+				length = length*10 + int(d-'0')
+			}
+		case equalFoldASCII(name, "transfer-encoding"):
+			return 0, false
+		}
+	}
+	if req.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified {
+		return 0, true
+	}
+	return length, length >= 0
+}
+
+// equalFoldASCII reports whether b is the lower-case s in any ASCII case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// deliver answers u's client with the response u holds (whole, or cut
+// off by the upstream's close or the read timeout), and keeps u if it can
+// serve another request.
+func (l *eloop) deliver(u *econn) {
+	c := u.peer
+	u.peer, c.peer = nil, nil
+	u.deadline, u.out, u.sent = 0, nil, 0
+	r := c.req
+	l.urd.Reset(u.in)
+	l.ubr.Reset(&l.urd)
+	resp, err := readResponse(l.ubr, r, &l.plain, &l.known)
+	whole := u.headLen > 0 && len(u.in) == u.headLen+u.length
+	keep := err == nil && whole && !u.timedOut && !resp.Close && resp.ProtoAtLeast(1, 1) &&
+		u.requests < keepaliveRequests && l.now-u.born < int64(keepaliveTime)
+	p := l.s.p
+	if err != nil {
+		l.answerError(c, err)
+	} else {
+		l.respond(c, func(w http.ResponseWriter) {
+			hdr := w.Header()
+			if len(c.dry) > 0 {
+				hdr[DryRunHeader] = append([]string(nil), c.dry...)
+			}
+			guarded(w, func(w http.ResponseWriter) { p.answer(w, r, resp) })
+		})
+		if l.ubr.Buffered() > 0 || l.urd.Len() > 0 {
+			keep = false
+		}
+	}
+	l.ubr.Reset(nil)
+	l.urd.Reset(nil)
+	l.release(c)
+	if keep {
+		l.putIdle(u)
+	} else {
+		l.closeUp(u)
+	}
+	l.driveClient(c)
+}
+
+// release gives c's forward back.
+func (l *eloop) release(c *econn) {
+	if c.fwd != nil {
+		c.fwd.put()
+		c.fwd = nil
+	}
+}
+
+// guarded runs serve on w as the guard in front of the Handler runs it:
+// a response cut off (serve panics with http.ErrAbortHandler) sends the
+// header written before it.
+func guarded(w http.ResponseWriter, serve func(w http.ResponseWriter)) {
+	gw := &guardWriter{ResponseWriter: w}
+	defer gw.cutOff()
+	serve(gw)
+	gw.returned = true
+}
+
+// answerError answers c's request as the Proxy answers a failed exchange.
+func (l *eloop) answerError(c *econn, err error) {
+	r := c.req
+	l.release(c)
+	l.respond(c, func(w http.ResponseWriter) {
+		if len(c.dry) > 0 {
+			w.Header()[DryRunHeader] = append([]string(nil), c.dry...)
+		}
+		guarded(w, func(w http.ResponseWriter) { proxyError(w, r, err) })
+	})
+	l.driveClient(c)
+}
+
+// upstreamFailed closes u, whose exchange got no response, failed with
+// err. The request goes again on the next connection as the transport's
+// retry says (a reused connection that closed or reset), else the client
+// has the Proxy's 502 or 504.
+func (l *eloop) upstreamFailed(u *econn, err error) {
+	c := u.peer
+	u.peer, c.peer = nil, nil
+	u.out, u.sent = nil, 0
+	l.closeUp(u)
+	t := l.s.p.t
+	retry := u.reused && !t.noRetry && !IsTimeout(err) && !errors.Is(err, errUpstreamHeader)
+	if retry {
+		l.forward(c)
+		return
+	}
+	l.answerError(c, err)
+}
+
+// putIdle makes u idle, closing the least recently used idle connection
+// if the loop keeps as many as it may.
+func (l *eloop) putIdle(u *econn) {
+	u.in, u.headLen, u.length = u.in[:0], 0, -1
+	if cap(u.in) > 64<<10 {
+		u.in = make([]byte, 0, 4<<10)
+	}
+	if len(l.idle) >= l.s.p.t.pool.max {
+		l.closeUp(l.idle[0])
+	}
+	l.idle = append(l.idle, u)
+	l.setDeadline(u, keepaliveTimeout)
+	if u.readReady || u.eof {
+		l.driveUpstream(u)
+	}
+}
+
+// dropIdle closes idle upstream connection u.
+func (l *eloop) dropIdle(u *econn) {
+	l.closeUp(u)
+}
+
+// closeUp closes upstream connection u, taking it off the idle list.
+func (l *eloop) closeUp(u *econn) {
+	for i, v := range l.idle {
+		if v == u {
+			l.idle = append(l.idle[:i], l.idle[i+1:]...)
+			break
+		}
+	}
+	if c := u.peer; c != nil {
+		u.peer, c.peer = nil, nil
+	}
+	if !u.closed {
+		if l.conns[u.fd] == u {
+			l.conns[u.fd] = nil
+		}
+		unix.Close(u.fd) //nolint:errcheck
+		u.closed = true
+	}
+}
+
+// closeClient closes client c: its request, if any, ends (its slots are
+// given back before the fd closes, see fdConn) and its upstream
+// connection, if any, closes.
+func (l *eloop) closeClient(c *econn) {
+	if c.closed {
+		return
+	}
+	if u := c.peer; u != nil {
+		l.closeUp(u)
+	}
+	c.a.end(l.s.h)
+	l.release(c)
+	if l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+	}
+	unix.Close(c.fd) //nolint:errcheck
+	c.closed = true
+	l.clients--
+	l.s.conns.Add(-1)
+}
+
+// handOff gives client c, in clientReading with nothing of a request
+// taken, and the bytes it sent so far to the lean server.
+func (l *eloop) handOff(c *econn) {
+	l.release(c)
+	l.forget(c)
+	l.clients--
+	prefix := append([]byte(nil), c.in[c.start:]...)
+	nc, err := fdNetConn(c.fd, nil)
+	if err != nil {
+		l.s.conns.Add(-1)
+		return
+	}
+	l.s.hand.ServeConn(l.s.handedConn(nc, prefix)) //nolint:errcheck // closed after a shutdown
+}
+
+// handedConn wraps nc, a client connection leaving a loop, as Listen's
+// listener wraps the connections it accepts: counted against MaxConns
+// until closed, its requests' framing scanned for the guard.
+func (s *EpollServer) handedConn(nc net.Conn, prefix []byte) net.Conn {
+	return &limitConn{Conn: &prefixConn{Conn: nc, prefix: prefix}, release: func() { s.conns.Add(-1) }}
+}
+
+// fdNetConn makes fd, which it takes over, a net.Conn on Go's netpoller
+// (a duplicate of fd); made, before fd closes, it is given to made if
+// that is not nil.
+func fdNetConn(fd int, made func(net.Conn)) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	nc, err := net.FileConn(f)
+	if err == nil && made != nil {
+		made(nc)
+	}
+	f.Close()
+	return nc, err
+}
+
+// prefixConn is a connection whose first reads return prefix, the bytes
+// read from it before.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// SyscallConn is the socket's, for clientGone.
+func (c *prefixConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
+
+// streamUp hands u's exchange, whose response the loop does not hold
+// whole, to a goroutine that reads it as the Proxy reads it and streams
+// it to the client; the client connection then goes to the lean server,
+// or closes.
+func (l *eloop) streamUp(u *econn) {
+	c := u.peer
+	u.peer, c.peer = nil, nil
+	l.forget(u)
+	l.forget(c)
+	l.clients--
+	var deadline time.Time
+	if u.deadline != 0 {
+		deadline = time.Now().Add(time.Duration(u.deadline - l.now))
+	}
+	x := &streamed{
+		s: l.s, req: c.req, a: c.a, dry: append([]string(nil), c.dry...), deadline: deadline,
+		upIn: append([]byte(nil), u.in...), clientIn: append([]byte(nil), c.in[c.start:]...),
+		keep: c.keep, fwd: c.fwd,
+	}
+	c.a, c.fwd = admission{}, nil
+	var err error
+	if x.up, err = fdNetConn(u.fd, nil); err == nil {
+		// The holder asks the new socket before the loop's fd closes.
+		x.client, err = fdNetConn(c.fd, func(nc net.Conn) {
+			if x.a.holder == nil {
+				return
+			}
+			var rc syscall.RawConn
+			if sc, ok := nc.(syscall.Conn); ok {
+				rc, _ = sc.SyscallConn()
+			}
+			l.s.h.holders.rebind(x.a.holder, rc)
+		})
+		if err != nil {
+			x.up.Close()
+		}
+	} else {
+		unix.Close(c.fd) //nolint:errcheck
+	}
+	if err != nil {
+		x.a.end(l.s.h)
+		x.fwd.put()
+		l.s.conns.Add(-1)
+		return
+	}
+	go x.run()
+}
+
+// streamed is one exchange streamUp hands to a goroutine.
+type streamed struct {
+	s        *EpollServer
+	req      *http.Request
+	a        admission
+	fwd      *forward
+	dry      []string
+	up       net.Conn
+	client   net.Conn
+	upIn     []byte // what the loop read of the response
+	clientIn []byte // what the loop read of the client's next requests
+	deadline time.Time
+	keep     bool
+}
+
+func (x *streamed) run() {
+	s := x.s
+	defer x.fwd.put()
+	defer x.up.Close()
+	p, r := s.p, x.req
+	x.up.SetReadDeadline(x.deadline) //nolint:errcheck // a closed conn fails the read
+	hc := &headerConn{Conn: &prefixConn{Conn: x.up, prefix: x.upIn}}
+	hc.left.Store(maxUpstreamHeader)
+	br := bufio.NewReaderSize(hc, 4<<10)
+	var plain http.Response
+	var known knownBody
+	resp, err := readResponse(br, r, &plain, &known)
+	if err != nil && hc.timedOut.Load() {
+		err = errHeaderTimeout
+	}
+	if err == nil {
+		hc.left.Store(-1)
+		resp.Body = &streamBody{body: resp.Body, conn: x.up, br: br, timeout: p.t.readTimeout}
+	}
+	rsp := h1.NewResponder(s.hand)
+	keep, aborted := rsp.Respond(x.client, r, func(w http.ResponseWriter) {
+		if len(x.dry) > 0 {
+			w.Header()[DryRunHeader] = x.dry
+		}
+		guarded(w, func(w http.ResponseWriter) {
+			if err != nil {
+				proxyError(w, r, err)
+				return
+			}
+			p.answer(w, r, resp)
+		})
+	})
+	if resp != nil {
+		resp.Body.Close()
+	}
+	x.a.end(s.h)
+	if keep && !aborted && x.keep {
+		s.hand.ServeConn(s.handedConn(x.client, x.clientIn)) //nolint:errcheck // closed after a shutdown
+		return
+	}
+	x.client.Close()
+	s.conns.Add(-1)
+}
+
+// streamBody is a streamed response's body, each wait for more of it
+// bounded by the read timeout, as upstreamBody's.
+type streamBody struct {
+	body    io.ReadCloser
+	conn    net.Conn
+	br      *bufio.Reader
+	timeout time.Duration
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	if b.timeout > 0 && b.br.Buffered() == 0 {
+		b.conn.SetReadDeadline(time.Now().Add(b.timeout)) //nolint:errcheck // a closed conn fails the read
+	}
+	return b.body.Read(p)
+}
+
+func (b *streamBody) Close() error { return b.body.Close() }
+
+// recorder is the response writer admit answers a rejection on in a
+// loop: the loop replays it through its Responder.
+type recorder struct {
+	hdr    http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) reset() {
+	clear(r.hdr)
+	r.status, r.body = 0, r.body[:0]
+}
+
+func (r *recorder) Header() http.Header { return r.hdr }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, p...)
+	return len(p), nil
+}
+
+func (r *recorder) WriteString(s string) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, s...)
+	return len(s), nil
+}
+
+// replay writes what r recorded to w.
+func (r *recorder) replay(w http.ResponseWriter) {
+	h := w.Header()
+	for k, vv := range r.hdr {
+		h[k] = append([]string(nil), vv...)
+	}
+	if r.status != 0 {
+		w.WriteHeader(r.status)
+	}
+	w.Write(r.body) //nolint:errcheck // a Responder's writer fails only with its connection
+}
+
+// sliceWriter appends what is written to b.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// headEnd is the length of the head at the start of b, its blank line
+// included, or -1 when b does not hold a whole one.
+func headEnd(b []byte) int {
+	i := bytes.Index(b, crlfcrlf)
+	if i < 0 {
+		return -1
+	}
+	return i + 4
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
