@@ -65,6 +65,9 @@ type EpollServer struct {
 	up    unix.Sockaddr // the Proxy's upstream, nil when it is not an IP address
 
 	conns atomic.Int64 // client connections open, in the loops or handed off
+	// Requests served in the loops, connections handed off, exchanges
+	// streamed: for tests.
+	lean, handed, streamed atomic.Int64
 
 	mu       sync.Mutex
 	served   bool
@@ -82,21 +85,24 @@ const maxLoopBody = 256 << 10
 // off (to be answered 431 or served).
 const maxLoopHead = 8 << 10
 
-// NewEpollServer returns the epoll server of h, whose Next must be the
-// *Proxy NewProxy returns, with upstream keep-alive: a connection per
-// request is what the loops save least on, and nginx's comparison mode is
-// keep-alive. loops < 1 means GOMAXPROCS. opts are as NewLeanServer's
-// (WatchDelay applies to the connections handed off).
-func NewEpollServer(h *Handler, opts ServerOptions, loops int) (*EpollServer, error) {
-	p, ok := h.Next.(*Proxy)
-	if !ok || !p.keepAlive {
-		return nil, errors.New("epoll server: wants the Handler's Next to be a Proxy with upstream keep-alive (--upstream-keepalive N)")
-	}
+// NewEpollServer returns the epoll server of h with loops loops (< 1:
+// GOMAXPROCS). opts are as NewLeanServer's, whose server serves what the
+// loops hand off (WatchDelay applies to those connections). The loops
+// serve requests themselves only when h is a *Handler whose Next is the
+// *Proxy NewProxy returns with upstream keep-alive (a connection per
+// request is what the loops save least on); for any other h they hand
+// every connection off.
+func NewEpollServer(h http.Handler, opts ServerOptions, loops int) (*EpollServer, error) {
 	if loops < 1 {
 		loops = runtime.GOMAXPROCS(0)
 	}
-	s := &EpollServer{h: h, hand: NewLeanServer(h, opts), opts: opts.withDefaults(), loops: loops}
-	if p.lean && p.t.addr.IsValid() && p.t.dial == nil {
+	s := &EpollServer{hand: NewLeanServer(h, opts), opts: opts.withDefaults(), loops: loops}
+	hh, ok := h.(*Handler)
+	if !ok {
+		return s, nil
+	}
+	s.h = hh
+	if p, ok := hh.Next.(*Proxy); ok && p.keepAlive && p.lean && p.t.addr.IsValid() && p.t.dial == nil {
 		s.p = p
 		a := p.t.addr
 		if a.Addr().Is4() || a.Addr().Is4In6() {
@@ -271,6 +277,10 @@ func reusePortSocket(addr unix.Sockaddr) (int, error) {
 	}
 	return fd, nil
 }
+
+// InUse reports the client connections open now, in the loops or handed
+// off; for tests and metrics.
+func (s *EpollServer) InUse() int { return int(s.conns.Load()) }
 
 // Shutdown stops accepting, closes idle connections, lets the requests in
 // flight finish (in the loops and handed off) and returns, or returns
@@ -962,6 +972,7 @@ func (l *eloop) serve(c *econn) {
 		c.dry = append(c.dry[:0], l.rec.hdr[DryRunHeader]...)
 	}
 	c.state = clientWaiting
+	l.s.lean.Add(1)
 	l.forward(c)
 }
 
@@ -984,7 +995,7 @@ func (l *eloop) forward(c *econn) {
 		n := len(l.idle)
 		u = l.idle[n-1]
 		l.idle = l.idle[:n-1]
-		if l.now-u.born < int64(keepaliveTime) && !u.eof && !u.readReady {
+		if l.now-u.born < int64(l.s.p.t.pool.maxAge) && !u.eof && !u.readReady {
 			break
 		}
 		l.closeUp(u)
@@ -1225,7 +1236,7 @@ func (l *eloop) deliver(u *econn) {
 	resp, err := readResponse(l.ubr, r, &l.plain, &l.known)
 	whole := u.headLen > 0 && len(u.in) == u.headLen+u.length
 	keep := err == nil && whole && !u.timedOut && !resp.Close && resp.ProtoAtLeast(1, 1) &&
-		u.requests < keepaliveRequests && l.now-u.born < int64(keepaliveTime)
+		u.requests < l.s.p.t.pool.maxRequests && l.now-u.born < int64(l.s.p.t.pool.maxAge)
 	p := l.s.p
 	if err != nil {
 		l.answerError(c, err)
@@ -1312,7 +1323,7 @@ func (l *eloop) putIdle(u *econn) {
 		l.closeUp(l.idle[0])
 	}
 	l.idle = append(l.idle, u)
-	l.setDeadline(u, keepaliveTimeout)
+	l.setDeadline(u, l.s.p.t.pool.timeout)
 	if u.readReady || u.eof {
 		l.driveUpstream(u)
 	}
@@ -1370,6 +1381,7 @@ func (l *eloop) handOff(c *econn) {
 	l.release(c)
 	l.forget(c)
 	l.clients--
+	l.s.handed.Add(1)
 	prefix := append([]byte(nil), c.in[c.start:]...)
 	nc, err := fdNetConn(c.fd, nil)
 	if err != nil {
@@ -1434,6 +1446,7 @@ func (l *eloop) streamUp(u *econn) {
 	l.forget(u)
 	l.forget(c)
 	l.clients--
+	l.s.streamed.Add(1)
 	var deadline time.Time
 	if u.deadline != 0 {
 		deadline = time.Now().Add(time.Duration(u.deadline - l.now))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 )
 
 // EpollServer is `stampede proxy --server epoll`, which only Linux has.
@@ -15,7 +16,7 @@ type EpollServer struct{}
 var ErrNoEpoll = errors.New("epoll server: epoll is Linux's; use the default server here")
 
 // NewEpollServer fails: see the Linux build.
-func NewEpollServer(*Handler, ServerOptions, int) (*EpollServer, error) { return nil, ErrNoEpoll }
+func NewEpollServer(http.Handler, ServerOptions, int) (*EpollServer, error) { return nil, ErrNoEpoll }
 
 // ListenReusePort is Listen here.
 func ListenReusePort(addr string, opts ServerOptions) (net.Listener, error) {

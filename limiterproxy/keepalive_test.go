@@ -315,17 +315,41 @@ var kaScenarios = []kaScenario{
 // TestKeepAlive plays every keep-alive scenario through NewProxy; the
 // same scenarios through real nginx are in TestKeepAliveNginx.
 func TestKeepAlive(t *testing.T) {
-	for _, sc := range kaScenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			u := startKAUpstream(t)
-			front := httptest.NewServer(NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: sc.n, ReadTimeout: 10 * time.Second}))
-			defer front.Close()
-			got := playKA(t, sc, u, front.URL)
-			if got.String() != sc.want.String() {
-				t.Errorf("stampede: %v\nwant       %v", got, sc.want)
-			}
-		})
+	for _, front := range kaFronts {
+		for _, sc := range kaScenarios {
+			t.Run(front.name+"/"+sc.name, func(t *testing.T) {
+				if why := front.skip[sc.name]; why != "" {
+					t.Skip(why)
+				}
+				u := startKAUpstream(t)
+				base := front.start(t, NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: sc.n, ReadTimeout: 10 * time.Second}))
+				got := playKA(t, sc, u, base)
+				if got.String() != sc.want.String() {
+					t.Errorf("stampede: %v\nwant       %v", got, sc.want)
+				}
+			})
+		}
 	}
+}
+
+// kaFront is a server in front of the Proxy in the keep-alive tests.
+type kaFront struct {
+	name  string
+	start func(t testing.TB, p *Proxy) string
+	// skip gives the scenarios the server does not play as nginx with
+	// one worker does, and why.
+	skip map[string]string
+}
+
+// kaFronts are the servers the keep-alive tests put in front of the
+// Proxy: each starts one serving p until the test ends and returns its
+// base URL.
+var kaFronts = []kaFront{
+	{name: "h1", start: func(t testing.TB, p *Proxy) string {
+		front := httptest.NewServer(p)
+		t.Cleanup(front.Close)
+		return front.URL
+	}},
 }
 
 func playKA(t testing.TB, sc kaScenario, u *kaUpstream, base string) kaObservation {
@@ -340,33 +364,39 @@ func playKA(t testing.TB, sc kaScenario, u *kaUpstream, base string) kaObservati
 // connection the upstream drops (a killed worker) answers 502 once, and is
 // not sent again.
 func TestKeepAliveNextUpstreamOff(t *testing.T) {
-	u := startKAUpstream(t)
-	front := httptest.NewServer(NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: 4, NextUpstreamOff: true}))
-	defer front.Close()
-	got := []int{kaSend(t, front.URL, "GET", "/ok"), kaSend(t, front.URL, "GET", "/flaky"), kaSend(t, front.URL, "GET", "/ok")}
-	if want := []int{200, 502, 200}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("statuses %v, want %v", got, want)
-	}
-	if _, _, seen := u.stats("GET /flaky"); seen != 1 {
-		t.Errorf("the upstream saw GET /flaky %d times, want 1", seen)
+	for _, front := range kaFronts {
+		t.Run(front.name, func(t *testing.T) {
+			u := startKAUpstream(t)
+			base := front.start(t, NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: 4, NextUpstreamOff: true}))
+			got := []int{kaSend(t, base, "GET", "/ok"), kaSend(t, base, "GET", "/flaky"), kaSend(t, base, "GET", "/ok")}
+			if want := []int{200, 502, 200}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("statuses %v, want %v", got, want)
+			}
+			if _, _, seen := u.stats("GET /flaky"); seen != 1 {
+				t.Errorf("the upstream saw GET /flaky %d times, want 1", seen)
+			}
+		})
 	}
 }
 
 // TestKeepAliveRequests checks keepalive_requests: a connection that
 // served its share of requests closes after the last.
 func TestKeepAliveRequests(t *testing.T) {
-	u := startKAUpstream(t)
-	rp := NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: 4})
-	rp.Transport.(*upstreamTransport).pool.maxRequests = 3
-	front := httptest.NewServer(rp)
-	defer front.Close()
-	for i := range 7 {
-		if st := kaSend(t, front.URL, "GET", "/ok"); st != 200 {
-			t.Fatalf("step %d: status %d, want 200", i, st)
-		}
-	}
-	if opened, _, _ := u.stats(""); opened != 3 {
-		t.Errorf("7 requests, 3 a connection: %d connections opened, want 3", opened)
+	for _, front := range kaFronts {
+		t.Run(front.name, func(t *testing.T) {
+			u := startKAUpstream(t)
+			rp := NewProxy(mustURL(t, "http://"+u.addr()), ProxyOptions{UpstreamKeepAlive: 4})
+			rp.Transport.(*upstreamTransport).pool.maxRequests = 3
+			base := front.start(t, rp)
+			for i := range 7 {
+				if st := kaSend(t, base, "GET", "/ok"); st != 200 {
+					t.Fatalf("step %d: status %d, want 200", i, st)
+				}
+			}
+			if opened, _, _ := u.stats(""); opened != 3 {
+				t.Errorf("7 requests, 3 a connection: %d connections opened, want 3", opened)
+			}
+		})
 	}
 }
 
