@@ -960,6 +960,7 @@ func (l *eloop) leanRequest(c *econn, head []byte) (*http.Request, bool) {
 func (l *eloop) serve(c *econn) {
 	h := l.s.h
 	r := c.req
+	l.s.lean.Add(1)
 	if h.Policy != nil {
 		l.rec.reset()
 		if !h.admit(&c.a, &l.rec, r, fdConn(c.fd), nil) {
@@ -972,7 +973,6 @@ func (l *eloop) serve(c *econn) {
 		c.dry = append(c.dry[:0], l.rec.hdr[DryRunHeader]...)
 	}
 	c.state = clientWaiting
-	l.s.lean.Add(1)
 	l.forward(c)
 }
 
@@ -1537,6 +1537,7 @@ func (x *streamed) run() {
 	}
 	x.a.end(s.h)
 	if keep && !aborted && x.keep {
+		s.handed.Add(1)
 		s.hand.ServeConn(s.handedConn(x.client, x.clientIn)) //nolint:errcheck // closed after a shutdown
 		return
 	}

@@ -3,10 +3,22 @@
 package limiterproxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"stampede/limit"
 )
 
 func init() {
@@ -83,4 +95,244 @@ func startEpoll(t testing.TB, h http.Handler, o ServerOptions, loops int) string
 		ln.Close()
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// epollEcho is an upstream whose answers depend only on the request: its
+// method, URI, Host and header, sorted; /chunked answers in two flushed
+// pieces, /big with more than a loop holds, /hold waits for release or
+// for the proxy to close the connection.
+func epollEcho(t *testing.T) (*httptest.Server, *epollHolds) {
+	t.Helper()
+	holds := &epollHolds{held: make(chan string, 16), gone: make(chan string, 16), release: make(chan struct{})}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked":
+			io.WriteString(w, "one ")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "two")
+			return
+		case "/big":
+			w.Write(bytes.Repeat([]byte("b"), maxLoopBody+1))
+			return
+		case "/hold":
+			id := r.Header.Get("X-Id")
+			holds.held <- id
+			select {
+			case <-holds.release:
+			case <-r.Context().Done():
+				holds.gone <- id
+				return
+			}
+		}
+		body, _ := io.ReadAll(r.Body)
+		keys := make([]string, 0, len(r.Header))
+		for k := range r.Header {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		w.Header().Set("X-Echo", "1")
+		fmt.Fprintf(w, "%s %s host=%s body=%q\n", r.Method, r.RequestURI, r.Host, body)
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s: %q\n", k, r.Header[k])
+		}
+	}))
+	t.Cleanup(up.Close)
+	return up, holds
+}
+
+type epollHolds struct {
+	held, gone chan string
+	release    chan struct{}
+}
+
+// closedExchange sends req on a new connection to addr and returns all it
+// reads until the server closes, the Date lines blanked.
+func closedExchange(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the answer to %q: %v", req, err)
+	}
+	return dechunk(t, dateLine.ReplaceAllString(string(b), "Date: -\r\n"))
+}
+
+// dechunk writes the chunked body of the answer a, if it has one, as its
+// bytes: where a streamed body's chunks end depends on when its pieces
+// came.
+func dechunk(t *testing.T, a string) string {
+	head, body, ok := strings.Cut(a, "\r\n\r\n")
+	if !ok || !strings.Contains(head+"\r\n", "Transfer-Encoding: chunked\r\n") {
+		return a
+	}
+	br := bufio.NewReader(strings.NewReader(body))
+	b, err := io.ReadAll(httputil.NewChunkedReader(br))
+	if err != nil {
+		t.Errorf("the chunked body of %q: %v", a, err)
+	}
+	rest, _ := io.ReadAll(br)
+	return head + "\r\n\r\n<chunked " + string(b) + ">" + dechunk(t, strings.TrimPrefix(string(rest), "\r\n"))
+}
+
+var dateLine = regexp.MustCompile(`Date: [^\r]*\r\n`)
+
+// TestEpollAnswersAsLeanServer sends the same bytes to the epoll server
+// and to the lean server, each with a Handler and a keep-alive Proxy to
+// the same upstream, and holds every answer byte for byte (Date aside):
+// the requests the loops serve, those they hand off with the bytes read
+// so far (a body, Expect, Upgrade, HTTP/1.0, a long head, a query the
+// Proxy leaves to ReverseProxy, a bad Host, pipelined mixes), and the
+// answers streamed (chunked, over maxLoopBody).
+func TestEpollAnswersAsLeanServer(t *testing.T) {
+	up, _ := epollEcho(t)
+	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 10}}}
+	newHandler := func() *Handler {
+		p, err := limit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Handler{Policy: p, Next: NewProxy(mustURL(t, up.URL), ProxyOptions{UpstreamKeepAlive: 4, ReadTimeout: 10 * time.Second})}
+	}
+	lean := strings.TrimPrefix(startProxyServer(t, NewLeanServer(newHandler(), ServerOptions{WatchDelay: ProxyWatchDelay})), "http://")
+	es, err := NewEpollServer(newHandler(), ServerOptions{WatchDelay: ProxyWatchDelay}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoll := strings.TrimPrefix(startProxyServer(t, es), "http://")
+
+	long := strings.Repeat("x", maxLoopHead)
+	cases := []struct {
+		name, req string
+		where     string // lean, handed or streamed
+	}{
+		{"get", "GET /ok?a=1 HTTP/1.1\r\nHost: Site1:80\r\nUser-Agent: t\r\nAccept: */*\r\nConnection: close\r\n\r\n", "lean"},
+		{"head", "HEAD /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "lean"},
+		{"keep-alive then close", "GET /ok HTTP/1.1\r\nHost: site1\r\n\r\nGET /two HTTP/1.1\r\nHost: site2\r\nConnection: close\r\n\r\n", "lean"},
+		{"hop-by-hop", "GET /ok HTTP/1.1\r\nHost: site1\r\nConnection: close, X-Drop\r\nX-Drop: 1\r\nX-Forwarded-For: 10.0.0.1\r\nKeep-Alive: 5\r\n\r\n", "lean"},
+		{"post", "POST /ok HTTP/1.1\r\nHost: site1\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody", "handed"},
+		{"chunked request", "POST /ok HTTP/1.1\r\nHost: site1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\nbody\r\n0\r\n\r\n", "handed"},
+		{"expect", "GET /ok HTTP/1.1\r\nHost: site1\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n", "handed"},
+		{"upgrade", "GET /ok HTTP/1.1\r\nHost: site1\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n", "handed"},
+		{"http/1.0", "GET /ok HTTP/1.0\r\nHost: site1\r\n\r\n", "handed"},
+		{"long head", "GET /ok HTTP/1.1\r\nHost: site1\r\nX-Long: " + long + "\r\nConnection: close\r\n\r\n", "handed"},
+		{"escaped query", "GET /ok?q=%41;b HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "handed"},
+		{"bad host", "GET /ok HTTP/1.1\r\nHost: a/b\r\nConnection: close\r\n\r\n", "handed"},
+		{"no host", "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n", "handed"},
+		{"two content-lengths", "POST /ok HTTP/1.1\r\nHost: site1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "handed"},
+		{"obs-fold", "GET /ok HTTP/1.1\r\nHost: site1\r\nX-A: 1\r\n 2\r\nConnection: close\r\n\r\n", "handed"},
+		{"trace", "TRACE /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "handed"},
+		{"lean then post", "GET /ok HTTP/1.1\r\nHost: site1\r\n\r\nPOST /ok HTTP/1.1\r\nHost: site1\r\nContent-Length: 2\r\n\r\nhiGET /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "lean+handed"},
+		{"chunked answer", "GET /chunked HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "streamed"},
+		{"chunked answer, kept", "GET /chunked HTTP/1.1\r\nHost: site1\r\n\r\nGET /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "streamed+handed"},
+		{"big answer", "GET /big HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n", "streamed"},
+		{"garbage", "HELLO\r\n\r\n", "handed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l0, h0, s0 := es.lean.Load(), es.handed.Load(), es.streamed.Load()
+			want := closedExchange(t, lean, tc.req)
+			got := closedExchange(t, epoll, tc.req)
+			if got != want {
+				t.Errorf("epoll server answered\n%q\nthe lean server\n%q", got, want)
+			}
+			where := []string{}
+			if es.lean.Load() > l0 && !strings.HasPrefix(tc.where, "streamed") {
+				where = append(where, "lean")
+			}
+			if es.streamed.Load() > s0 {
+				where = append(where, "streamed")
+			}
+			if es.handed.Load() > h0 {
+				where = append(where, "handed")
+			}
+			if got := strings.Join(where, "+"); got != tc.where {
+				t.Errorf("served %s, want %s", got, tc.where)
+			}
+		})
+	}
+}
+
+// startProxyServer serves srv on a loopback port until the test ends and
+// returns its base URL.
+func startProxyServer(t *testing.T, srv server) string {
+	t.Helper()
+	ln, err := ListenReusePort("127.0.0.1:0", ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		ln.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestEpollSlotHeldUntilClientGoes holds limit_conn $host=1 in a loop: the
+// holder's slot turns the next request away with the Handler's answer;
+// when the holder's client hangs up, the loop closes its upstream
+// connection and frees the slot, and the next request passes; at the end
+// no key is in flight and the in-flight gauge is back at 0.
+func TestEpollSlotHeldUntilClientGoes(t *testing.T) {
+	up, holds := epollEcho(t)
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(p)
+	es, err := NewEpollServer(&Handler{Policy: p, Metrics: m, Next: NewProxy(mustURL(t, up.URL), ProxyOptions{UpstreamKeepAlive: 4})}, ServerOptions{}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(startProxyServer(t, es), "http://")
+
+	holder, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(holder, "GET /hold HTTP/1.1\r\nHost: site1\r\nX-Id: a\r\n\r\n")
+	if id := <-holds.held; id != "a" {
+		t.Fatalf("step 1: the upstream holds %q, want a", id)
+	}
+	if got := p.Busiest(5); len(got) != 1 || got[0].InFlight != 1 {
+		t.Errorf("step 1: keys in flight %v, want site1 once", got)
+	}
+	rejected := closedExchange(t, addr, "GET /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n")
+	want := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n" +
+		"X-Stampede-Limit: limit_conn[0] $host\r\nDate: -\r\nContent-Length: 58\r\nConnection: close\r\n\r\n" +
+		"503 Service Unavailable: limit_conn[0] $host\n"
+	if !strings.HasPrefix(rejected, "HTTP/1.1 503 ") || !strings.Contains(rejected, "X-Stampede-Limit: limit_conn[0] $host\r\n") {
+		t.Errorf("step 2: a second request for site1 answered\n%q\nwant like\n%q", rejected, want)
+	}
+	holder.Close()
+	select {
+	case id := <-holds.gone:
+		if id != "a" {
+			t.Errorf("step 3: the upstream saw %q go, want a", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("step 3: the holder's upstream connection was not closed after its client hung up")
+	}
+	if got := closedExchange(t, addr, "GET /ok HTTP/1.1\r\nHost: site1\r\nConnection: close\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 200 ") {
+		t.Errorf("step 4: after the holder left, a request for site1 answered %q, want 200", got)
+	}
+	if got := p.Busiest(5); len(got) != 0 {
+		t.Errorf("step 5: keys still in flight %v", got)
+	}
+	if got := metricValue(t, m, "stampede_limit_in_flight", "limit_conn[0]"); got != 0 {
+		t.Errorf("step 5: in-flight gauge %v, want 0", got)
+	}
 }
