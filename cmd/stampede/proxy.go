@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -62,7 +63,15 @@ nginx, a location with no --limit-conn of its own inherits the server's,
 and likewise for --limit-req. The limits given with the same PATH form one
 location.
 A rejected request is answered --status with a header X-Stampede-Limit naming
-the limit. --print-nginx prints the equivalent nginx.conf and exits.`,
+the limit. --print-nginx prints the equivalent nginx.conf and exits.
+
+--server epoll (Linux, with --upstream-keepalive N) serves in nginx's shape:
+one epoll loop per CPU, each with its own listening socket (SO_REUSEPORT),
+clients and N idle upstream connections, as nginx's workers. A loop serves
+a plain HTTP/1.1 GET or HEAD without a body to a location whose limit_req
+cannot delay itself, with the same limits, answers and timeouts; every
+other request, and the rest of its connection, is handed to the default
+server (h1) with the bytes already read, and answered as it would be there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runProxy(cmd, f) },
 	}
@@ -163,6 +172,9 @@ func proxyConfig(f proxyFlags) (limit.Config, *url.URL, error) {
 	switch f.server {
 	case "h1":
 	case "epoll":
+		if runtime.GOOS != "linux" {
+			return cfg, nil, usagef("--server epoll: epoll is Linux's, this is %s; leave --server out for the default (h1)", runtime.GOOS)
+		}
 		if f.keepAlive == 0 {
 			return cfg, nil, usagef("--server epoll needs --upstream-keepalive N (e.g. 32): its loops keep upstream connections as nginx's workers do")
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -85,8 +86,17 @@ var backendListeningRE = regexp.MustCompile(`backend listening on (\S+) `)
 func TestProxyDoneWhen(t *testing.T) {
 	backend := "http://" + startCLI(t, backendListeningRE, "backend", "--listen", "127.0.0.1:0", "--workers", "16",
 		"--route", "/slow=1s", "--time-scale", "0.5")[1]
+	servers := [][]string{nil}
+	if runtime.GOOS == "linux" {
+		servers = append(servers, []string{"--server", "epoll", "--upstream-keepalive", "8"})
+	}
+	for _, server := range servers {
+		t.Run(strings.Join(server, " "), func(t *testing.T) { testProxyDoneWhen(t, backend, server) })
+	}
+}
 
-	base := startProxyCLI(t, "--upstream", backend, "--limit-conn", "$host=4")
+func testProxyDoneWhen(t *testing.T, backend string, server []string) {
+	base := startProxyCLI(t, append([]string{"--upstream", backend, "--limit-conn", "$host=4"}, server...)...)
 	hosts := make([]string, 8)
 	for i := range hosts {
 		hosts[i] = "site1"
@@ -101,7 +111,7 @@ func TestProxyDoneWhen(t *testing.T) {
 		t.Errorf("8 concurrent for 8 hosts: %v, want 8×200", got)
 	}
 
-	reqBase := startProxyCLI(t, "--upstream", backend, "--limit-req", "$host=1r/s,burst=5,nodelay")
+	reqBase := startProxyCLI(t, append([]string{"--upstream", backend, "--limit-req", "$host=1r/s,burst=5,nodelay"}, server...)...)
 	for i := range hosts {
 		hosts[i] = "site1"
 	}
@@ -141,4 +151,21 @@ func TestProxyPrintNginxLocations(t *testing.T) {
 		"location /api/method/login {\n            limit_req zone=stampede_l1_req0 burst=3;  # locations[1].limit_req[0]",
 		"limit_req_zone $binary_remote_addr$arg_usr zone=stampede_l1_req0:10m rate=5r/m;",
 		"location / {")
+}
+
+// TestProxyServerFlag checks --server's usage errors: a server it does not
+// know, and epoll without upstream keep-alive.
+func TestProxyServerFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "uring"}, `--server "uring": want h1 (the default) or epoll`},
+		{[]string{"--server", "epoll"}, "--server epoll needs --upstream-keepalive N"},
+	} {
+		if runtime.GOOS != "linux" && tc.args[1] == "epoll" {
+			tc.want = "--server epoll: epoll is Linux's"
+		}
+		runRefused(t, tc.want, append([]string{"proxy", "--upstream", "http://127.0.0.1:9009"}, tc.args...)...)
+	}
 }
