@@ -357,6 +357,15 @@ type eloop struct {
 	known     knownBody
 	out       sliceWriter
 	oneByte   [1]byte
+
+	// The request being answered and what answers it, for the answer
+	// functions made once (answerFn, errorFn, replayFn), which would
+	// otherwise be closures made per request.
+	cur                         *econn
+	curResp                     *http.Response
+	curErr                      error
+	gw                          guardWriter
+	answerFn, errorFn, replayFn func(w http.ResponseWriter)
 }
 
 // newEpollLoop makes a loop accepting on ln, which it closes at its end
@@ -367,6 +376,15 @@ func newEpollLoop(s *EpollServer, ln int, own, shared bool) (*eloop, error) {
 	l.br = bufio.NewReaderSize(nil, maxLoopHead)
 	l.ubr = bufio.NewReaderSize(nil, 4<<10)
 	l.rec.hdr = make(http.Header, 4)
+	l.answerFn = func(w http.ResponseWriter) {
+		l.dryRun(w)
+		l.guarded(w, func(w http.ResponseWriter) { l.s.p.answer(w, l.cur.req, l.curResp) })
+	}
+	l.errorFn = func(w http.ResponseWriter) {
+		l.dryRun(w)
+		l.guarded(w, func(w http.ResponseWriter) { proxyError(w, l.cur.req, l.curErr) })
+	}
+	l.replayFn = l.rec.replay
 	fail := func(what string, err error) (*eloop, error) {
 		l.closeAll()
 		if l.wake >= 0 {
@@ -967,7 +985,7 @@ func (l *eloop) serve(c *econn) {
 			c.fwd.put()
 			c.fwd = nil
 			c.a.end(h)
-			l.respond(c, func(w http.ResponseWriter) { l.rec.replay(w) })
+			l.respond(c, l.replayFn)
 			return
 		}
 		c.dry = append(c.dry[:0], l.rec.hdr[DryRunHeader]...)
@@ -1237,17 +1255,12 @@ func (l *eloop) deliver(u *econn) {
 	whole := u.headLen > 0 && len(u.in) == u.headLen+u.length
 	keep := err == nil && whole && !u.timedOut && !resp.Close && resp.ProtoAtLeast(1, 1) &&
 		u.requests < l.s.p.t.pool.maxRequests && l.now-u.born < int64(l.s.p.t.pool.maxAge)
-	p := l.s.p
 	if err != nil {
-		l.answerError(c, err)
+		l.respondError(c, err)
 	} else {
-		l.respond(c, func(w http.ResponseWriter) {
-			hdr := w.Header()
-			if len(c.dry) > 0 {
-				hdr[DryRunHeader] = append([]string(nil), c.dry...)
-			}
-			guarded(w, func(w http.ResponseWriter) { p.answer(w, r, resp) })
-		})
+		l.cur, l.curResp = c, resp
+		l.respond(c, l.answerFn)
+		l.cur, l.curResp = nil, nil
 		if l.ubr.Buffered() > 0 || l.urd.Len() > 0 {
 			keep = false
 		}
@@ -1271,6 +1284,22 @@ func (l *eloop) release(c *econn) {
 	}
 }
 
+// dryRun adds the dry-run limits that would have rejected the request
+// being answered to w's header, as admit added them to the Handler's.
+func (l *eloop) dryRun(w http.ResponseWriter) {
+	if c := l.cur; len(c.dry) > 0 {
+		w.Header()[DryRunHeader] = append([]string(nil), c.dry...)
+	}
+}
+
+// guarded is the function guarded on the loop's own guardWriter.
+func (l *eloop) guarded(w http.ResponseWriter, serve func(w http.ResponseWriter)) {
+	l.gw = guardWriter{ResponseWriter: w}
+	defer l.gw.cutOff()
+	serve(&l.gw)
+	l.gw.returned = true
+}
+
 // guarded runs serve on w as the guard in front of the Handler runs it:
 // a response cut off (serve panics with http.ErrAbortHandler) sends the
 // header written before it.
@@ -1283,15 +1312,16 @@ func guarded(w http.ResponseWriter, serve func(w http.ResponseWriter)) {
 
 // answerError answers c's request as the Proxy answers a failed exchange.
 func (l *eloop) answerError(c *econn, err error) {
-	r := c.req
-	l.release(c)
-	l.respond(c, func(w http.ResponseWriter) {
-		if len(c.dry) > 0 {
-			w.Header()[DryRunHeader] = append([]string(nil), c.dry...)
-		}
-		guarded(w, func(w http.ResponseWriter) { proxyError(w, r, err) })
-	})
+	l.respondError(c, err)
 	l.driveClient(c)
+}
+
+// respondError makes c's answer to a failed exchange, as answerError.
+func (l *eloop) respondError(c *econn, err error) {
+	l.release(c)
+	l.cur, l.curErr = c, err
+	l.respond(c, l.errorFn)
+	l.cur, l.curErr = nil, nil
 }
 
 // upstreamFailed closes u, whose exchange got no response, failed with

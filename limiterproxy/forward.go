@@ -166,8 +166,14 @@ func removeHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, k := range hopByHop {
-		delete(h, k) // canonical already
+	for k := range h {
+		// A switch on the few names the header has, not a lookup of
+		// every hop-by-hop name: canonical already.
+		switch k {
+		case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+			"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+			delete(h, k)
+		}
 	}
 }
 

@@ -51,6 +51,7 @@ func CheckRequest(req *http.Request) (int, string) { return check(req) }
 // a time; its zero value is not usable (see NewResponder).
 type Responder struct {
 	c  serverConn
+	w  response // the response being made, reused
 	to writerTo
 }
 
@@ -82,7 +83,8 @@ func (r *Responder) Respond(out io.Writer, req *http.Request, serve func(w http.
 	r.to.w = out
 	c.bw.Reset(&r.to)
 	defer func() { r.to.w = nil }()
-	w := &response{c: c, req: req, contentLength: -1}
+	r.w = response{c: c, req: req, contentLength: -1}
+	w := &r.w
 	w.closeAfter = req.Close || c.srv.DisableKeepAlives
 	func() {
 		defer func() {
