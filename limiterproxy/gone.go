@@ -2,8 +2,11 @@ package limiterproxy
 
 import (
 	"context"
+	"hash/maphash"
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"stampede/limit"
@@ -45,10 +48,10 @@ func withClientConn(ctx context.Context, c net.Conn) context.Context {
 
 // holder is one request holding limit_conn slots, for holders.
 type holder struct {
-	keys     []string // the request's limit_conn keys, one per rule
-	rc       syscall.RawConn
+	keys     []string        // the request's limit_conn keys, one per rule
+	rc       syscall.RawConn // under the locks of the shards of its keys
 	slots    limit.Slots
-	released bool // under holders.mu
+	released atomic.Bool // its slots are freed, by reap or release
 }
 
 var holderPool = sync.Pool{New: func() any { return new(holder) }}
@@ -59,12 +62,29 @@ type ruleKey struct {
 	key  string
 }
 
+// holderShards is how many locks the holders' index is split over, so
+// that requests of different keys (on the epoll server's loops, say)
+// seldom wait for one another.
+const holderShards = 16
+
 // holders indexes the requests that hold slots, and whose client
 // connection can be asked whether it is gone, by rule and key. Its zero
 // value is empty; it is safe for concurrent use.
 type holders struct {
+	seedOnce sync.Once
+	seed     maphash.Seed
+	shards   [holderShards]holderShard
+}
+
+type holderShard struct {
 	mu    sync.Mutex
 	byKey map[ruleKey][]*holder
+}
+
+// shard returns the shard of rk.
+func (hs *holders) shard(rk ruleKey) *holderShard {
+	hs.seedOnce.Do(func() { hs.seed = maphash.MakeSeed() })
+	return &hs.shards[(maphash.String(hs.seed, rk.key)+uint64(rk.rule))%holderShards]
 }
 
 // hold registers a request holding slots for keys (one per rule, "" for
@@ -72,31 +92,35 @@ type holders struct {
 // holder, which the request must give to release when it ends.
 func (hs *holders) hold(slots limit.Slots, keys []string, rc syscall.RawConn) *holder {
 	h := holderPool.Get().(*holder)
-	h.slots, h.rc, h.released = slots, rc, false
+	h.slots, h.rc = slots, rc
+	h.released.Store(false)
 	h.keys = append(h.keys[:0], keys...)
-	hs.mu.Lock()
-	if hs.byKey == nil {
-		hs.byKey = map[ruleKey][]*holder{}
-	}
 	for i, k := range h.keys {
 		if k != "" {
 			rk := ruleKey{i, k}
-			hs.byKey[rk] = append(hs.byKey[rk], h)
+			sh := hs.shard(rk)
+			sh.mu.Lock()
+			if sh.byKey == nil {
+				sh.byKey = map[ruleKey][]*holder{}
+			}
+			sh.byKey[rk] = append(sh.byKey[rk], h)
+			sh.mu.Unlock()
 		}
 	}
-	hs.mu.Unlock()
 	return h
 }
 
-// release unregisters h and frees its slots unless reap did.
+// release unregisters h and frees its slots unless reap did. Once it
+// returns, no reap asks h's connection any more.
 func (hs *holders) release(h *holder) {
-	hs.mu.Lock()
 	for i, k := range h.keys {
 		if k == "" {
 			continue
 		}
 		rk := ruleKey{i, k}
-		list := hs.byKey[rk]
+		sh := hs.shard(rk)
+		sh.mu.Lock()
+		list := sh.byKey[rk]
 		for j, o := range list {
 			if o == h {
 				list[j] = list[len(list)-1]
@@ -106,16 +130,15 @@ func (hs *holders) release(h *holder) {
 			}
 		}
 		if len(list) == 0 {
-			delete(hs.byKey, rk)
+			delete(sh.byKey, rk)
 		} else {
-			hs.byKey[rk] = list
+			sh.byKey[rk] = list
 		}
+		sh.mu.Unlock()
 	}
-	if !h.released {
-		h.released = true
+	if h.released.CompareAndSwap(false, true) {
 		h.slots.Release()
 	}
-	hs.mu.Unlock()
 	clear(h.keys)
 	h.rc, h.slots = nil, limit.Slots{}
 	holderPool.Put(h)
@@ -124,9 +147,20 @@ func (hs *holders) release(h *holder) {
 // rebind makes h's client connection rc (nil: one that cannot be asked),
 // as its request moves from one socket to another of the same client.
 func (hs *holders) rebind(h *holder, rc syscall.RawConn) {
-	hs.mu.Lock()
+	var locked []*holderShard
+	for i, k := range h.keys {
+		if k != "" {
+			sh := hs.shard(ruleKey{i, k})
+			if !slices.Contains(locked, sh) {
+				sh.mu.Lock()
+				locked = append(locked, sh)
+			}
+		}
+	}
 	h.rc = rc
-	hs.mu.Unlock()
+	for _, sh := range locked {
+		sh.mu.Unlock()
+	}
 }
 
 // reap frees the slots of every holder of key for limit_conn rule whose
@@ -134,14 +168,15 @@ func (hs *holders) rebind(h *holder, rc syscall.RawConn) {
 // any. It is called only when a request is about to be rejected.
 func (hs *holders) reap(rule int, key string) bool {
 	freed := false
-	hs.mu.Lock()
-	for _, h := range hs.byKey[ruleKey{rule, key}] {
-		if !h.released && h.rc != nil && clientGone(h.rc) {
-			h.released = true
+	rk := ruleKey{rule, key}
+	sh := hs.shard(rk)
+	sh.mu.Lock()
+	for _, h := range sh.byKey[rk] {
+		if !h.released.Load() && h.rc != nil && clientGone(h.rc) && h.released.CompareAndSwap(false, true) {
 			h.slots.Release()
 			freed = true
 		}
 	}
-	hs.mu.Unlock()
+	sh.mu.Unlock()
 	return freed
 }
