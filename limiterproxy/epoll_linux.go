@@ -62,7 +62,10 @@ type EpollServer struct {
 	hand  *h1.Server
 	opts  ServerOptions
 	loops int
-	up    unix.Sockaddr // the Proxy's upstream, nil when it is not an IP address
+	// spareP: GOMAXPROCS is above loops, so the loops may wait out of
+	// the runtime's sight (see eloop.wait).
+	spareP bool
+	up     unix.Sockaddr // the Proxy's upstream, nil when it is not an IP address
 
 	conns atomic.Int64 // client connections open, in the loops or handed off
 	// Requests served in the loops, connections handed off, exchanges
@@ -86,7 +89,8 @@ const maxLoopBody = 256 << 10
 const maxLoopHead = 8 << 10
 
 // NewEpollServer returns the epoll server of h with loops loops (< 1:
-// GOMAXPROCS). opts are as NewLeanServer's, whose server serves what the
+// GOMAXPROCS; `stampede proxy` runs one per CPU with GOMAXPROCS one above,
+// so that the goroutines beside the loops have a P of their own). opts are as NewLeanServer's, whose server serves what the
 // loops hand off (WatchDelay applies to those connections). The loops
 // serve requests themselves only when h is a *Handler whose Next is the
 // *Proxy NewProxy returns with upstream keep-alive (a connection per
@@ -96,7 +100,7 @@ func NewEpollServer(h http.Handler, opts ServerOptions, loops int) (*EpollServer
 	if loops < 1 {
 		loops = runtime.GOMAXPROCS(0)
 	}
-	s := &EpollServer{hand: NewLeanServer(h, opts), opts: opts.withDefaults(), loops: loops}
+	s := &EpollServer{hand: NewLeanServer(h, opts), opts: opts.withDefaults(), loops: loops, spareP: runtime.GOMAXPROCS(0) > loops}
 	hh, ok := h.(*Handler)
 	if !ok {
 		return s, nil
@@ -517,24 +521,34 @@ func (l *eloop) stopNow() bool {
 	return l.clients == 0
 }
 
-// wait is epoll_wait: a look through RawSyscall first, which the runtime
-// does not see (no P handed off, no wake-up of sysmon; see
-// bench/floorproxy), then, if nothing is there, a wait through Syscall,
-// during which the loop's P serves the other goroutines (the connections
-// handed off).
+// wait is epoll_wait through RawSyscall, which the runtime does not see
+// (no P handed off, no wake-up of sysmon; see bench/floorproxy). When the
+// process has a P beside the loops' (GOMAXPROCS above the loops), the
+// other goroutines (the connections handed off) run there, and a loop
+// waits so for up to 10 ms at a time, so that a stop-the-world never
+// waits longer on it. Otherwise it only looks so, and when nothing is
+// there waits through Syscall, its P serving the other goroutines
+// meanwhile.
 func (l *eloop) wait() (int, error) {
-	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
-		uintptr(len(l.events)), 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	if n > 0 {
-		return int(n), nil
-	}
 	ms := -1
 	if t := l.deadline(); t != 0 {
 		ms = int((t-monoNow())/int64(time.Millisecond)) + 1
 		ms = max(ms, 0)
+	}
+	look := 0
+	if l.s.spareP {
+		look = 10
+		if ms >= 0 && ms < look {
+			look = ms
+		}
+	}
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
+		uintptr(len(l.events)), uintptr(look), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	if n > 0 || l.s.spareP {
+		return int(n), nil
 	}
 	return unix.EpollWait(l.ep, l.events[:], ms)
 }

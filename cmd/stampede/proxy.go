@@ -245,7 +245,12 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 	}
 	listen := limiterproxy.Listen
 	if f.server == "epoll" {
-		es, err := limiterproxy.NewEpollServer(h, sopts, 0)
+		// A loop per CPU, and a P beside them for the goroutines of the
+		// connections handed off, so that the loops can wait out of the
+		// scheduler's sight.
+		loops := runtime.GOMAXPROCS(0)
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(loops + 1))
+		es, err := limiterproxy.NewEpollServer(h, sopts, loops)
 		if err != nil {
 			return asUsage(err)
 		}
