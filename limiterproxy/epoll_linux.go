@@ -282,6 +282,10 @@ func reusePortSocket(addr unix.Sockaddr) (int, error) {
 	return fd, nil
 }
 
+// Lean reports whether the loops serve requests themselves; false when
+// they hand every connection off (see NewEpollServer).
+func (s *EpollServer) Lean() bool { return s.p != nil }
+
 // InUse reports the client connections open now, in the loops or handed
 // off; for tests and metrics.
 func (s *EpollServer) InUse() int { return int(s.conns.Load()) }

@@ -23,6 +23,7 @@ func ListenReusePort(addr string, opts ServerOptions) (net.Listener, error) {
 	return Listen(addr, opts)
 }
 
+func (*EpollServer) Lean() bool                     { return false }
 func (*EpollServer) Serve(net.Listener) error       { return ErrNoEpoll }
 func (*EpollServer) Shutdown(context.Context) error { return nil }
 func (*EpollServer) Close() error                   { return nil }

@@ -254,6 +254,9 @@ func runProxy(cmd *cobra.Command, f proxyFlags) error {
 		if err != nil {
 			return asUsage(err)
 		}
+		if !es.Lean() {
+			fmt.Fprintf(stderr, "stampede proxy: --server epoll: the upstream %s is not an IP address, so every request is handed to the h1 server\n", upstream.Host)
+		}
 		srv, listen = es, limiterproxy.ListenReusePort
 	} else {
 		// The lean server: net/http's reads every connection on a
