@@ -345,12 +345,13 @@ type eloop struct {
 	s         *EpollServer
 	ep, ln    int
 	wake      int
-	shared    bool     // ln is the listener the loops share (EPOLLEXCLUSIVE)
-	ownLn     bool     // ln is the loop's to close
-	listening bool     // ln is in the epoll set
-	idle      []*econn // idle upstream connections, the last the most recently used
-	conns     []*econn // by fd; nil for none
-	clients   int      // client connections in the loop
+	up        unix.Sockaddr // the upstream, the loop's own copy
+	shared    bool          // ln is the listener the loops share (EPOLLEXCLUSIVE)
+	ownLn     bool          // ln is the loop's to close
+	listening bool          // ln is in the epoll set
+	idle      []*econn      // idle upstream connections, the last the most recently used
+	conns     []*econn      // by fd; nil for none
+	clients   int           // client connections in the loop
 	seq       uint32
 	events    [128]unix.EpollEvent
 	now       int64 // monoNow at the last wake-up
@@ -380,6 +381,16 @@ type eloop struct {
 // if own says it is its own.
 func newEpollLoop(s *EpollServer, ln int, own, shared bool) (*eloop, error) {
 	l := &eloop{s: s, ep: -1, ln: ln, ownLn: own, wake: -1, shared: shared}
+	// A Sockaddr holds the raw form it passes to the kernel, written at
+	// each connect: each loop has its own.
+	switch a := s.up.(type) {
+	case *unix.SockaddrInet4:
+		up := *a
+		l.up = &up
+	case *unix.SockaddrInet6:
+		up := *a
+		l.up = &up
+	}
 	l.responder = h1.NewResponder(s.hand)
 	l.br = bufio.NewReaderSize(nil, maxLoopHead)
 	l.ubr = bufio.NewReaderSize(nil, 4<<10)
@@ -1060,7 +1071,7 @@ func (l *eloop) forward(c *econn) {
 // dial opens a new upstream connection; the connect completes in the loop.
 func (l *eloop) dial() (*econn, error) {
 	family := unix.AF_INET
-	if _, ok := l.s.up.(*unix.SockaddrInet6); ok {
+	if _, ok := l.up.(*unix.SockaddrInet6); ok {
 		family = unix.AF_INET6
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -1068,7 +1079,7 @@ func (l *eloop) dial() (*econn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", err)}
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
-	err = unix.Connect(fd, l.s.up)
+	err = unix.Connect(fd, l.up)
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd) //nolint:errcheck
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}

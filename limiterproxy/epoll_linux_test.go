@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,5 +337,163 @@ func TestEpollSlotHeldUntilClientGoes(t *testing.T) {
 	}
 	if got := metricValue(t, m, "stampede_limit_in_flight", "limit_conn[0]"); got != 0 {
 		t.Errorf("step 5: in-flight gauge %v, want 0", got)
+	}
+}
+
+// TestEpollFaultsReleaseEverything is TestFaultsReleaseEverything through
+// the epoll server: thousands of requests while clients give up at random
+// (the loops see them go), the upstream kills connections, hangs past the
+// read timeout before its headers or in the body, or panics; /slow is a
+// location whose limit_req delays, handed off. Afterwards no key is in
+// flight and no in-flight gauge is off zero.
+func TestEpollFaultsReleaseEverything(t *testing.T) {
+	const (
+		requests    = 3000
+		concurrency = 32
+	)
+	quiet := log.New(io.Discard, "", 0)
+	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow", "/fast":
+			t := time.NewTimer(time.Duration(rand.IntN(5000)) * time.Microsecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+		case "/kill":
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				c.Close()
+			}
+			return
+		case "/hang":
+			<-r.Context().Done()
+			return
+		case "/stall":
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "abc")
+			http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+			return
+		case "/chunked":
+			io.WriteString(w, "a")
+			http.NewResponseController(w).Flush()
+			io.WriteString(w, "b")
+			return
+		case "/panic":
+			panic("upstream handler panics")
+		}
+		io.WriteString(w, "ok")
+	}))
+	upstream.Config.ErrorLog = quiet
+	upstream.Start()
+	defer upstream.Close()
+
+	cfg := limit.Config{
+		Req: []limit.ReqSpec{{Key: "$host", Rate: "2000r/s", Burst: 40, NoDelay: true}},
+		Conn: []limit.ConnSpec{
+			{Key: "$host", PerKey: 3},
+			{Key: "$binary_remote_addr", PerKey: 20, Status: 429},
+			{Key: "$http_x_tenant", PerKey: 1, DryRun: true},
+		},
+		Locations: []limit.Location{{Paths: []string{"/slow"}, Req: []limit.ReqSpec{{Key: "$host", Rate: "2000r/s", Burst: 40, Delay: 10}}}},
+	}
+	p, err := limit.NewPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(p)
+	proxy := NewProxy(mustURL(t, upstream.URL), ProxyOptions{ReadTimeout: 20 * time.Millisecond, UpstreamKeepAlive: 8})
+	es, err := NewEpollServer(&Handler{Policy: p, Next: proxy, Metrics: m}, ServerOptions{ErrorLog: quiet, WatchDelay: ProxyWatchDelay}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := ListenReusePort("127.0.0.1:0", ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, es, ln, 5*time.Second) }()
+	base := "http://" + ln.Addr().String()
+
+	paths := []string{"/", "/fast", "/fast", "/slow", "/kill", "/hang", "/stall", "/panic", "/chunked"}
+	var mu sync.Mutex
+	statuses, errs := map[int]int{}, 0
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
+	defer client.CloseIdleConnections()
+	for w := 0; w < concurrency; w++ {
+		rng := rand.New(rand.NewPCG(uint64(w), 7))
+		wg.Go(func() {
+			for range jobs {
+				path := paths[rng.IntN(len(paths))]
+				host := fmt.Sprintf("site%d", rng.IntN(6))
+				ctx, cancel := context.WithCancel(context.Background())
+				if rng.IntN(4) == 0 { // a client that gives up
+					time.AfterFunc(time.Duration(rng.IntN(3000))*time.Microsecond, cancel)
+				}
+				req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
+				req.Host = host
+				if rng.IntN(3) == 0 {
+					req.Header.Set("X-Tenant", host)
+				}
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				cancel()
+				mu.Lock()
+				if err != nil {
+					errs++
+				} else {
+					statuses[resp.StatusCode]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := 0; i < requests; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	client.CloseIdleConnections()
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+
+	t.Logf("statuses %v, client errors %d; %d served in the loops, %d connections handed off, %d answers streamed",
+		statuses, errs, es.lean.Load(), es.handed.Load(), es.streamed.Load())
+	for _, code := range []int{200, 502, 503, 504} {
+		if statuses[code] == 0 {
+			t.Errorf("no %d among %d requests: the faults were not exercised (%v)", code, requests, statuses)
+		}
+	}
+	if errs == 0 {
+		t.Errorf("no client errors: cancels and aborts were not exercised")
+	}
+	if es.lean.Load() == 0 || es.handed.Load() == 0 || es.streamed.Load() == 0 {
+		t.Errorf("%d served in the loops, %d handed off, %d streamed: want some of each", es.lean.Load(), es.handed.Load(), es.streamed.Load())
+	}
+	for i, r := range p.Conn {
+		if n := r.Limiter.Len(); n != 0 {
+			t.Errorf("limit_conn[%d] %s: %d keys still in the zone after every request ended", i, r.Key, n)
+		}
+		if got := metricValue(t, m, "stampede_limit_in_flight", limit.LimitName("limit_conn", i)); got != 0 {
+			t.Errorf("limit_conn[%d] in_flight = %v after every request ended, want 0", i, got)
+		}
+	}
+	if got := p.Busiest(100); len(got) != 0 {
+		t.Errorf("Busiest after every request ended = %v, want none", got)
+	}
+	if n := es.InUse(); n != 0 {
+		t.Errorf("%d client connections still counted after the server stopped", n)
 	}
 }
