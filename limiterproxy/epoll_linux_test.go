@@ -25,6 +25,18 @@ import (
 )
 
 func init() {
+	startEpollOneLoop = func(t *testing.T, cfg limit.Config, upstream string) string {
+		p, err := limit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if got := p.Busiest(10); len(got) != 0 {
+				t.Errorf("stampede epoll: keys still in flight after the run: %v", got)
+			}
+		})
+		return startEpoll(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, upstream), ProxyOptions{UpstreamKeepAlive: 8})}, ServerOptions{}, 1)
+	}
 	kaFronts = append(kaFronts, kaFront{name: "epoll", start: startEpollFront, skip: map[string]string{
 		// A POST is handed off to the lean server, whose idle upstream
 		// connections are not the loop's: it cannot take the one the
