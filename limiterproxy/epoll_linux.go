@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -133,6 +134,11 @@ func ListenReusePort(addr string, opts ServerOptions) (net.Listener, error) {
 		return serr
 	}}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	// A port of 0 the kernel picks may be one in use, which a socket
+	// with SO_REUSEPORT is refused (EADDRINUSE): it picks again.
+	for try := 0; err != nil && errors.Is(err, unix.EADDRINUSE) && try < 20 && strings.HasSuffix(addr, ":0"); try++ {
+		ln, err = lc.Listen(context.Background(), "tcp", addr)
+	}
 	if err != nil {
 		return nil, listenError(addr, err)
 	}
@@ -1513,7 +1519,7 @@ func (l *eloop) streamUp(u *econn) {
 	x := &streamed{
 		s: l.s, req: c.req, a: c.a, dry: append([]string(nil), c.dry...), deadline: deadline,
 		upIn: append([]byte(nil), u.in...), clientIn: append([]byte(nil), c.in[c.start:]...),
-		keep: c.keep, fwd: c.fwd,
+		keep: c.keep, fwd: c.fwd, watch: !c.eof,
 	}
 	c.a, c.fwd = admission{}, nil
 	var err error
@@ -1557,6 +1563,7 @@ type streamed struct {
 	clientIn []byte // what the loop read of the client's next requests
 	deadline time.Time
 	keep     bool
+	watch    bool // watch the client for its end (it had not sent one with its request)
 }
 
 func (x *streamed) run() {
@@ -1578,6 +1585,28 @@ func (x *streamed) run() {
 		hc.left.Store(-1)
 		resp.Body = &streamBody{body: resp.Body, conn: x.up, br: br, timeout: p.t.readTimeout}
 	}
+	// The client is watched for its end while the answer streams, as the
+	// loop watched it: its going closes the upstream connection, which
+	// ends the answer. A byte it sends (its next request) ends the watch.
+	var (
+		stopping, gone atomic.Bool
+		next           [1]byte
+		got            int
+	)
+	watched := make(chan struct{})
+	if x.watch {
+		go func() {
+			defer close(watched)
+			n, err := x.client.Read(next[:])
+			got = n
+			if n == 0 && !(stopping.Load() && isTimeoutErr(err)) {
+				gone.Store(true)
+				x.up.Close()
+			}
+		}()
+	} else {
+		close(watched)
+	}
 	rsp := h1.NewResponder(s.hand)
 	keep, aborted := rsp.Respond(x.client, r, func(w http.ResponseWriter) {
 		if len(x.dry) > 0 {
@@ -1595,13 +1624,26 @@ func (x *streamed) run() {
 		resp.Body.Close()
 	}
 	x.a.end(s.h)
-	if keep && !aborted && x.keep {
+	stopping.Store(true)
+	x.client.SetReadDeadline(time.Unix(1, 0)) //nolint:errcheck // a closed conn ends the read anyway
+	<-watched
+	x.client.SetReadDeadline(time.Time{}) //nolint:errcheck
+	if got == 1 {
+		x.clientIn = append(x.clientIn, next[0])
+	}
+	if keep && !aborted && x.keep && !gone.Load() && x.watch {
 		s.handed.Add(1)
 		s.hand.ServeConn(s.handedConn(x.client, x.clientIn)) //nolint:errcheck // closed after a shutdown
 		return
 	}
 	x.client.Close()
 	s.conns.Add(-1)
+}
+
+// isTimeoutErr reports whether err is a deadline's.
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // streamBody is a streamed response's body, each wait for more of it
