@@ -1033,6 +1033,10 @@ func (l *eloop) serve(c *econn) {
 // it, and starts writing it.
 func (l *eloop) respond(c *econn, serve func(w http.ResponseWriter)) {
 	l.out.b = c.out[:0]
+	if l.draining {
+		// As the lean server answers once it is shutting down.
+		c.req.Close = true
+	}
 	keep, aborted := l.responder.Respond(&l.out, c.req, serve)
 	c.out, c.sent = l.out.b, 0
 	l.out.b = nil

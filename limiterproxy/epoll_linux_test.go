@@ -509,3 +509,66 @@ func TestEpollFaultsReleaseEverything(t *testing.T) {
 		t.Errorf("%d client connections still counted after the server stopped", n)
 	}
 }
+
+// TestEpollShutdown shuts the epoll server down while a loop has a
+// request upstream and an idle keep-alive client: the idle client is
+// closed, the request in flight is answered (saying Connection: close),
+// and Shutdown returns once it is.
+func TestEpollShutdown(t *testing.T) {
+	up, holds := epollEcho(t)
+	es, err := NewEpollServer(&Handler{Next: NewProxy(mustURL(t, up.URL), ProxyOptions{UpstreamKeepAlive: 4})}, ServerOptions{}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := ListenReusePort("127.0.0.1:0", ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() { served <- es.Serve(ln) }()
+	addr := ln.Addr().String()
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	io.WriteString(idle, "GET /ok HTTP/1.1\r\nHost: site1\r\n\r\n")
+	br := bufio.NewReader(idle)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("step 1: the idle client's first request: %v %v", resp, err)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+	}
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	io.WriteString(busy, "GET /hold HTTP/1.1\r\nHost: site1\r\nX-Id: b\r\n\r\n")
+	<-holds.held
+
+	shut := make(chan error, 1)
+	go func() { shut <- es.Shutdown(context.Background()) }()
+	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("step 2: the idle client read %d bytes, %v; want its connection closed", n, err)
+	}
+	close(holds.release)
+	busy.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatalf("step 3: the request in flight: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 200 || !resp.Close {
+		t.Errorf("step 3: the request in flight answered %d, Close %v; want 200 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("step 4: Shutdown: %v", err)
+	}
+	if err := <-served; err != http.ErrServerClosed {
+		t.Errorf("step 4: Serve returned %v, want http.ErrServerClosed", err)
+	}
+}
