@@ -213,6 +213,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		d.lines = append(d.lines, l)
 		return l
 	}
+	rates := map[*lines]float64{} // each one's open-model arrivals a second of wall time, at their peak
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -255,9 +256,65 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				}
 			}
 		}
+		if open {
+			r := peakRate(sc) / d.scale.Factor()
+			if len(t.lpool) == 0 {
+				rates[t.lines] += r
+			} else {
+				for _, l := range t.lpool {
+					rates[l] += r / float64(len(t.lpool))
+				}
+			}
+		}
 		d.tenants = append(d.tenants, t)
 	}
+	window := (lineWindow + opts.Tare).Seconds()
+	for _, l := range d.lines {
+		l.keep = int(min(rates[l]*window, maxKeep, float64(d.flightBound())))
+	}
 	return d, nil
+}
+
+// peakRate returns the most arrivals a second of model time that tenant's
+// open load asks for: its rate, or its busiest stage's, or a trace's
+// average.
+func peakRate(tenant *scenarios.Tenant) float64 {
+	l := tenant.Load
+	if l.Model == scenarios.Traced {
+		if n := len(tenant.Trace); n > 1 {
+			if span := tenant.Trace[n-1].At - tenant.Trace[0].At; span > 0 {
+				return float64(n) / span.Seconds()
+			}
+		}
+		return 0
+	}
+	r := l.Rate
+	for _, st := range l.Stages {
+		r = max(r, st.Rate)
+	}
+	return r
+}
+
+// Connect opens, before the run's clock starts, the open model's
+// connections its sends need at once at the tenants' peak rates: those
+// of lineWindow of sends beyond the tare, up to maxKeep from each client
+// address. So the first sends of the run, and a burst after a stall,
+// find connections open rather than dial them while the run is timed;
+// while it runs, one that the server closes is dialled again in the
+// background. Without Connect the run dials every connection as its
+// sends need it. A dial that fails ends it, and leaves the run to dial.
+// Call it at most once, before Run, which closes the connections when it
+// ends.
+func (d *Driver) Connect(ctx context.Context) {
+	if d.ran.Load() {
+		return
+	}
+	for _, l := range d.lines {
+		if ctx.Err() != nil {
+			return
+		}
+		l.connect(ctx)
+	}
 }
 
 // flightBound returns the most open-model requests that can be in flight
