@@ -268,9 +268,20 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		}
 		d.tenants = append(d.tenants, t)
 	}
+	// Each address's lines keep lineWindow's sends beyond the tare, all
+	// together no more than maxKeep or the in-flight cap, shared in
+	// proportion.
 	window := (lineWindow + opts.Tare).Seconds()
+	total := 0.0
 	for _, l := range d.lines {
-		l.keep = int(min(rates[l]*window, maxKeep, float64(d.flightBound())))
+		total += rates[l] * window
+	}
+	share := 1.0
+	if most := float64(min(maxKeep, d.flightBound())); total > most {
+		share = most / total
+	}
+	for _, l := range d.lines {
+		l.keep = int(rates[l] * window * share)
 	}
 	return d, nil
 }
@@ -297,8 +308,8 @@ func peakRate(tenant *scenarios.Tenant) float64 {
 
 // Connect opens, before the run's clock starts, the open model's
 // connections its sends need at once at the tenants' peak rates: those
-// of lineWindow of sends beyond the tare, up to maxKeep from each client
-// address. So the first sends of the run, and a burst after a stall,
+// of lineWindow of sends beyond the tare, from each client address, up to
+// maxKeep in all. So the first sends of the run, and a burst after a stall,
 // find connections open rather than dial them while the run is timed;
 // while it runs, one that the server closes is dialled again in the
 // background. Without Connect the run dials every connection as its

@@ -50,7 +50,8 @@ const lineDials = 4
 // first sends of the run (see lines.keep).
 const lineWindow = 5 * time.Millisecond
 
-// maxKeep bounds the connections one address's lines keep open.
+// maxKeep bounds the connections the lines of all addresses keep open
+// together (lines.keep).
 const maxKeep = 1024
 
 // spareLife is the least time a connection dialled ahead must have been
@@ -100,9 +101,9 @@ func newLine(p *lines, nc net.Conn) *line {
 // (it is the generator's), its latency from its intended time. Idle lines
 // are kept until the run ends.
 //
-// Keep lines are dialled ahead, before the run's clock starts (connect),
-// and while it runs a line that ends is made good in the background, off
-// the send path, while fewer are open: so a server that closes
+// Lines are dialled ahead, keep of them, before the run's clock starts
+// (connect), and while it runs a line that ends is made good in the
+// background, off the send path, while fewer are open: so a server that closes
 // connections (after so many requests, or idle ones after a timeout)
 // costs no send a dial. The zero value is not ready: see newLines.
 type lines struct {
@@ -157,17 +158,11 @@ func (p *lines) run(ctx context.Context, out chan<- workload.Result) (stop func(
 func (p *lines) connect(ctx context.Context) {
 	var wg sync.WaitGroup
 	var failed atomic.Bool
-	next := make(chan struct{}, p.keep)
-	for range p.keep {
-		next <- struct{}{}
-	}
-	close(next)
+	var left atomic.Int64
+	left.Store(int64(p.keep))
 	for range min(lineDials, p.keep) {
 		wg.Go(func() {
-			for range next {
-				if failed.Load() {
-					return
-				}
+			for !failed.Load() && left.Add(-1) >= 0 {
 				nc, err := p.dial(ctx)
 				if err != nil {
 					failed.Store(true)

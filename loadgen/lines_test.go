@@ -201,3 +201,46 @@ func TestSparesNotRedialledInALoop(t *testing.T) {
 		}
 	})
 }
+
+// TestLinesKeep holds the connections each address's lines keep open
+// (dial ahead and make good) to lineWindow's sends at the peak rate in
+// wall time, shared in proportion when all of them together would pass
+// maxKeep.
+func TestLinesKeep(t *testing.T) {
+	open := func(rate float64, stages ...scenarios.Stage) *scenarios.Load {
+		return &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: rate, Stages: stages, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+	}
+	tenants := func(n int, load *scenarios.Load) []scenarios.Tenant {
+		var ts []scenarios.Tenant
+		for i := range n {
+			ts = append(ts, scenarios.Tenant{Index: i, Name: fmt.Sprint("t", i), Group: "t", Host: "t.example.com", Addr: fmt.Sprintf("127.0.%d.%d", 1+i/250, 1+i%250), Load: load})
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		name    string
+		tenants []scenarios.Tenant
+		scale   float64
+		want    int // each address's
+	}{
+		{"40k/s", tenants(1, open(40000)), 1, 200},
+		{"20/s: none ahead", tenants(1, open(20)), 1, 0},
+		{"100/s at time scale 0.01", tenants(1, open(100)), 0.01, 50},
+		{"the busiest stage's", tenants(1, open(1000, scenarios.Stage{Duration: time.Second, Rate: 4000}, scenarios.Stage{Duration: time.Second, Rate: 2000})), 1, 20},
+		{"300 addresses at 10k/s: maxKeep shared", tenants(300, open(10000)), 1, maxKeep / 300},
+	} {
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, "http://127.0.0.1:1"), Routes: testRoutes, Tenants: c.tenants, Horizon: time.Second, TimeScale: c.scale})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(d.lines) != len(c.tenants) {
+			t.Fatalf("%s: %d lines, want one per address, %d", c.name, len(d.lines), len(c.tenants))
+		}
+		for i, l := range d.lines {
+			if l.keep != c.want {
+				t.Errorf("%s: address %d keeps %d lines, want %d", c.name, i, l.keep, c.want)
+				break
+			}
+		}
+	}
+}
