@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -385,18 +386,41 @@ func (ln *line) own() {
 	for {
 		err := ln.h.Wait()
 		s := ln.cur.Load()
+		// The deadline of the line's last request, which it keeps while
+		// it idles, passed: it says nothing of the connection.
+		stale := errors.Is(err, os.ErrDeadlineExceeded)
 		if s == nil {
 			// Idle, and the server closed it or sent what nobody asked
-			// for: the line dies, unless the scheduler took it
-			// meanwhile, whose send is then about to be set.
+			// for: the line dies; or the stale deadline passed: the line
+			// rests with none, as it is the one line whose requests did
+			// not come for as long as the client timeout, and ending it
+			// would leave the next burst of sends to dial. Unless the
+			// scheduler took it meanwhile, whose send is then about to
+			// be set.
 			for s == nil {
-				if ln.state.CompareAndSwap(lineIdle, lineDead) {
+				if stale && ln.state.CompareAndSwap(lineIdle, lineBusy) {
+					break
+				}
+				if !stale && ln.state.CompareAndSwap(lineIdle, lineDead) {
 					ln.drop()
 					return
 				}
 				runtime.Gosched()
 				s = ln.cur.Load()
 			}
+			if s == nil {
+				ln.h.ClearDeadline()
+				if !ln.release() {
+					return
+				}
+				continue
+			}
+		}
+		if stale && (s.deadline.IsZero() || time.Now().Before(s.deadline)) {
+			// The stale deadline passed as the scheduler took the line:
+			// the send's own is set, or about to be.
+			runtime.Gosched()
+			continue
 		}
 		status, keep := 0, false
 		ln.service, ln.limited = nil, false

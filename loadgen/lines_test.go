@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,10 +22,16 @@ import (
 // a send that waited for one has that much latency more.
 const dialDelay = time.Millisecond
 
+// dialLog counts a driver's dials and when the last one began.
+type dialLog struct {
+	atomic.Int64
+	last atomic.Int64 // UnixNano
+}
+
 // poolDriver returns a driver of one open-model tenant with load over
 // ln, as memDriver does, whose every dial takes dialDelay and counts in
 // dials.
-func poolDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, horizon time.Duration, dials *atomic.Int64) *Driver {
+func poolDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, horizon time.Duration, dials *dialLog) *Driver {
 	t.Helper()
 	d, err := NewDriver(DriverOptions{
 		Target:    mustURL(t, "http://"+ln.Addr().String()),
@@ -36,6 +43,7 @@ func poolDriver(t *testing.T, ln *memnet.Listener, load *scenarios.Load, horizon
 		Drain:     time.Second,
 		Dial: func(ctx context.Context, from netip.Addr) (net.Conn, error) {
 			dials.Add(1)
+			dials.last.Store(time.Now().UnixNano())
 			select {
 			case <-time.After(dialDelay):
 			case <-ctx.Done():
@@ -95,7 +103,7 @@ func TestConnectKeepsLines(t *testing.T) {
 		go serveUpTo(ln, 30, &closes)
 		const rate = 2000
 		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: rate, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-		var dials atomic.Int64
+		var dials dialLog
 		d := poolDriver(t, ln, load, time.Second, &dials)
 		keep := int(rate * lineWindow.Seconds())
 		if got := d.lines[0].keep; got != keep {
@@ -140,7 +148,7 @@ func TestLinesWithoutConnect(t *testing.T) {
 		defer ln.Close()
 		go serveUpTo(ln, 30, new(atomic.Int64))
 		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2000, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-		var dials atomic.Int64
+		var dials dialLog
 		d := poolDriver(t, ln, load, time.Second, &dials)
 		var sink resultSink
 		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
@@ -186,7 +194,7 @@ func TestSparesNotRedialledInALoop(t *testing.T) {
 		defer ln.Close()
 		go serveUpTo(ln, 0, nil)
 		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2000, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
-		var dials atomic.Int64
+		var dials dialLog
 		d := poolDriver(t, ln, load, time.Millisecond, &dials)
 		d.Connect(context.Background())
 		var sink resultSink
@@ -243,4 +251,53 @@ func TestLinesKeep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestIdleLinesOutliveTheClientTimeout plays 100 ms of arrivals at
+// 1000/s, 400 ms of none, and 100 ms more, in fake time over memnet,
+// against a server that answers each request after 20 ms, with a client
+// timeout of 100 ms: the lines the first burst opened idle through the
+// pause for longer than the timeout their last requests set, and must
+// carry the second burst without a dial.
+func TestIdleLinesOutliveTheClientTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := memnet.Listen(memnet.Options{})
+		defer ln.Close()
+		go func() {
+			for {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer nc.Close()
+					br := bufio.NewReader(nc)
+					for {
+						if _, err := http.ReadRequest(br); err != nil {
+							return
+						}
+						time.Sleep(20 * time.Millisecond)
+						io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}
+				}()
+			}
+		}()
+		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, ClientTimeout: 100 * time.Millisecond,
+			Stages: []scenarios.Stage{{Duration: 100 * time.Millisecond, Rate: 1000}, {Duration: 400 * time.Millisecond}, {Duration: 100 * time.Millisecond, Rate: 1000}},
+			Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+		start := time.Now()
+		var dials dialLog
+		d := poolDriver(t, ln, load, 600*time.Millisecond, &dials)
+		var sink resultSink
+		if err := d.Run(context.Background(), start, &sink); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		want := arrivalsOf(load, 600*time.Millisecond, 1, 0)
+		if got := sink.count(workload.OK); got != want || len(sink.got) != want {
+			t.Errorf("%d results, %d ok, want %d ok", len(sink.got), got, want)
+		}
+		if last := time.Unix(0, dials.last.Load()).Sub(start); dials.Load() == 0 || last >= 200*time.Millisecond {
+			t.Errorf("%d dials, the last at %v, want all in the first burst: its lines died idle", dials.Load(), last)
+		}
+	})
 }

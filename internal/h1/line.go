@@ -52,6 +52,11 @@ func (l *Line) Send(deadline time.Time, uri, host string) error {
 	return l.bw.Flush()
 }
 
+// ClearDeadline takes away the deadline of the last exchange, which the
+// connection keeps after it, so that a line idle for longer does not
+// time out.
+func (l *Line) ClearDeadline() error { return l.c.SetDeadline(time.Time{}) }
+
 // Wait waits for the first byte of an answer, or the connection's end.
 func (l *Line) Wait() error {
 	_, err := l.br.Peek(1)
