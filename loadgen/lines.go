@@ -106,7 +106,11 @@ func newLine(p *lines, nc net.Conn) *line {
 // (connect), and while it runs a line that ends is made good in the
 // background, off the send path, while fewer are open: so a server that closes
 // connections (after so many requests, or idle ones after a timeout)
-// costs no send a dial. The zero value is not ready: see newLines.
+// costs no send a dial. Idle lines are taken oldest first, so that every
+// line kept open carries requests in turn: none idles long enough for a
+// server's idle timeout, and none dialled ahead to a server whose worker
+// waits on it, as a gunicorn sync worker does, is left idle holding it.
+// The zero value is not ready: see newLines.
 type lines struct {
 	d       *Driver
 	dial    func(ctx context.Context) (net.Conn, error)
@@ -116,7 +120,7 @@ type lines struct {
 	owners  sync.WaitGroup // the lines' goroutines
 
 	mu      sync.Mutex
-	idle    []*line
+	idle    []*line // oldest first: see lines
 	all     map[*line]struct{}
 	waiting []*send // oldest first
 	ndials  int
@@ -188,9 +192,9 @@ func (p *lines) send(s *send) {
 	p.pending.Add(1)
 	p.mu.Lock()
 	for len(p.idle) > 0 {
-		ln := p.idle[len(p.idle)-1]
-		p.idle[len(p.idle)-1] = nil
-		p.idle = p.idle[:len(p.idle)-1]
+		ln := p.idle[0]
+		p.idle[0] = nil
+		p.idle = p.idle[1:]
 		if ln.state.CompareAndSwap(lineIdle, lineBusy) {
 			p.mu.Unlock()
 			if !ln.start(s) {
@@ -483,7 +487,11 @@ func (ln *line) release() bool {
 }
 
 // drop closes ln and forgets it; a spare is dialled in its place when
-// the lines kept open fall short, unless it ended young with no answer.
+// the lines kept open fall short and the server keeps connections: it
+// kept ln after an answer (ln.used), or ln idled open for spareLife. A
+// server that closes every connection after its first answer (a gunicorn
+// sync worker), or at once, gets no spares, which would idle, each
+// holding a sync worker that accepted it.
 func (ln *line) drop() {
 	ln.state.Store(lineDead)
 	ln.h.Close()

@@ -301,3 +301,45 @@ func TestIdleLinesOutliveTheClientTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestNoSparesForAServerThatCloses plays constant arrivals at 2000/s for a
+// second against a server that closes every connection after its answer,
+// as a gunicorn sync worker does, with lines dialled ahead: the first
+// sends take those, and no spare replaces a line that carried a single
+// answer (it would idle, and hold a sync worker that accepted it), so the
+// dials are one per arrival, as without Connect.
+func TestNoSparesForAServerThatCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := memnet.Listen(memnet.Options{})
+		defer ln.Close()
+		var closes atomic.Int64
+		go serveUpTo(ln, 1, &closes)
+		load := &scenarios.Load{Model: scenarios.Open, Arrivals: scenarios.Constant, Rate: 2000, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
+		var dials dialLog
+		d := poolDriver(t, ln, load, time.Second, &dials)
+		d.Connect(context.Background())
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		want := arrivalsOf(load, time.Second, 1, 0)
+		if got := sink.count(workload.OK); got != want || len(sink.got) != want {
+			t.Errorf("%d results, %d ok, want %d ok", len(sink.got), got, want)
+		}
+		if got := dials.Load(); got != int64(want) {
+			t.Errorf("%d dials, want %d, one per arrival", got, want)
+		}
+		if got := closes.Load(); got != int64(want) {
+			t.Errorf("the server closed %d connections after an answer, want %d", got, want)
+		}
+		ahead := 0 // sends that found a connection open
+		for _, r := range sink.got {
+			if r.Latency == 0 {
+				ahead++
+			}
+		}
+		if keep := d.lines[0].keep; ahead > keep {
+			t.Errorf("%d sends found a connection open, want at most the %d dialled ahead", ahead, keep)
+		}
+	})
+}
