@@ -150,6 +150,7 @@ type Driver struct {
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
+	connected  atomic.Bool // Connect was called
 	pacer      clock.Pacer
 	quantum    time.Duration // wall sendQuantum
 	late       *latenessRecorder
@@ -314,10 +315,10 @@ func peakRate(tenant *scenarios.Tenant) float64 {
 // while it runs, one that the server closes is dialled again in the
 // background. Without Connect the run dials every connection as its
 // sends need it. A dial that fails ends it, and leaves the run to dial.
-// Call it at most once, before Run, which closes the connections when it
-// ends.
+// A call after the first, or after Run began, does nothing. Run must
+// follow: its end closes the connections.
 func (d *Driver) Connect(ctx context.Context) {
-	if d.ran.Load() {
+	if d.ran.Load() || d.connected.Swap(true) {
 		return
 	}
 	for _, l := range d.lines {

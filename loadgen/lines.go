@@ -144,22 +144,15 @@ func (p *lines) run(ctx context.Context, out chan<- workload.Result) (stop func(
 	p.ctx, p.out = ctx, out
 	p.spares, p.cancelSpares = context.WithCancel(ctx)
 	p.started = true
-	// The lines connect dialled wait for answers, or the server's close,
-	// from now on.
-	for ln := range p.all {
-		p.owners.Add(1)
-		go func() {
-			defer p.owners.Done()
-			ln.own()
-		}()
-	}
 	p.mu.Unlock()
 	return context.AfterFunc(ctx, p.abort)
 }
 
 // connect dials p.keep lines under ctx, lineDials at a time, before run,
-// and makes them idle. A dial that fails ends the dialling: the run then
-// dials as its sends need.
+// and makes them idle, each with its goroutine waiting already (which the
+// run's first sends should not have to start). A dial that fails ends
+// the dialling: the run then dials as its sends need. Run must follow,
+// whose end closes them.
 func (p *lines) connect(ctx context.Context) {
 	var wg sync.WaitGroup
 	var failed atomic.Bool
@@ -179,7 +172,12 @@ func (p *lines) connect(ctx context.Context) {
 				p.mu.Lock()
 				p.all[ln] = struct{}{}
 				p.idle = append(p.idle, ln)
+				p.owners.Add(1)
 				p.mu.Unlock()
+				go func() {
+					defer p.owners.Done()
+					ln.own()
+				}()
 			}
 		})
 	}
