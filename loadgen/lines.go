@@ -106,10 +106,13 @@ func newLine(p *lines, nc net.Conn) *line {
 // (connect), and while it runs a line that ends is made good in the
 // background, off the send path, while fewer are open: so a server that closes
 // connections (after so many requests, or idle ones after a timeout)
-// costs no send a dial. Idle lines are taken oldest first, so that every
-// line kept open carries requests in turn: none idles long enough for a
-// server's idle timeout, and none dialled ahead to a server whose worker
-// waits on it, as a gunicorn sync worker does, is left idle holding it.
+// costs no send a dial. Idle lines are taken the last made idle first, so
+// that the lines in steady use are few and warm; those below them idle,
+// and one a server closes after its idle timeout is dialled again (after
+// spareLife). Against a server that closes every connection after its
+// answer (a gunicorn sync worker, which holds one a worker accepted until
+// its request comes) the lines dialled ahead are taken one after another
+// by the first sends, since each ends after its answer.
 // The zero value is not ready: see newLines.
 type lines struct {
 	d       *Driver
@@ -120,7 +123,7 @@ type lines struct {
 	owners  sync.WaitGroup // the lines' goroutines
 
 	mu      sync.Mutex
-	idle    []*line // oldest first: see lines
+	idle    []*line // the last made idle first: see lines
 	all     map[*line]struct{}
 	waiting []*send // oldest first
 	ndials  int
@@ -190,9 +193,9 @@ func (p *lines) send(s *send) {
 	p.pending.Add(1)
 	p.mu.Lock()
 	for len(p.idle) > 0 {
-		ln := p.idle[0]
-		p.idle[0] = nil
-		p.idle = p.idle[1:]
+		ln := p.idle[len(p.idle)-1]
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
 		if ln.state.CompareAndSwap(lineIdle, lineBusy) {
 			p.mu.Unlock()
 			if !ln.start(s) {
