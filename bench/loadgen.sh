@@ -100,6 +100,12 @@ EOF
 [ -n "$port" ] || { echo "loadgen.sh: no free port in $PORTS (set PORT or PORTS)" >&2; exit 1; }
 target="http://127.0.0.1:$port"
 mkdir -p "$work/nginx/logs" "$work/nginx/tmp"
+# keepalive_requests is set past any run's requests, for every client
+# alike: at nginx's default, 1000, each connection is closed after its
+# 1000th answer, 40 a second at 40k/s, which measures the clients' dials
+# more than their sends (stampede dials the replacements in the
+# background; net/http clients such as vegeta when a request finds no
+# connection). keepalive_timeout is past a step's length.
 cat >"$work/nginx/nginx.conf" <<EOF
 daemon off;
 master_process on;

@@ -245,6 +245,10 @@ func runMeasured(ctx context.Context, sc *scenarios.Scenario, sink workload.Sink
 			tare = tracker.runTare()
 		}
 	}
+	// The connections the run needs at once are opened before its clock
+	// starts, so that no send waits for a dial the run could have made
+	// ahead (and, cut off by ctx, the run is interrupted before it began).
+	drv.Connect(ctx)
 	before := sampleOS()
 	wakes := clock.WakeSnapshot()
 	start := time.Now()

@@ -150,6 +150,7 @@ type Driver struct {
 	counters   *Counters
 	openFlight atomic.Int64
 	ran        atomic.Bool
+	connected  atomic.Bool // Connect was called
 	pacer      clock.Pacer
 	quantum    time.Duration // wall sendQuantum
 	late       *latenessRecorder
@@ -213,6 +214,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		d.lines = append(d.lines, l)
 		return l
 	}
+	rates := map[*lines]float64{} // each one's open-model arrivals a second of wall time, at their peak
 	for i := range opts.Tenants {
 		sc := &opts.Tenants[i]
 		if sc.Load == nil {
@@ -255,9 +257,76 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				}
 			}
 		}
+		if open {
+			r := peakRate(sc) / d.scale.Factor()
+			if len(t.lpool) == 0 {
+				rates[t.lines] += r
+			} else {
+				for _, l := range t.lpool {
+					rates[l] += r / float64(len(t.lpool))
+				}
+			}
+		}
 		d.tenants = append(d.tenants, t)
 	}
+	// Each address's lines keep lineWindow's sends beyond the tare, all
+	// together no more than maxKeep or the in-flight cap, shared in
+	// proportion.
+	window := (lineWindow + opts.Tare).Seconds()
+	total := 0.0
+	for _, l := range d.lines {
+		total += rates[l] * window
+	}
+	share := 1.0
+	if most := float64(min(maxKeep, d.flightBound())); total > most {
+		share = most / total
+	}
+	for _, l := range d.lines {
+		l.keep = int(rates[l] * window * share)
+	}
 	return d, nil
+}
+
+// peakRate returns the most arrivals a second of model time that tenant's
+// open load asks for: its rate, or its busiest stage's, or a trace's
+// average.
+func peakRate(tenant *scenarios.Tenant) float64 {
+	l := tenant.Load
+	if l.Model == scenarios.Traced {
+		if n := len(tenant.Trace); n > 1 {
+			if span := tenant.Trace[n-1].At - tenant.Trace[0].At; span > 0 {
+				return float64(n) / span.Seconds()
+			}
+		}
+		return 0
+	}
+	r := l.Rate
+	for _, st := range l.Stages {
+		r = max(r, st.Rate)
+	}
+	return r
+}
+
+// Connect opens, before the run's clock starts, the open model's
+// connections its sends need at once at the tenants' peak rates: those
+// of lineWindow of sends beyond the tare, from each client address, up to
+// maxKeep in all. So the first sends of the run, and a burst after a stall,
+// find connections open rather than dial them while the run is timed;
+// while it runs, one that the server closes is dialled again in the
+// background. Without Connect the run dials every connection as its
+// sends need it. A dial that fails ends it, and leaves the run to dial.
+// A call after the first, or after Run began, does nothing. Run must
+// follow: its end closes the connections.
+func (d *Driver) Connect(ctx context.Context) {
+	if d.ran.Load() || d.connected.Swap(true) {
+		return
+	}
+	for _, l := range d.lines {
+		if ctx.Err() != nil {
+			return
+		}
+		l.connect(ctx)
+	}
 }
 
 // flightBound returns the most open-model requests that can be in flight

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -43,6 +44,22 @@ func newSend(s sending, route int) *send {
 // until the in-flight cap dropped arrivals; 4 dropped none.
 const lineDials = 4
 
+// lineWindow is how much wall time of a rate's sends the open model
+// keeps connections open for, beyond the answers' own time (the tare): a
+// burst of the sends that a stall of that long held back finds them open
+// rather than dialling connections while the run is timed, and so do the
+// first sends of the run (see lines.keep).
+const lineWindow = 5 * time.Millisecond
+
+// maxKeep bounds the connections the lines of all addresses keep open
+// together (lines.keep).
+const maxKeep = 1024
+
+// spareLife is the least time a connection dialled ahead must have been
+// open for its end to be made good by another when no answer came on it:
+// a server that closes idle connections at once is not dialled in a loop.
+const spareLife = time.Second
+
 // States of a line.
 const (
 	lineBusy int32 = iota // a request is being sent or answered, or the line is dialling
@@ -61,6 +78,8 @@ type line struct {
 	state atomic.Int32
 	cur   atomic.Pointer[send] // the request on the line, set before it is written
 	used  bool                 // an answer has come on it; its goroutine's alone
+	spare bool                 // dialled ahead of any send (lines.keep)
+	born  time.Time            // when its dial ended
 	// The answer's headers the driver reads, set by header, which
 	// onHeader is.
 	service  []string
@@ -69,7 +88,7 @@ type line struct {
 }
 
 func newLine(p *lines, nc net.Conn) *line {
-	ln := &line{p: p, h: h1.NewLine(nc)}
+	ln := &line{p: p, h: h1.NewLine(nc), born: time.Now()}
 	ln.onHeader = ln.header
 	return ln
 }
@@ -81,7 +100,20 @@ func newLine(p *lines, nc net.Conn) *line {
 // be dialled, so that a burst of overdue sends does not open connections
 // by the thousand. Its lateness counts when the scheduler hands it over
 // (it is the generator's), its latency from its intended time. Idle lines
-// are kept until the run ends. The zero value is not ready: see newLines.
+// are kept until the run ends.
+//
+// Lines are dialled ahead, keep of them, before the run's clock starts
+// (connect), and while it runs a line that ends is made good in the
+// background, off the send path, while fewer are open: so a server that closes
+// connections (after so many requests, or idle ones after a timeout)
+// costs no send a dial. Idle lines are taken the last made idle first, so
+// that the lines in steady use are few and warm; those below them idle,
+// and one a server closes after its idle timeout is dialled again (after
+// spareLife). Against a server that closes every connection after its
+// answer (a gunicorn sync worker, which holds one a worker accepted until
+// its request comes) the lines dialled ahead are taken one after another
+// by the first sends, since each ends after its answer.
+// The zero value is not ready: see newLines.
 type lines struct {
 	d       *Driver
 	dial    func(ctx context.Context) (net.Conn, error)
@@ -91,11 +123,17 @@ type lines struct {
 	owners  sync.WaitGroup // the lines' goroutines
 
 	mu      sync.Mutex
-	idle    []*line
+	idle    []*line // the last made idle first: see lines
 	all     map[*line]struct{}
 	waiting []*send // oldest first
 	ndials  int
 	closed  bool // aborted: no line is kept or made
+	keep    int  // the lines kept open; set before connect and run
+	started bool // run was called: the lines' goroutines run
+	// spares is the context of the spare lines' dials, which close
+	// cancels: a dial the target does not answer must not hold it up.
+	spares       context.Context
+	cancelSpares context.CancelFunc
 }
 
 func newLines(d *Driver, dial func(ctx context.Context) (net.Conn, error)) *lines {
@@ -105,8 +143,48 @@ func newLines(d *Driver, dial func(ctx context.Context) (net.Conn, error)) *line
 // run readies p for a run under ctx whose results go to out. When ctx ends
 // every line is closed and every send waiting is ended.
 func (p *lines) run(ctx context.Context, out chan<- workload.Result) (stop func() bool) {
+	p.mu.Lock()
 	p.ctx, p.out = ctx, out
+	p.spares, p.cancelSpares = context.WithCancel(ctx)
+	p.started = true
+	p.mu.Unlock()
 	return context.AfterFunc(ctx, p.abort)
+}
+
+// connect dials p.keep lines under ctx, lineDials at a time, before run,
+// and makes them idle, each with its goroutine waiting already (which the
+// run's first sends should not have to start). A dial that fails ends
+// the dialling: the run then dials as its sends need. Run must follow,
+// whose end closes them.
+func (p *lines) connect(ctx context.Context) {
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	var left atomic.Int64
+	left.Store(int64(p.keep))
+	for range min(lineDials, p.keep) {
+		wg.Go(func() {
+			for !failed.Load() && left.Add(-1) >= 0 {
+				nc, err := p.dial(ctx)
+				if err != nil {
+					failed.Store(true)
+					return
+				}
+				ln := newLine(p, nc)
+				ln.spare = true
+				ln.state.Store(lineIdle)
+				p.mu.Lock()
+				p.all[ln] = struct{}{}
+				p.idle = append(p.idle, ln)
+				p.owners.Add(1)
+				p.mu.Unlock()
+				go func() {
+					defer p.owners.Done()
+					ln.own()
+				}()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // send sends s on an idle line, or hands it to a new line or the waiting.
@@ -168,12 +246,12 @@ func (p *lines) dialFor(s *send) {
 	nc, err := p.dialBy(s.deadline)
 	p.mu.Lock()
 	p.ndials--
-	p.dialWaiting()
 	var ln *line
 	if err == nil && !p.closed {
 		ln = newLine(p, nc)
 		p.all[ln] = struct{}{}
 	}
+	p.dialWaiting()
 	p.mu.Unlock()
 	if ln == nil {
 		if nc != nil {
@@ -211,6 +289,43 @@ func (p *lines) dialWaiting() {
 	go p.dialFor(s)
 }
 
+// refill starts dials of spare lines, within lineDials, while fewer than
+// p.keep are open or being dialled. p.mu is held.
+func (p *lines) refill() {
+	for !p.closed && p.started && len(p.all)+p.ndials < p.keep && p.ndials < lineDials {
+		p.ndials++
+		p.owners.Add(1)
+		go p.dialSpare()
+	}
+}
+
+// dialSpare dials a spare line and owns it: it takes the oldest send
+// waiting, or idles. A failed dial starts no other: the next end of a
+// line, or the sends, dial again.
+func (p *lines) dialSpare() {
+	defer p.owners.Done()
+	nc, err := p.dial(p.spares)
+	p.mu.Lock()
+	p.ndials--
+	var ln *line
+	if err == nil && !p.closed {
+		ln = newLine(p, nc)
+		ln.spare = true
+		p.all[ln] = struct{}{}
+	}
+	p.dialWaiting()
+	p.mu.Unlock()
+	if ln == nil {
+		if nc != nil {
+			nc.Close()
+		}
+		return
+	}
+	if ln.release() {
+		ln.own()
+	}
+}
+
 // abort closes every line and ends every send waiting, when ctx ended.
 func (p *lines) abort() {
 	p.mu.Lock()
@@ -237,6 +352,9 @@ func (p *lines) close() {
 		ln.h.Close()
 	}
 	p.mu.Unlock()
+	if p.cancelSpares != nil {
+		p.cancelSpares()
+	}
 	p.owners.Wait()
 }
 
@@ -273,24 +391,47 @@ func (ln *line) own() {
 	for {
 		err := ln.h.Wait()
 		s := ln.cur.Load()
+		// The deadline of the line's last request, which it keeps while
+		// it idles, passed: it says nothing of the connection.
+		stale := errors.Is(err, os.ErrDeadlineExceeded)
 		if s == nil {
 			// Idle, and the server closed it or sent what nobody asked
-			// for: the line dies, unless the scheduler took it
-			// meanwhile, whose send is then about to be set.
+			// for: the line dies; or the stale deadline passed: the line
+			// rests with none, as it is the one line whose requests did
+			// not come for as long as the client timeout, and ending it
+			// would leave the next burst of sends to dial. Unless the
+			// scheduler took it meanwhile, whose send is then about to
+			// be set.
 			for s == nil {
-				if ln.state.CompareAndSwap(lineIdle, lineDead) {
+				if stale && ln.state.CompareAndSwap(lineIdle, lineBusy) {
+					break
+				}
+				if !stale && ln.state.CompareAndSwap(lineIdle, lineDead) {
 					ln.drop()
 					return
 				}
 				runtime.Gosched()
 				s = ln.cur.Load()
 			}
+			if s == nil {
+				ln.h.ClearDeadline()
+				if !ln.release() {
+					return
+				}
+				continue
+			}
+		}
+		if stale && (s.deadline.IsZero() || time.Now().Before(s.deadline)) {
+			// The stale deadline passed as the scheduler took the line:
+			// the send's own is set, or about to be.
+			runtime.Gosched()
+			continue
 		}
 		status, keep := 0, false
 		ln.service, ln.limited = nil, false
 		if err == nil {
 			status, keep, err = ln.h.Answer(ln.onHeader)
-		} else if ln.used && !s.retried && p.ctx.Err() == nil && (s.deadline.IsZero() || time.Now().Before(s.deadline)) {
+		} else if (ln.used || ln.spare) && !s.retried && p.ctx.Err() == nil && (s.deadline.IsZero() || time.Now().Before(s.deadline)) {
 			// A reused connection that ended before any byte of the
 			// answer: the server closed it while idle. Sent once more on
 			// a new one, as http.Transport does.
@@ -346,7 +487,12 @@ func (ln *line) release() bool {
 	}
 }
 
-// drop closes ln and forgets it.
+// drop closes ln and forgets it; a spare is dialled in its place when
+// the lines kept open fall short and the server keeps connections: it
+// kept ln after an answer (ln.used), or ln idled open for spareLife. A
+// server that closes every connection after its first answer (a gunicorn
+// sync worker), or at once, gets no spares, which would idle, each
+// holding a sync worker that accepted it.
 func (ln *line) drop() {
 	ln.state.Store(lineDead)
 	ln.h.Close()
@@ -354,6 +500,9 @@ func (ln *line) drop() {
 	p.mu.Lock()
 	delete(p.all, ln)
 	p.dialWaiting()
+	if ln.used || time.Since(ln.born) >= spareLife {
+		p.refill()
+	}
 	p.mu.Unlock()
 }
 
