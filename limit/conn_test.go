@@ -363,3 +363,57 @@ func TestAppendBusiestMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestConnLimiterSolo plays one random run of Acquires and Releases on a
+// shared limiter and a Solo one, in a zone small enough to fill, and checks
+// that they agree at every step: verdicts, in-flight counts, keys, zone
+// bytes and the busiest keys.
+func TestConnLimiterSolo(t *testing.T) {
+	shared, solo := NewConnLimiter(3, MinZone), NewConnLimiter(3, MinZone)
+	solo.Solo()
+	solo.Solo() // a second call changes nothing
+	rng := rand.New(rand.NewPCG(1, 2))
+	var held [2][]Slot
+	full := 0
+	for step := range 20000 {
+		if n := len(held[0]); n > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(n)
+			for j := range held {
+				held[j][i].Release()
+				held[j][i] = held[j][n-1]
+				held[j] = held[j][:n-1]
+			}
+		} else {
+			key := fmt.Sprintf("key-%d", rng.IntN(600))
+			s0, v0 := shared.Acquire(key)
+			s1, v1 := solo.Acquire(key)
+			if v0 != v1 {
+				t.Fatalf("step %d: Acquire(%q) = %v solo, want %v as shared", step, key, v1, v0)
+			}
+			if v0 == Passed {
+				held[0], held[1] = append(held[0], s0), append(held[1], s1)
+			}
+			if v0 == Rejected && shared.InFlight(key) == 0 {
+				full++
+			}
+			if got, want := solo.InFlight(key), shared.InFlight(key); got != want {
+				t.Fatalf("step %d: InFlight(%q) = %d solo, want %d", step, key, got, want)
+			}
+		}
+		if solo.Len() != shared.Len() || solo.ZoneBytes() != shared.ZoneBytes() {
+			t.Fatalf("step %d: solo Len %d ZoneBytes %d, want %d %d", step, solo.Len(), solo.ZoneBytes(), shared.Len(), shared.ZoneBytes())
+		}
+		if step%1000 == 0 && !slices.Equal(solo.Busiest(5), shared.Busiest(5)) {
+			t.Fatalf("step %d: solo Busiest(5) = %v, want %v", step, solo.Busiest(5), shared.Busiest(5))
+		}
+	}
+	if full == 0 {
+		t.Fatal("the zone never filled: the run does not test a full zone")
+	}
+	for i := range held[1] {
+		held[1][i].Release()
+	}
+	if solo.Len() != 0 || solo.ZoneBytes() != 0 {
+		t.Fatalf("solo: Len %d ZoneBytes %d after releasing all, want 0 0", solo.Len(), solo.ZoneBytes())
+	}
+}

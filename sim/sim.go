@@ -271,6 +271,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
+	policy.Solo() // the run is one goroutine's
 	e := &engine{
 		sc:      sc,
 		sink:    sink,
