@@ -330,7 +330,9 @@ func TestAppendBusiestMatchesSort(t *testing.T) {
 		l := NewConnLimiter(3, 0)
 		counts := map[string]int{}
 		for range keys {
-			k := fmt.Sprintf("k%d", rng.IntN(4*keys))
+			// Short keys, keys whose first 8 bytes tie and keys that
+			// are each other's prefixes, with and without zero bytes.
+			k := fmt.Sprintf([]string{"k%d", "site%d.example.com", "a-long-prefix-%d", "\x00%d", "%d\x00"}[round%7%5], rng.IntN(4*keys))
 			if _, v := l.Acquire(k); v == Passed {
 				counts[k]++
 			}
@@ -415,5 +417,20 @@ func TestConnLimiterSolo(t *testing.T) {
 	}
 	if solo.Len() != 0 || solo.ZoneBytes() != 0 {
 		t.Fatalf("solo: Len %d ZoneBytes %d after releasing all, want 0 0", solo.Len(), solo.ZoneBytes())
+	}
+}
+
+// TestKeyPrefix checks that keys whose prefixes differ are in the order of
+// their prefixes, for keys shorter and longer than a prefix, keys that are
+// each other's prefixes and keys with zero bytes.
+func TestKeyPrefix(t *testing.T) {
+	keys := []string{"", "\x00", "\x00\x00", "a", "a\x00", "a\x00b", "ab", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgi", "site1.example.com", "site10.example.com", "site2.example.com", "\xff\xff\xff\xff\xff\xff\xff\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"}
+	for _, a := range keys {
+		for _, b := range keys {
+			pa, pb := keyPrefix(a), keyPrefix(b)
+			if pa != pb && (pa < pb) != (a < b) {
+				t.Errorf("keyPrefix(%q) = %#x, keyPrefix(%q) = %#x: not in the keys' order", a, pa, b, pb)
+			}
+		}
 	}
 }
