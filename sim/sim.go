@@ -450,14 +450,14 @@ func (e *engine) push(t time.Duration, k kind, ref int32) uint64 {
 // arrivalsPerBucket is the mean number of arrivals a bucket of the
 // arrivals' calendar is sized to hold. Large buckets keep the writes of
 // arrivals to few bucket tails and give warm a batch of tenants to read
-// ahead of their arrivals; the heap of one bucket still fits the
-// second-level cache. Measured at 250,000 tenants, 512 beat 32, 128 and
-// 2048.
+// ahead of their arrivals; one bucket still fits the second-level cache.
+// Measured at 250,000 tenants, when a bucket came up as a heap, 512 beat
+// 32, 128 and 2048.
 const arrivalsPerBucket = 512
 
-// eventsPerBucket is arrivalsPerBucket for the other events. 64 cut the
-// heap of the bucket at hand (709 events on average at 2,500 tenants with
-// 512) and won at 2,500 tenants on a machine at load 4, but not at load
+// eventsPerBucket is arrivalsPerBucket for the other events. When a bucket
+// came up as a heap, 64 cut the heap of the bucket at hand (709 events on
+// average at 2,500 tenants with 512) and won at 2,500 tenants on a machine at load 4, but not at load
 // 7-11, and its part-filled blocks took 300 bytes a tenant more there.
 const eventsPerBucket = 512
 
@@ -467,8 +467,8 @@ const eventsPerBucket = 512
 // each in turn.
 func (e *engine) warm() {
 	var x int64
-	for i := range e.arrivals.cur {
-		t := &e.tenants[e.arrivals.cur[i].ref]
+	for i := range e.arrivals.run[e.arrivals.next:] {
+		t := &e.tenants[e.arrivals.run[e.arrivals.next+i].ref]
 		x += int64(t.inFlight) + int64(t.arrivals.Peek())
 		// The limiter hashes and compares the keys' bytes, unless an
 		// in-flight cap that is full now will drop the arrival: past a few
