@@ -330,7 +330,9 @@ func TestAppendBusiestMatchesSort(t *testing.T) {
 		l := NewConnLimiter(3, 0)
 		counts := map[string]int{}
 		for range keys {
-			k := fmt.Sprintf("k%d", rng.IntN(4*keys))
+			// Short keys, keys whose first 8 bytes tie and keys that
+			// are each other's prefixes, with and without zero bytes.
+			k := fmt.Sprintf([]string{"k%d", "site%d.example.com", "a-long-prefix-%d", "\x00%d", "%d\x00"}[round%7%5], rng.IntN(4*keys))
 			if _, v := l.Acquire(k); v == Passed {
 				counts[k]++
 			}
@@ -359,6 +361,75 @@ func TestAppendBusiestMatchesSort(t *testing.T) {
 			got := l.AppendBusiest(dst, n)
 			if got[0] != dst[0] || !slices.Equal(got[1:], want) {
 				t.Fatalf("round %d, %d keys: AppendBusiest(n %d) = %v, want %v after %v", round, len(all), n, got[1:], want, dst[0])
+			}
+		}
+	}
+}
+
+// TestConnLimiterSolo plays one random run of Acquires and Releases on a
+// shared limiter and a Solo one, in a zone small enough to fill, and checks
+// that they agree at every step: verdicts, in-flight counts, keys, zone
+// bytes and the busiest keys.
+func TestConnLimiterSolo(t *testing.T) {
+	shared, solo := NewConnLimiter(3, MinZone), NewConnLimiter(3, MinZone)
+	solo.Solo()
+	solo.Solo() // a second call changes nothing
+	rng := rand.New(rand.NewPCG(1, 2))
+	var held [2][]Slot
+	full := 0
+	for step := range 20000 {
+		if n := len(held[0]); n > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(n)
+			for j := range held {
+				held[j][i].Release()
+				held[j][i] = held[j][n-1]
+				held[j] = held[j][:n-1]
+			}
+		} else {
+			key := fmt.Sprintf("key-%d", rng.IntN(600))
+			s0, v0 := shared.Acquire(key)
+			s1, v1 := solo.Acquire(key)
+			if v0 != v1 {
+				t.Fatalf("step %d: Acquire(%q) = %v solo, want %v as shared", step, key, v1, v0)
+			}
+			if v0 == Passed {
+				held[0], held[1] = append(held[0], s0), append(held[1], s1)
+			}
+			if v0 == Rejected && shared.InFlight(key) == 0 {
+				full++
+			}
+			if got, want := solo.InFlight(key), shared.InFlight(key); got != want {
+				t.Fatalf("step %d: InFlight(%q) = %d solo, want %d", step, key, got, want)
+			}
+		}
+		if solo.Len() != shared.Len() || solo.ZoneBytes() != shared.ZoneBytes() {
+			t.Fatalf("step %d: solo Len %d ZoneBytes %d, want %d %d", step, solo.Len(), solo.ZoneBytes(), shared.Len(), shared.ZoneBytes())
+		}
+		if step%1000 == 0 && !slices.Equal(solo.Busiest(5), shared.Busiest(5)) {
+			t.Fatalf("step %d: solo Busiest(5) = %v, want %v", step, solo.Busiest(5), shared.Busiest(5))
+		}
+	}
+	if full == 0 {
+		t.Fatal("the zone never filled: the run does not test a full zone")
+	}
+	for i := range held[1] {
+		held[1][i].Release()
+	}
+	if solo.Len() != 0 || solo.ZoneBytes() != 0 {
+		t.Fatalf("solo: Len %d ZoneBytes %d after releasing all, want 0 0", solo.Len(), solo.ZoneBytes())
+	}
+}
+
+// TestKeyPrefix checks that keys whose prefixes differ are in the order of
+// their prefixes, for keys shorter and longer than a prefix, keys that are
+// each other's prefixes and keys with zero bytes.
+func TestKeyPrefix(t *testing.T) {
+	keys := []string{"", "\x00", "\x00\x00", "a", "a\x00", "a\x00b", "ab", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgi", "site1.example.com", "site10.example.com", "site2.example.com", "\xff\xff\xff\xff\xff\xff\xff\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"}
+	for _, a := range keys {
+		for _, b := range keys {
+			pa, pb := keyPrefix(a), keyPrefix(b)
+			if pa != pb && (pa < pb) != (a < b) {
+				t.Errorf("keyPrefix(%q) = %#x, keyPrefix(%q) = %#x: not in the keys' order", a, pa, b, pb)
 			}
 		}
 	}

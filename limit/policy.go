@@ -124,6 +124,20 @@ func (p *Policy) Busiest(n int) []KeyCount {
 	return l.Busiest(n)
 }
 
+// Solo makes p's limit_conn limiters, its locations' included, a single
+// goroutine's (see ConnLimiter.Solo): p is then not safe for concurrent
+// use. Call it before any other method.
+func (p *Policy) Solo() {
+	for _, r := range p.Conn {
+		r.Limiter.Solo()
+	}
+	for _, l := range p.Locations {
+		for _, r := range l.Policy.Conn {
+			r.Limiter.Solo()
+		}
+	}
+}
+
 // KeysLimiter returns the limiter whose keys stand for the policy's
 // in-flight per key: the server's first limit_conn, or, when the server
 // has none, the first location's own first limit_conn; nil when there is

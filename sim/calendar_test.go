@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -134,5 +135,46 @@ func BenchmarkCalendarEvents(b *testing.B) {
 		e := q.pop()
 		seq++
 		q.push(event{at: e.at + time.Duration(rng.Int64N(int64(time.Second))), seq: seq})
+	}
+}
+
+// TestCalendarSort checks that a bucket comes up in order by (at, seq):
+// few events and many, spread wide or narrow, with ties in time and a
+// crowd of them in one part, in seq order and not.
+func TestCalendarSort(t *testing.T) {
+	rng := workload.TenantRand(7, 0)
+	for _, tc := range []struct {
+		n      int
+		span   int64 // times in [0, span)
+		crowd  int   // events at one time besides
+		seqRev bool  // seqs run down the slice
+	}{
+		{1, 1, 0, false}, {5, 3, 0, true}, {16, 1e9, 0, false}, {17, 1e9, 0, true},
+		{512, 1 << 30, 0, false}, {512, 1 << 30, 200, true}, {700, 4, 0, false},
+		{3000, 1 << 62, 0, true}, {5000, 1 << 20, 1000, false}, {300, 1, 0, true},
+	} {
+		var q calendar
+		for i := range tc.n + tc.crowd {
+			at := time.Duration(rng.Int64N(tc.span))
+			if i >= tc.n {
+				at = time.Duration(tc.span / 2)
+			}
+			seq := uint64(i)
+			if tc.seqRev {
+				seq = uint64(tc.n + tc.crowd - i)
+			}
+			q.tmp = append(q.tmp, event{at: at, seq: seq, ref: int32(i)})
+		}
+		want := slices.Clone(q.tmp)
+		slices.SortFunc(want, func(a, b event) int {
+			if a.before(&b) {
+				return -1
+			}
+			return 1
+		})
+		q.sort()
+		if !slices.Equal(q.run, want) || q.next != 0 {
+			t.Errorf("%+v: sort gave %d events out of order (next %d)", tc, len(q.run), q.next)
+		}
 	}
 }

@@ -271,6 +271,7 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 	if err != nil {
 		return nil, fmt.Errorf("sim: scenario %s: proxy limits: %w", sc.Name, err)
 	}
+	policy.Solo() // the run is one goroutine's
 	e := &engine{
 		sc:      sc,
 		sink:    sink,
@@ -284,7 +285,6 @@ func newEngine(sc *scenarios.Scenario, sink workload.Sink, opts Options) (*engin
 		busiest: opts.BusiestKeys,
 		seq:     1,
 	}
-	e.arrivals.perBucket = arrivalsPerBucket
 	e.events.perBucket = eventsPerBucket
 	e.workerTO = e.pool.Config().Timeout
 	_, e.killable = e.pool.KillTick(0)
@@ -417,6 +417,7 @@ func (e *engine) plan(specs []scenarios.Tenant) {
 			first = append(first, event{at: next, seq: e.nextSeq(), ref: int32(i), kind: evArrival})
 		}
 	}
+	e.arrivals.perBucket = arrivalsPerBucketFor(len(first))
 	e.arrivals.reset(first)
 }
 
@@ -449,14 +450,29 @@ func (e *engine) push(t time.Duration, k kind, ref int32) uint64 {
 // arrivalsPerBucket is the mean number of arrivals a bucket of the
 // arrivals' calendar is sized to hold. Large buckets keep the writes of
 // arrivals to few bucket tails and give warm a batch of tenants to read
-// ahead of their arrivals; the heap of one bucket still fits the
-// second-level cache. Measured at 250,000 tenants, 512 beat 32, 128 and
-// 2048.
+// ahead of their arrivals; one bucket still fits the second-level cache.
+// Measured at 250,000 tenants, when a bucket came up as a heap, 512 beat
+// 32, 128 and 2048.
 const arrivalsPerBucket = 512
 
-// eventsPerBucket is arrivalsPerBucket for the other events. 64 cut the
-// heap of the bucket at hand (709 events on average at 2,500 tenants with
-// 512) and won at 2,500 tenants on a machine at load 4, but not at load
+// arrivalsPerBucketFor returns the arrivals a bucket holds with tenants
+// open-model tenants arriving: arrivalsPerBucket, but for a small fleet an eighth of
+// it, at least minArrivalsPerBucket. A bucket a tenant's next arrival falls
+// in is as long as a good part of the gaps between them: at 250 tenants
+// and 512 a bucket the window was one bucket, about two mean gaps long,
+// and the next arrivals of half the tenants went into the bucket at hand,
+// its heap, rather than the ring (32 took 2-5% off the run; at 250,000
+// tenants it added a third, and at 2,500 neither won).
+func arrivalsPerBucketFor(tenants int) int {
+	return min(arrivalsPerBucket, max(tenants/8, minArrivalsPerBucket))
+}
+
+// minArrivalsPerBucket is arrivalsPerBucketFor's least.
+const minArrivalsPerBucket = 32
+
+// eventsPerBucket is arrivalsPerBucket for the other events. When a bucket
+// came up as a heap, 64 cut the heap of the bucket at hand (709 events on
+// average at 2,500 tenants with 512) and won at 2,500 tenants on a machine at load 4, but not at load
 // 7-11, and its part-filled blocks took 300 bytes a tenant more there.
 const eventsPerBucket = 512
 
@@ -466,8 +482,8 @@ const eventsPerBucket = 512
 // each in turn.
 func (e *engine) warm() {
 	var x int64
-	for i := range e.arrivals.cur {
-		t := &e.tenants[e.arrivals.cur[i].ref]
+	for i := range e.arrivals.run[e.arrivals.next:] {
+		t := &e.tenants[e.arrivals.run[e.arrivals.next+i].ref]
 		x += int64(t.inFlight) + int64(t.arrivals.Peek())
 		// The limiter hashes and compares the keys' bytes, unless an
 		// in-flight cap that is full now will drop the arrival: past a few
