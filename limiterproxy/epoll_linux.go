@@ -767,10 +767,6 @@ type econn struct {
 	a      admission
 	dry    []string // the dry-run limits that would have rejected the request
 	abort  bool     // close once the response is written (it was cut off)
-	// eofAtHead: the client's end came with its request's head, which is
-	// served even so, as nginx serves it (it hears of the end only from
-	// an event that comes later).
-	eofAtHead bool
 
 	// Upstream connections.
 	connecting bool
@@ -900,9 +896,12 @@ func (l *eloop) driveClient(c *econn) {
 				return
 			}
 		case clientWaiting:
-			if c.eof && !c.eofAtHead {
-				// The client is gone (or half-closed, which nginx takes
-				// as gone too): its request ends, answered nothing.
+			if c.eof {
+				// The client is gone, or half-closed, which nginx takes
+				// as gone too, even when the end came with the request's
+				// head (ngx_http_upstream_init_request checks the client
+				// once the request is on its way): the request ends,
+				// answered nothing, its upstream connection closed.
 				l.closeClient(c)
 			}
 			return
@@ -962,7 +961,6 @@ func (l *eloop) readRequest(c *econn) bool {
 		c.in, c.start = c.in[:0], 0
 	}
 	c.req = r
-	c.eofAtHead = c.eof
 	c.keep = !r.Close
 	if l.draining {
 		c.keep = false
