@@ -146,8 +146,9 @@ func (b *bufferPool) Put(buf []byte) {
 
 // proxyError answers a request the upstream failed: 504 for a timeout, 502
 // for anything else, nothing if the client is gone or let its body time
-// out (nginx closes the connection then), 400 for a body the client sent
-// malformed.
+// out (nginx closes the connection then; so does the server, as
+// proxyError panics with http.ErrAbortHandler), 400 for a body the client
+// sent malformed.
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	var be *clientBodyError
 	if errors.As(err, &be) {
@@ -159,7 +160,11 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	if r.Context().Err() != nil {
-		return
+		// The client went away, or only ended its side (FIN), which
+		// nginx takes alike (a 499): its connection closes with nothing
+		// written, rather than the empty 200 a server writes for a
+		// handler that wrote nothing.
+		panic(http.ErrAbortHandler)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if IsTimeout(err) {
