@@ -46,8 +46,9 @@ import (
 // (Proxy.answer), 502, 504 and the one retry on a reused connection, the
 // timeouts, the metrics; and the bytes it writes are the lean server's
 // (h1.Responder). A limit_conn slot is held until the response is written
-// or the client goes away (EPOLLRDHUP), which closes the upstream
-// connection too, as nginx does. An upstream response whose head is not
+// or the client goes away or only ends its side (EPOLLRDHUP), even with
+// its request's head, which closes the upstream connection too, answered
+// nothing, as nginx does. An upstream response whose head is not
 // plain (chunked, up to the close, informational) or whose body is over
 // maxLoopBody continues on a goroutine that streams it.
 //

@@ -61,7 +61,8 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 //     response body and of an upgraded connection; opts.SendTimeout
 //     bounds each write to the upstream: the exchange is cut off, as
 //     nginx cuts it off, and its limit_conn slot freed;
-//   - a client gone before the response is answered nothing, and a client
+//   - a client gone before the response, or that only ended its side
+//     (FIN), even with its request, is answered nothing, and a client
 //     that fails to send its body (ServerOptions.ClientBodyTimeout) ends
 //     the exchange: nothing is answered on a timeout, 400 on a malformed
 //     body, as nginx does.
