@@ -46,8 +46,9 @@ import (
 // (Proxy.answer), 502, 504 and the one retry on a reused connection, the
 // timeouts, the metrics; and the bytes it writes are the lean server's
 // (h1.Responder). A limit_conn slot is held until the response is written
-// or the client goes away (EPOLLRDHUP), which closes the upstream
-// connection too, as nginx does. An upstream response whose head is not
+// or the client goes away or only ends its side (EPOLLRDHUP), even with
+// its request's head, which closes the upstream connection too, answered
+// nothing, as nginx does. An upstream response whose head is not
 // plain (chunked, up to the close, informational) or whose body is over
 // maxLoopBody continues on a goroutine that streams it.
 //
@@ -767,10 +768,6 @@ type econn struct {
 	a      admission
 	dry    []string // the dry-run limits that would have rejected the request
 	abort  bool     // close once the response is written (it was cut off)
-	// eofAtHead: the client's end came with its request's head, which is
-	// served even so, as nginx serves it (it hears of the end only from
-	// an event that comes later).
-	eofAtHead bool
 
 	// Upstream connections.
 	connecting bool
@@ -900,9 +897,12 @@ func (l *eloop) driveClient(c *econn) {
 				return
 			}
 		case clientWaiting:
-			if c.eof && !c.eofAtHead {
-				// The client is gone (or half-closed, which nginx takes
-				// as gone too): its request ends, answered nothing.
+			if c.eof {
+				// The client is gone, or half-closed, which nginx takes
+				// as gone too, even when the end came with the request's
+				// head (ngx_http_upstream_init_request checks the client
+				// once the request is on its way): the request ends,
+				// answered nothing, its upstream connection closed.
 				l.closeClient(c)
 			}
 			return
@@ -962,7 +962,6 @@ func (l *eloop) readRequest(c *econn) bool {
 		c.in, c.start = c.in[:0], 0
 	}
 	c.req = r
-	c.eofAtHead = c.eof
 	c.keep = !r.Close
 	if l.draining {
 		c.keep = false

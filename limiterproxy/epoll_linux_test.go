@@ -21,10 +21,25 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"stampede/limit"
 )
 
 func init() {
+	finCork = func(t *testing.T, c *net.TCPConn) {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, 1) }); err != nil || serr != nil {
+			t.Fatalf("TCP_CORK: %v %v", err, serr)
+		}
+	}
+	finEpoll = func(t *testing.T, h http.Handler) string {
+		return startEpoll(t, h, ServerOptions{WatchDelay: ProxyWatchDelay}, 1)
+	}
 	startEpollOneLoop = func(t *testing.T, cfg limit.Config, upstream string) string {
 		p, err := limit.NewPolicy(cfg)
 		if err != nil {

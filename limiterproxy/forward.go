@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"stampede/limit"
@@ -36,6 +37,17 @@ type Proxy struct {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rc, ok := r.Context().Value(clientConnKey{}).(syscall.RawConn); ok && clientGone(rc) {
+		// The client ended its side (FIN) with its request, or went
+		// away since. nginx checks the client as soon as the request is
+		// on its way to the upstream (ngx_http_upstream_init_request
+		// posts the read event, and EPOLLRDHUP came with the head): it
+		// ends the request with 499, writes nothing and closes the
+		// upstream connection, however soon the upstream would answer.
+		// The server's watch, which starts later, would let a quick
+		// answer through.
+		panic(http.ErrAbortHandler)
+	}
 	f := forwards.Get().(*forward)
 	defer f.put()
 	if !p.lean || !f.head(p, r) {

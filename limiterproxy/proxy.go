@@ -61,7 +61,8 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 //     response body and of an upgraded connection; opts.SendTimeout
 //     bounds each write to the upstream: the exchange is cut off, as
 //     nginx cuts it off, and its limit_conn slot freed;
-//   - a client gone before the response is answered nothing, and a client
+//   - a client gone before the response, or that only ended its side
+//     (FIN), even with its request, is answered nothing, and a client
 //     that fails to send its body (ServerOptions.ClientBodyTimeout) ends
 //     the exchange: nothing is answered on a timeout, 400 on a malformed
 //     body, as nginx does.
@@ -146,8 +147,9 @@ func (b *bufferPool) Put(buf []byte) {
 
 // proxyError answers a request the upstream failed: 504 for a timeout, 502
 // for anything else, nothing if the client is gone or let its body time
-// out (nginx closes the connection then), 400 for a body the client sent
-// malformed.
+// out (nginx closes the connection then; so does the server, as
+// proxyError panics with http.ErrAbortHandler), 400 for a body the client
+// sent malformed.
 func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	var be *clientBodyError
 	if errors.As(err, &be) {
@@ -159,7 +161,11 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	if r.Context().Err() != nil {
-		return
+		// The client went away, or only ended its side (FIN), which
+		// nginx takes alike (a 499): its connection closes with nothing
+		// written, rather than the empty 200 a server writes for a
+		// handler that wrote nothing.
+		panic(http.ErrAbortHandler)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if IsTimeout(err) {

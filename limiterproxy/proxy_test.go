@@ -164,13 +164,22 @@ func TestProxyErrors(t *testing.T) {
 }
 
 // TestProxyClientGone checks that a client gone before the upstream answered
-// is answered nothing: no status is written for it.
+// is answered nothing: no status is written for it, and the handler panics
+// with http.ErrAbortHandler, so that the server writes none either (a
+// client that only half-closed would read it).
 func TestProxyClientGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
 	w := httptest.NewRecorder()
-	proxyError(w, r, context.Canceled)
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("proxyError for a gone client: recovered %v, want http.ErrAbortHandler", v)
+			}
+		}()
+		proxyError(w, r, context.Canceled)
+	}()
 	if w.Code != 200 || w.Body.Len() != 0 || len(w.Header()) != 0 {
 		t.Errorf("proxyError for a gone client wrote %d %q %v, want nothing", w.Code, w.Body.String(), w.Header())
 	}

@@ -1,0 +1,269 @@
+package limiterproxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"stampede/internal/nginxtest"
+	"stampede/limit"
+)
+
+// finUpstream answers /fast at once and holds /slow until the proxy
+// closes the connection it came on, or for finHold at most; it records
+// what became of each X-Req-Id and counts the requests in its handler.
+type finUpstream struct {
+	mu      sync.Mutex
+	fate    map[string]string // "arrived", then "gone" or "answered"
+	active  int
+	changed chan struct{}
+}
+
+// finHold bounds /slow's wait: far past any server's notice of a client's
+// end (h1's watch, ProxyWatchDelay), so that a /slow answer means the
+// server kept the request and its upstream connection for a client that
+// had ended.
+const finHold = 5 * time.Second
+
+func (u *finUpstream) set(id, fate string, active int) {
+	u.mu.Lock()
+	u.fate[id] = fate
+	u.active += active
+	u.mu.Unlock()
+	select {
+	case u.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (u *finUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("X-Req-Id")
+	u.set(id, "arrived", 1)
+	if strings.HasSuffix(r.URL.Path, "/slow") {
+		select {
+		case <-time.After(finHold):
+		case <-r.Context().Done():
+			u.set(id, "gone", -1)
+			return
+		}
+	}
+	io.WriteString(w, "ok")
+	u.set(id, "answered", -1)
+}
+
+// settle waits until no request is in the upstream's handler.
+func (u *finUpstream) settle(t *testing.T) {
+	t.Helper()
+	deadline := time.After(3 * finHold)
+	for {
+		u.mu.Lock()
+		n := u.active
+		u.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-u.changed:
+		case <-deadline:
+			t.Fatalf("%d requests still at the upstream", n)
+		}
+	}
+}
+
+func (u *finUpstream) fateOf(id string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.fate[id]
+}
+
+// finEpoll, where there is an epoll server, serves h on one loop with
+// `stampede proxy`'s watch delay until the test ends and returns its base
+// URL; nil elsewhere.
+var finEpoll func(t *testing.T, h http.Handler) string
+
+// finCork, where it can, corks c (TCP_CORK), so that the head and the
+// FIN that follows it leave in one segment and the server hears of both
+// in one event, as nginx's pending_eof at the head; nil elsewhere.
+var finCork func(t *testing.T, c *net.TCPConn)
+
+// finExchange sends a whole GET head for path and at once shuts down its
+// writing side (FIN), as `printf 'GET ...' | nc -N` does, in one segment
+// where finCork can, and returns all the server sent until it closed.
+func finExchange(t *testing.T, addr, path, id string) []byte {
+	t.Helper()
+	return finExchangeAfter(t, addr, path, id, nil)
+}
+
+// finExchangeAfter is finExchange with the FIN sent once arrived, when not
+// nil, says the request reached the upstream.
+func finExchangeAfter(t *testing.T, addr, path, id string, arrived func() bool) []byte {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if finCork != nil && arrived == nil {
+		finCork(t, c.(*net.TCPConn))
+	}
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: site1\r\nX-Req-Id: %s\r\n\r\n", path, id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(finHold); arrived != nil && !arrived(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the upstream", id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(3 * finHold))
+	b, err := io.ReadAll(c)
+	if err != nil && !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("%s: %v after %q", id, err, b)
+	}
+	return b
+}
+
+// TestConformanceFinWithHead plays a client whose end (shutdown(SHUT_WR))
+// follows its GET head at once, at nginx (proxy_pass, with and without
+// upstream keepalive, limit_conn 1, one worker), at `stampede proxy`'s h1
+// server and at its epoll server.
+//
+// nginx hears the end with the head (EPOLLRDHUP: the read event's
+// pending_eof) and, once it has passed the request to the upstream module,
+// checks the client (ngx_http_upstream_init_request posts the read event,
+// ngx_http_upstream_check_broken_connection): the request ends with 499,
+// nothing written to the client, the upstream connection closed too, kept
+// or not, and the limit_conn slot freed before the client connection
+// closes. It does so before it can read any answer of the upstream, so
+// for an upstream that answers at once too, when the FIN comes in the
+// head's segment (finCork). Without the cork the FIN may come in an event
+// of its own, after the upstream's answer: then nginx answers some such
+// clients (4 of 100, and 1 of 100 with keepalive, in one measurement), so
+// that only the /slow clients are held to nginx, and the slot's release
+// after every client. A client whose FIN comes once its request is at the
+// upstream (/late/slow) ends alike: nginx hears of it from an event of
+// its own.
+func TestConformanceFinWithHead(t *testing.T) {
+	nginxtest.Require(t)
+	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
+	us := httptest.NewUnstartedServer(up)
+	us.Config.ErrorLog = log.New(io.Discard, "", 0)
+	us.Start()
+	t.Cleanup(us.Close)
+	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
+	const steps = 20
+	next := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, ka := range []int{0, 8} {
+		t.Run(fmt.Sprintf("keepalive %d", ka), func(t *testing.T) {
+			ours := func(start func(t *testing.T, h http.Handler) string) string {
+				p, err := limit.NewPolicy(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if got := p.Busiest(10); len(got) != 0 {
+						t.Errorf("keys still in flight after the run: %v", got)
+					}
+				})
+				return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{UpstreamKeepAlive: ka})})
+			}
+			targets := []struct{ name, base string }{
+				{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
+					var b strings.Builder
+					if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String(), UpstreamKeepAlive: ka}); err != nil {
+						return err
+					}
+					// One worker, one pool of kept connections.
+					_, err := io.WriteString(w, strings.Replace(b.String(), "worker_processes auto;", "worker_processes 1;", 1))
+					return err
+				})},
+				{"h1", ours(func(t *testing.T, h http.Handler) string {
+					return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
+				})},
+			}
+			if finEpoll != nil {
+				targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
+			}
+			for _, target := range targets {
+				addr := strings.TrimPrefix(target.base, "http://")
+				served := map[string]int{}
+				for _, path := range []string{"/fast", "/slow", "/late/slow"} {
+					// A server that keeps /slow waits out finHold each
+					// time: once is enough to tell.
+					for i := 0; i < steps && served["/slow"]+served["/late/slow"] == 0; i++ {
+						id := fmt.Sprintf("%d.%s%s.%d", ka, target.name, path, i)
+						var arrived func() bool
+						if path == "/late/slow" {
+							// The FIN once the request is at the upstream:
+							// nginx hears of it from an event of its own.
+							arrived = func() bool { return up.fateOf(id) != "" }
+						}
+						got := finExchangeAfter(t, addr, path, id, arrived)
+						if len(got) > 0 {
+							served[path]++
+							if path != "/fast" || finCork != nil {
+								t.Errorf("%s, %s: answered %q to a client that had ended; nginx closes without a response", target.name, id, firstLine(got))
+							}
+						}
+						// The client saw the close: its slot is free.
+						resp, err := next.Get(target.base + "/fast")
+						if err != nil {
+							t.Fatalf("%s, after %s: %v", target.name, id, err)
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							t.Errorf("%s, after %s: the next client got %d: the slot was not freed when the connection closed", target.name, id, resp.StatusCode)
+						}
+					}
+				}
+				up.settle(t)
+				for _, path := range []string{"/slow", "/late/slow"} {
+					for i := range steps {
+						id := fmt.Sprintf("%d.%s%s.%d", ka, target.name, path, i)
+						if f := up.fateOf(id); f == "answered" {
+							t.Errorf("%s, %s: the upstream connection was kept until the upstream answered; nginx closes it", target.name, id)
+						}
+					}
+				}
+				t.Logf("%s: answered %d /fast, %d /slow and %d /late/slow of %d clients each", target.name, served["/fast"], served["/slow"], served["/late/slow"], steps)
+			}
+		})
+	}
+}
+
+// startFinServer serves srv on a loopback port until the test ends and
+// returns its base URL.
+func startFinServer(t *testing.T, srv server) string {
+	t.Helper()
+	ln, err := Listen("127.0.0.1:0", ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\r\n")
+	return s
+}
