@@ -3,6 +3,7 @@ package limit
 import (
 	"cmp"
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -44,12 +45,19 @@ type ConnLimiter struct {
 type connShard struct {
 	mu   sync.Mutex // not taken when solo
 	solo bool       // the limiter's solo, beside the lock it spares
+	// maxN and minPre bound the shard's entries: none has more requests
+	// in flight than maxN or a smaller prefix than minPre. Acquire widens
+	// them; AppendBusiest narrows them to the entries it reads, and passes
+	// a shard over without reading its entries when they show that none can
+	// be among the busiest.
+	maxN   int32
+	minPre uint64
 	// table indexes the entries by key hash. The hash is computed once
 	// per Acquire for the shard and the slot alike, and never on Release.
 	table table[connEntry, *connEntry]
 	free  *connEntry   // recycled entries, so a busy zone costs no allocation
 	l     *ConnLimiter // the shard's limiter
-	_     [64 - 8 - 8 - (24 + 8) - 8 - 8]byte
+	_     [128 - 8 - 8 - 8 - (24 + 8) - 8 - 8]byte
 }
 
 type connEntry struct {
@@ -198,6 +206,7 @@ func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
 			return Slot{}, Rejected
 		}
 		e.n++
+		sh.maxN = max(sh.maxN, e.n)
 		sh.unlock()
 		return Slot{e: e}, Passed
 	}
@@ -214,6 +223,8 @@ func (l *ConnLimiter) acquire(key string, h uint64) (Slot, Verdict) {
 	}
 	e.key, e.h, e.n, e.cost, e.next = key, h, 1, cost, nil
 	e.pre = keyPrefix(key)
+	sh.maxN = max(sh.maxN, 1)
+	sh.minPre = min(sh.minPre, e.pre)
 	sh.table.insert(e)
 	sh.unlock()
 	return Slot{e: e}, Passed
@@ -280,16 +291,53 @@ func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
 	// keys at the same count, as a fleet's at its limit_conn, nearly every
 	// key ties on its count and is ordered by its bytes: its prefix orders
 	// it without reading them (a cache miss each) in most cases.
+	//
+	// A shard whose bounds (maxN, minPre) show that none of its entries
+	// can beat the least busy key of a full heap is passed over without
+	// reading its entries. In a zone of some size the shards are read
+	// busiest first by their bounds, so that the heap soon holds keys that
+	// most shards cannot beat; in a small one ordering them costs more than
+	// it saves (a tenth of the simulator's time at 250 tenants, sampling
+	// every second). The order of reading changes nothing of the result,
+	// the n first keys of one total order.
 	base := len(dst)
 	least, leastPre, leastKey := 0, uint64(0), ""
-	for i := range l.shards {
-		sh := &l.shards[i]
+	var order [connShards]shardBound
+	for i := range order {
+		order[i].i = uint8(i)
+	}
+	if l.ZoneBytes() >= sortedBusiestZone {
+		for i := range l.shards {
+			sh := &l.shards[i]
+			sh.lock()
+			order[i].maxN, order[i].minPre = sh.maxN, sh.minPre
+			sh.unlock()
+		}
+		slices.SortFunc(order[:], func(a, b shardBound) int {
+			if a.maxN != b.maxN {
+				return cmp.Compare(b.maxN, a.maxN)
+			}
+			return cmp.Compare(a.minPre, b.minPre)
+		})
+	}
+	for _, o := range order {
+		sh := &l.shards[o.i]
 		sh.lock()
+		if len(dst)-base == n {
+			// Read again under the lock: another goroutine may have
+			// acquired since.
+			if c := int(sh.maxN); c < least || c == least && sh.minPre > leastPre {
+				sh.unlock()
+				continue
+			}
+		}
+		maxN, minPre := int32(0), uint64(math.MaxUint64)
 		if sh.table.n > 0 {
 			for _, e := range sh.table.slots {
 				if e == nil {
 					continue
 				}
+				maxN, minPre = max(maxN, e.n), min(minPre, e.pre)
 				if len(dst)-base == n {
 					if c := int(e.n); c < least || c == least && (e.pre > leastPre || e.pre == leastPre && e.key > leastKey) {
 						continue
@@ -302,10 +350,22 @@ func (l *ConnLimiter) AppendBusiest(dst []KeyCount, n int) []KeyCount {
 				}
 			}
 		}
+		sh.maxN, sh.minPre = maxN, minPre
 		sh.unlock()
 	}
 	slices.SortFunc(dst[base:], compareBusiest)
 	return dst
+}
+
+// sortedBusiestZone is the zone bytes from which AppendBusiest reads the
+// shards in the order of their bounds: 8 keys of up to 28 bytes a shard.
+const sortedBusiestZone = 8 * connShards * 64
+
+// shardBound is a shard's bounds as AppendBusiest orders the shards by.
+type shardBound struct {
+	maxN   int32
+	i      uint8
+	minPre uint64
 }
 
 // keyPrefix returns key's first 8 bytes as a big-endian number, zeros past

@@ -366,6 +366,42 @@ func TestAppendBusiestMatchesSort(t *testing.T) {
 	}
 }
 
+// TestAppendBusiestAfterChurn checks AppendBusiest against a full sort of
+// every key while keys come, go and change their counts between calls, so
+// that the shards' bounds it passes shards over by are narrowed by one call
+// and made stale by the Acquires and Releases before the next.
+func TestAppendBusiestAfterChurn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	l := NewConnLimiter(4, 0)
+	held := map[string][]Slot{}
+	for step := range 400 {
+		for range 1 + rng.IntN(200) {
+			k := fmt.Sprintf("site%d.example.com", rng.IntN(3000))
+			if rng.IntN(2) == 0 {
+				if s, v := l.Acquire(k); v == Passed {
+					held[k] = append(held[k], s)
+				}
+			} else if ss := held[k]; len(ss) > 0 {
+				ss[len(ss)-1].Release()
+				if held[k] = ss[:len(ss)-1]; len(held[k]) == 0 {
+					delete(held, k)
+				}
+			}
+		}
+		var all []KeyCount
+		for k, ss := range held {
+			all = append(all, KeyCount{Key: k, InFlight: len(ss)})
+		}
+		slices.SortFunc(all, compareBusiest)
+		for _, n := range []int{1, 10, 64} {
+			want := all[:min(n, len(all))]
+			if got := l.AppendBusiest(nil, n); !slices.Equal(got, want) {
+				t.Fatalf("step %d, %d keys: AppendBusiest(n %d) = %v, want %v", step, len(all), n, got, want)
+			}
+		}
+	}
+}
+
 // TestConnLimiterSolo plays one random run of Acquires and Releases on a
 // shared limiter and a Solo one, in a zone small enough to fill, and checks
 // that they agree at every step: verdicts, in-flight counts, keys, zone
