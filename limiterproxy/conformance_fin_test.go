@@ -267,3 +267,129 @@ func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\r\n")
 	return s
 }
+
+// TestConformanceFinDuringDelay plays clients that end their side
+// (shutdown(SHUT_WR)) while limit_req delays their request (rate=1r/m
+// burst=1: the second request of a key waits 60 s), at nginx, at `stampede
+// proxy`'s h1 server and at its epoll server (which hands such a location
+// to its h1 server), and clients that end theirs with a request a limit
+// rejects: limit_req over its burst, and limit_conn in a location whose
+// limit_req cannot delay, which the epoll server answers on its loop.
+//
+// Measured on nginx: a client whose FIN comes with its head (finCork), or
+// while it waits, gets nothing, the request is logged 499 at once and
+// never reaches the upstream (the delay's read handler,
+// ngx_http_test_reading, finalizes it); a rejected one gets its 503 all
+// the same, as nginx rejects before it looks at the client again.
+func TestConformanceFinDuringDelay(t *testing.T) {
+	nginxtest.Require(t)
+	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
+	us := httptest.NewUnstartedServer(up)
+	us.Config.ErrorLog = log.New(io.Discard, "", 0)
+	us.Start()
+	t.Cleanup(us.Close)
+	cfg := limit.Config{
+		Req: []limit.ReqSpec{{Key: "$arg_r", Rate: "1r/m", Burst: 1}},
+		Locations: []limit.Location{{
+			Paths: []string{"/c/"},
+			Req:   []limit.ReqSpec{{Key: "$arg_x", Rate: "1r/s"}}, // cannot delay
+			Conn:  []limit.ConnSpec{{Key: "$arg_c", PerKey: 1}},
+		}},
+	}
+	ours := func(start func(t *testing.T, h http.Handler) string) string {
+		p, err := limit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if got := p.Busiest(10); len(got) != 0 {
+				t.Errorf("keys still in flight after the run: %v", got)
+			}
+		})
+		return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{})})
+	}
+	targets := []struct{ name, base string }{
+		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
+			return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String()})
+		})},
+		{"h1", ours(func(t *testing.T, h http.Handler) string {
+			return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
+		})},
+	}
+	if finEpoll != nil {
+		targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
+	}
+	get := func(t *testing.T, url string, want int) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+		}
+	}
+	// waiting sends the FIN a while after the head, in an event of its
+	// own, well within the 60 s delay.
+	waiting := func() bool { time.Sleep(20 * time.Millisecond); return true }
+	for _, target := range targets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := strings.TrimPrefix(target.base, "http://")
+			for _, late := range []bool{false, true} {
+				k := fmt.Sprintf("%s.%v", target.name, late)
+				var fin func() bool
+				if late {
+					fin = waiting
+				}
+				get(t, target.base+"/fast?r="+k, http.StatusOK)
+				id := k + ".delayed"
+				if got := finExchangeAfter(t, addr, "/fast?r="+k, id, fin); len(got) > 0 {
+					t.Errorf("%s: answered %q to a client that ended during its delay; nginx closes without a response", id, firstLine(got))
+				}
+				// The delayed request still counts against the burst.
+				id = k + ".rejected"
+				got := finExchangeAfter(t, addr, "/fast?r="+k, id, fin)
+				if statusOf(got) != "503" {
+					t.Errorf("%s: answered %q over the burst; nginx answers its 503", id, firstLine(got))
+				}
+			}
+			// limit_conn: a held slot, then a client that ends its side
+			// with its request.
+			k := target.name
+			hold, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(hold, "GET /c/slow?c=%s HTTP/1.1\r\nHost: site1\r\nX-Req-Id: %s.hold\r\n\r\n", k, k)
+			for deadline := time.Now().Add(finHold); up.fateOf(k+".hold") == ""; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s.hold never reached the upstream", k)
+				}
+			}
+			if got := finExchange(t, addr, "/c/fast?c="+k, k+".conn"); statusOf(got) != "503" {
+				t.Errorf("%s.conn: answered %q beside a held slot; nginx answers its 503", k, firstLine(got))
+			}
+			hold.Close()
+			up.settle(t)
+			for _, id := range []string{k + ".false.delayed", k + ".true.delayed", k + ".false.rejected", k + ".true.rejected", k + ".conn"} {
+				if f := up.fateOf(id); f != "" {
+					t.Errorf("%s reached the upstream (%s); nginx never passes it on", id, f)
+				}
+			}
+			if f := up.fateOf(k + ".hold"); f != "gone" {
+				t.Errorf("%s.hold: %q at the upstream, want gone once its client closed", k, f)
+			}
+		})
+	}
+}
+
+// statusOf returns the status code of the response b begins with, "" for
+// none: nginx's reason phrases are its own.
+func statusOf(b []byte) string {
+	if f := strings.Fields(firstLine(b)); len(f) > 1 && strings.HasPrefix(f[0], "HTTP/") {
+		return f[1]
+	}
+	return ""
+}

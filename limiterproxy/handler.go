@@ -59,8 +59,11 @@ var keysPool = sync.Pool{New: func() any { return new(limit.Keys) }}
 // gone.go), as nginx would have; that needs the server's ConnContext hook,
 // which NewServer sets. A rejected request is
 // answered with the limit's status, a short text body and LimitHeader. A
-// request whose client goes away during a limit_req delay is answered with
-// nothing and never takes a slot.
+// request whose client goes away during a limit_req delay (r's context is
+// done: the server saw it close, or only end its side) never reaches Next
+// and never takes a slot: ServeHTTP panics with http.ErrAbortHandler, so
+// that the server closes the connection with nothing written, as nginx
+// does (a 499).
 //
 // A request whose Host nginx would refuse is answered 400. A nil Policy
 // limits nothing. Next must not be nil. ServeHTTP is safe for
@@ -79,7 +82,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var a admission
 	defer a.end(h)
 	rc, _ := r.Context().Value(clientConnKey{}).(syscall.RawConn)
-	if !h.admit(&a, w, r, rc, func(c *clock.Clock, until time.Time) bool { return c.WaitUntil(r.Context(), until) }) {
+	gone := false
+	if !h.admit(&a, w, r, rc, func(c *clock.Clock, until time.Time) bool {
+		gone = !c.WaitUntil(r.Context(), until)
+		return !gone
+	}) {
+		if gone {
+			// The client went away, or only ended its side (FIN), during
+			// the delay: nginx (ngx_http_test_reading, the delay's read
+			// handler) ends the request with 499 and closes with nothing
+			// written, never contacting the upstream. So does the server,
+			// rather than write the empty 200 of a handler that wrote
+			// nothing.
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 	h.Next.ServeHTTP(w, r)

@@ -439,8 +439,9 @@ func TestReqDelayTwoStage(t *testing.T) {
 }
 
 // TestClientGoneDuringDelay: a client that leaves while limit_req delays
-// it is answered nothing, never reaches Next and never takes a limit_conn
-// slot.
+// it is answered nothing (ServeHTTP aborts with http.ErrAbortHandler, so
+// that the server closes with nothing written, as nginx does), never
+// reaches Next and never takes a limit_conn slot.
 func TestClientGoneDuringDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, err := limit.NewPolicy(limit.Config{
@@ -456,9 +457,16 @@ func TestClientGoneDuringDelay(t *testing.T) {
 			t.Fatalf("first request: %d, Next reached %d times; want 200, 1", w.Code, reached)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var w *httptest.ResponseRecorder
+		w := httptest.NewRecorder()
+		var aborted any
 		done := make(chan struct{})
-		go func() { defer close(done); w = direct(h, ctx, "site1") }()
+		go func() {
+			defer close(done)
+			defer func() { aborted = recover() }()
+			r := httptest.NewRequest("GET", "http://site1/", nil).WithContext(ctx)
+			r.RemoteAddr = "127.0.0.1:5000"
+			h.ServeHTTP(w, r)
+		}()
 		synctest.Wait() // durably waiting out its 60 s delay
 		if got := p.Busiest(1); len(got) != 0 {
 			t.Errorf("Busiest during the delay = %v, want none", got)
@@ -468,7 +476,10 @@ func TestClientGoneDuringDelay(t *testing.T) {
 		if reached != 1 {
 			t.Errorf("Next reached %d times, want 1: the gone client must not be served", reached)
 		}
-		if w.Body.Len() != 0 || len(w.Header()) != 0 {
+		if aborted != http.ErrAbortHandler {
+			t.Errorf("ServeHTTP for the gone client: recovered %v, want http.ErrAbortHandler", aborted)
+		}
+		if w.Body.Len() != 0 || len(w.Header()) != 0 || w.Flushed {
 			t.Errorf("gone client answered %q %v, want nothing", w.Body.String(), w.Header())
 		}
 		if got := p.Busiest(1); len(got) != 0 {
