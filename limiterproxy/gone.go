@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +23,13 @@ import (
 // what nginx would have seen first, frees that holder's slots and tries
 // again. A client that half-closes its connection counts as gone, as
 // nginx finalizes such a request too (proxy_ignore_client_abort off).
+//
+// A request takes its slots and registers as their holder under the locks
+// of its keys' shards of the index, and a release frees the slots and
+// unregisters under them, so a reap never meets a slot of its key taken
+// without the holder beside it (a holder still registering, or one gone
+// from the index with its slot not yet freed, would leave a request
+// rejected that nginx admits).
 
 // clientConnKey is the context key of a request's client connection, as
 // NewServer's ConnContext stores it.
@@ -81,16 +87,56 @@ type holderShard struct {
 	byKey map[ruleKey][]*holder
 }
 
-// shard returns the shard of rk.
-func (hs *holders) shard(rk ruleKey) *holderShard {
+// shardIndex returns the index of rk's shard.
+func (hs *holders) shardIndex(rk ruleKey) int {
 	hs.seedOnce.Do(func() { hs.seed = maphash.MakeSeed() })
-	return &hs.shards[(maphash.String(hs.seed, rk.key)+uint64(rk.rule))%holderShards]
+	return int((maphash.String(hs.seed, rk.key) + uint64(rk.rule)) % holderShards)
 }
 
-// hold registers a request holding slots for keys (one per rule, "" for
-// a rule that did not count it) on the connection rc, and returns its
-// holder, which the request must give to release when it ends.
-func (hs *holders) hold(slots limit.Slots, keys []string, rc syscall.RawConn) *holder {
+// shard returns the shard of rk.
+func (hs *holders) shard(rk ruleKey) *holderShard { return &hs.shards[hs.shardIndex(rk)] }
+
+// shardSet is a set of the holders' shards, by index: those of one
+// request's keys, locked together in index order so that no two lockers
+// wait for each other.
+type shardSet uint16
+
+// shardsOf returns the shards of keys (one per rule, "" for a rule that
+// did not count the request).
+func (hs *holders) shardsOf(keys []string) shardSet {
+	var set shardSet
+	for i, k := range keys {
+		if k != "" {
+			set |= 1 << hs.shardIndex(ruleKey{i, k})
+		}
+	}
+	return set
+}
+
+// lock locks the shards of set.
+func (hs *holders) lock(set shardSet) {
+	for i := range holderShards {
+		if set&(1<<i) != 0 {
+			hs.shards[i].mu.Lock()
+		}
+	}
+}
+
+// unlock unlocks the shards of set.
+func (hs *holders) unlock(set shardSet) {
+	for i := range holderShards {
+		if set&(1<<i) != 0 {
+			hs.shards[i].mu.Unlock()
+		}
+	}
+}
+
+// holdLocked registers a request holding slots for keys on the
+// connection rc, and returns its holder, which the request must give to
+// release when it ends. The caller holds the shards of keys (lock), and
+// took slots under them, so that no reap ever finds a key's slot taken
+// without its holder beside it.
+func (hs *holders) holdLocked(slots limit.Slots, keys []string, rc syscall.RawConn) *holder {
 	h := holderPool.Get().(*holder)
 	h.slots, h.rc = slots, rc
 	h.released.Store(false)
@@ -99,27 +145,30 @@ func (hs *holders) hold(slots limit.Slots, keys []string, rc syscall.RawConn) *h
 		if k != "" {
 			rk := ruleKey{i, k}
 			sh := hs.shard(rk)
-			sh.mu.Lock()
 			if sh.byKey == nil {
 				sh.byKey = map[ruleKey][]*holder{}
 			}
 			sh.byKey[rk] = append(sh.byKey[rk], h)
-			sh.mu.Unlock()
 		}
 	}
 	return h
 }
 
-// release unregisters h and frees its slots unless reap did. Once it
-// returns, no reap asks h's connection any more.
+// release frees h's slots unless reap did, and unregisters h, both under
+// the locks of its keys' shards: a reap finds h holding its slots, or
+// finds neither. Once it returns, no reap asks h's connection any more.
 func (hs *holders) release(h *holder) {
+	set := hs.shardsOf(h.keys)
+	hs.lock(set)
+	if h.released.CompareAndSwap(false, true) {
+		h.slots.Release()
+	}
 	for i, k := range h.keys {
 		if k == "" {
 			continue
 		}
 		rk := ruleKey{i, k}
 		sh := hs.shard(rk)
-		sh.mu.Lock()
 		list := sh.byKey[rk]
 		for j, o := range list {
 			if o == h {
@@ -134,11 +183,8 @@ func (hs *holders) release(h *holder) {
 		} else {
 			sh.byKey[rk] = list
 		}
-		sh.mu.Unlock()
 	}
-	if h.released.CompareAndSwap(false, true) {
-		h.slots.Release()
-	}
+	hs.unlock(set)
 	clear(h.keys)
 	h.rc, h.slots = nil, limit.Slots{}
 	holderPool.Put(h)
@@ -147,36 +193,31 @@ func (hs *holders) release(h *holder) {
 // rebind makes h's client connection rc (nil: one that cannot be asked),
 // as its request moves from one socket to another of the same client.
 func (hs *holders) rebind(h *holder, rc syscall.RawConn) {
-	var locked []*holderShard
-	for i, k := range h.keys {
-		if k != "" {
-			sh := hs.shard(ruleKey{i, k})
-			if !slices.Contains(locked, sh) {
-				sh.mu.Lock()
-				locked = append(locked, sh)
-			}
-		}
-	}
+	set := hs.shardsOf(h.keys)
+	hs.lock(set)
 	h.rc = rc
-	for _, sh := range locked {
-		sh.mu.Unlock()
-	}
+	hs.unlock(set)
 }
 
 // reap frees the slots of every holder of key for limit_conn rule whose
 // client has closed or reset its connection, and reports whether it freed
 // any. It is called only when a request is about to be rejected.
 func (hs *holders) reap(rule int, key string) bool {
+	sh := hs.shard(ruleKey{rule, key})
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return hs.reapLocked(rule, key)
+}
+
+// reapLocked is reap for a caller that holds key's shard.
+func (hs *holders) reapLocked(rule int, key string) bool {
 	freed := false
 	rk := ruleKey{rule, key}
-	sh := hs.shard(rk)
-	sh.mu.Lock()
-	for _, h := range sh.byKey[rk] {
+	for _, h := range hs.shard(rk).byKey[rk] {
 		if !h.released.Load() && h.rc != nil && clientGone(h.rc) && h.released.CompareAndSwap(false, true) {
 			h.slots.Release()
 			freed = true
 		}
 	}
-	sh.mu.Unlock()
 	return freed
 }

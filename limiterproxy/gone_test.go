@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +110,115 @@ func BenchmarkHandlerHolders(b *testing.B) {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// TestHoldersBesideSlots admits and ends requests for one key from
+// several goroutines, half of whose clients hang up while they hold a
+// slot, and checks, under the key's shard of the holders, that every slot
+// the key has taken is held by a request registered there: a reap that
+// found a slot taken without its holder (a request between taking it and
+// registering, or between unregistering and freeing it) would reject a
+// request nginx admits.
+func TestHoldersBesideSlots(t *testing.T) {
+	p, err := limit.NewPolicy(limit.Config{Conn: []limit.ConnSpec{{Key: "$host", PerKey: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Policy: p, Next: http.NotFoundHandler()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var dialMu sync.Mutex
+	pair := func() (client, server net.Conn) {
+		dialMu.Lock()
+		defer dialMu.Unlock()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Error(err)
+			return nil, nil
+		}
+		return c, <-accepted
+	}
+
+	const workers, rounds = 4, 150
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var admitted, rejected atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				c, s := pair()
+				if c == nil {
+					return
+				}
+				rc, err := s.(*net.TCPConn).SyscallConn()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var a admission
+				r := httptest.NewRequest("GET", "http://site1/", nil)
+				if h.admit(&a, httptest.NewRecorder(), r, rc, nil) {
+					admitted.Add(1)
+					if (w+i)%2 == 0 {
+						c.Close() // gone: another request's reap may free the slot
+					}
+				} else {
+					rejected.Add(1)
+				}
+				for range 3 {
+					runtime.Gosched()
+				}
+				a.end(h)
+				c.Close()
+				s.Close()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	rk := ruleKey{0, "site1"}
+	sh := h.holders.shard(rk)
+	samples, bad := 0, 0
+	for {
+		select {
+		case <-done:
+			t.Logf("%d samples, %d admitted, %d rejected", samples, admitted.Load(), rejected.Load())
+			if bad > 0 {
+				t.Errorf("%d of %d samples found a slot taken without its holder registered", bad, samples)
+			}
+			return
+		default:
+		}
+		sh.mu.Lock()
+		holding := 0
+		for _, x := range sh.byKey[rk] {
+			if !x.released.Load() {
+				holding++
+			}
+		}
+		inFlight := p.Conn[0].Limiter.InFlight("site1")
+		sh.mu.Unlock()
+		samples++
+		if inFlight != holding {
+			if bad == 0 {
+				t.Logf("sample %d: %d slots taken, %d holders", samples, inFlight, holding)
+			}
+			bad++
+		}
+		runtime.Gosched()
+	}
 }

@@ -160,18 +160,38 @@ func (h *Handler) admit(a *admission, w http.ResponseWriter, r *http.Request, rc
 		}
 	}
 
+	// A request whose client can be asked whether it is gone takes its
+	// slots and registers as their holder under its keys' shards of the
+	// holders, as releases free slots and unregister under them: a reap
+	// finds every slot of its key beside its holder (see gone.go).
+	var set shardSet
+	if rc != nil {
+		set = h.holders.shardsOf(connKeys)
+		h.holders.lock(set)
+	}
 	slots, cd := p.ConnStage(connKeys)
-	if (cd.Verdict == limit.Rejected || cd.Verdict == limit.RejectedDryRun) && h.holders.reap(cd.Rule, connKeys[cd.Rule]) {
-		// A holder's client had hung up before this request came: nginx
-		// would have freed its slot first. Give back what this pass took
-		// (the enforced limits' slots beside a dry-run rejection) and
-		// take them again.
-		slots.Release()
-		slots, cd = p.ConnStage(connKeys)
+	if cd.Verdict == limit.Rejected || cd.Verdict == limit.RejectedDryRun {
+		var freed bool
+		if rc != nil {
+			freed = h.holders.reapLocked(cd.Rule, connKeys[cd.Rule])
+		} else {
+			freed = h.holders.reap(cd.Rule, connKeys[cd.Rule])
+		}
+		if freed {
+			// A holder's client had hung up before this request came:
+			// nginx would have freed its slot first. Give back what this
+			// pass took (the enforced limits' slots beside a dry-run
+			// rejection) and take them again.
+			slots.Release()
+			slots, cd = p.ConnStage(connKeys)
+		}
 	}
 	a.slots, a.cd = slots, cd
-	if rc != nil && slots.Len() > 0 {
-		a.holder = h.holders.hold(slots, connKeys, rc)
+	if rc != nil {
+		if slots.Len() > 0 {
+			a.holder = h.holders.holdLocked(slots, connKeys, rc)
+		}
+		h.holders.unlock(set)
 	}
 	switch cd.Verdict {
 	case limit.Rejected:
