@@ -14,11 +14,16 @@ import (
 )
 
 // v2Encoder writes histograms of the recorder's geometry in HdrHistogram's
-// V2 compressed encoding: the same bytes as PackedHistogram.Encode, but with
-// one zlib writer and its buffers reused for every histogram. The library
-// allocates a best-compression deflater (about a megabyte) per call, which
-// for the 250 tenants and 600 intervals per group of a ten-minute run costs
-// a second and most of a gigabyte of garbage.
+// V2 compressed encoding: the payload PackedHistogram.Encode writes, in a
+// zlib stream of stored deflate blocks, with one writer and its buffers
+// reused for every histogram. Any inflater reads it (the reference
+// decoders do). The library allocates a best-compression deflater (about a
+// megabyte) per call, which for the 250 tenants and 600 intervals per
+// group of a ten-minute run costs a second and most of a gigabyte of
+// garbage; even reused, deflating costs 37 µs a histogram at that level
+// and 17 µs at the fastest, against 0.25 µs stored, for payloads of a few
+// hundred bytes that compress by a fifth (153 KB deflated, 193 KB stored,
+// for the 855 histograms of one stock-balance point).
 //
 // The zero value is ready to use. A v2Encoder is not safe for concurrent use.
 type v2Encoder struct {
@@ -87,7 +92,7 @@ func (e *v2Encoder) encode(h *hdr.PackedHistogram) string {
 
 	e.zb.Reset()
 	if e.zw == nil {
-		e.zw, _ = zlib.NewWriterLevel(&e.zb, zlib.BestCompression) // a valid level: no error
+		e.zw, _ = zlib.NewWriterLevel(&e.zb, zlib.NoCompression) // a valid level: no error
 	} else {
 		e.zw.Reset(&e.zb)
 	}

@@ -76,12 +76,14 @@ func (r *Recorder) Results(info RunInfo) *Results {
 	}
 	res.Routes = make([]RouteResult, len(r.rTally))
 	res.Histograms.Routes = make([]string, len(r.rTally))
+	var enc v2Encoder
 	for i, rt := range sc.Backend.Routes {
 		if i >= len(r.rTally) {
 			break
 		}
-		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(packed(r.rHist[i]))}
-		res.Histograms.Routes[i] = encodeDense(r.rHist[i])
+		h := packed(r.rHist[i])
+		res.Routes[i] = RouteResult{Name: rt.Name, Counts: r.rTally[i].counts(), Latency: latencyOf(h)}
+		res.Histograms.Routes[i] = enc.encode(h)
 	}
 
 	workers := info.Backend.Workers
@@ -275,16 +277,6 @@ func latencyOf(h *hdr.PackedHistogram) Latency {
 // left empty and merging it reports the problem.
 func encode(h *hdr.PackedHistogram) string {
 	b, err := h.Encode()
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// encodeDense is encode for a dense histogram: the same bytes as a packed
-// histogram of the same counts.
-func encodeDense(h *hdr.Histogram) string {
-	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
 	if err != nil {
 		return ""
 	}
