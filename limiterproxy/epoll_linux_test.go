@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -379,44 +377,7 @@ func TestEpollFaultsReleaseEverything(t *testing.T) {
 		concurrency = 32
 	)
 	quiet := log.New(io.Discard, "", 0)
-	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/slow", "/fast":
-			t := time.NewTimer(time.Duration(rand.IntN(5000)) * time.Microsecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				return
-			}
-		case "/kill":
-			c, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				c.Close()
-			}
-			return
-		case "/hang":
-			<-r.Context().Done()
-			return
-		case "/stall":
-			w.Header().Set("Content-Length", "100")
-			io.WriteString(w, "abc")
-			http.NewResponseController(w).Flush()
-			<-r.Context().Done()
-			return
-		case "/chunked":
-			io.WriteString(w, "a")
-			http.NewResponseController(w).Flush()
-			io.WriteString(w, "b")
-			return
-		case "/panic":
-			panic("upstream handler panics")
-		}
-		io.WriteString(w, "ok")
-	}))
-	upstream.Config.ErrorLog = quiet
-	upstream.Start()
-	defer upstream.Close()
+	upstream := faultyUpstream(t)
 
 	cfg := limit.Config{
 		Req: []limit.ReqSpec{{Key: "$host", Rate: "2000r/s", Burst: 40, NoDelay: true}},
@@ -448,48 +409,9 @@ func TestEpollFaultsReleaseEverything(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 
 	paths := []string{"/", "/fast", "/fast", "/slow", "/kill", "/hang", "/stall", "/panic", "/chunked"}
-	var mu sync.Mutex
-	statuses, errs := map[int]int{}, 0
-	jobs := make(chan int)
-	var wg sync.WaitGroup
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
 	defer client.CloseIdleConnections()
-	for w := 0; w < concurrency; w++ {
-		rng := rand.New(rand.NewPCG(uint64(w), 7))
-		wg.Go(func() {
-			for range jobs {
-				path := paths[rng.IntN(len(paths))]
-				host := fmt.Sprintf("site%d", rng.IntN(6))
-				ctx, cancel := context.WithCancel(context.Background())
-				if rng.IntN(4) == 0 { // a client that gives up
-					time.AfterFunc(time.Duration(rng.IntN(3000))*time.Microsecond, cancel)
-				}
-				req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
-				req.Host = host
-				if rng.IntN(3) == 0 {
-					req.Header.Set("X-Tenant", host)
-				}
-				resp, err := client.Do(req)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				cancel()
-				mu.Lock()
-				if err != nil {
-					errs++
-				} else {
-					statuses[resp.StatusCode]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for i := 0; i < requests; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	tl := hammer(client, base, paths, requests, concurrency)
 	client.CloseIdleConnections()
 	stop()
 	if err := <-served; err != nil {
@@ -497,29 +419,12 @@ func TestEpollFaultsReleaseEverything(t *testing.T) {
 	}
 
 	t.Logf("statuses %v, client errors %d; %d served in the loops, %d connections handed off, %d answers streamed",
-		statuses, errs, es.lean.Load(), es.handed.Load(), es.streamed.Load())
-	for _, code := range []int{200, 502, 503, 504} {
-		if statuses[code] == 0 {
-			t.Errorf("no %d among %d requests: the faults were not exercised (%v)", code, requests, statuses)
-		}
-	}
-	if errs == 0 {
-		t.Errorf("no client errors: cancels and aborts were not exercised")
-	}
+		tl.statuses, tl.errors, es.lean.Load(), es.handed.Load(), es.streamed.Load())
+	tl.exercised(t, requests)
 	if es.lean.Load() == 0 || es.handed.Load() == 0 || es.streamed.Load() == 0 {
 		t.Errorf("%d served in the loops, %d handed off, %d streamed: want some of each", es.lean.Load(), es.handed.Load(), es.streamed.Load())
 	}
-	for i, r := range p.Conn {
-		if n := r.Limiter.Len(); n != 0 {
-			t.Errorf("limit_conn[%d] %s: %d keys still in the zone after every request ended", i, r.Key, n)
-		}
-		if got := metricValue(t, m, "stampede_limit_in_flight", limit.LimitName("limit_conn", i)); got != 0 {
-			t.Errorf("limit_conn[%d] in_flight = %v after every request ended, want 0", i, got)
-		}
-	}
-	if got := p.Busiest(100); len(got) != 0 {
-		t.Errorf("Busiest after every request ended = %v, want none", got)
-	}
+	allReleased(t, p, m)
 	if n := es.InUse(); n != 0 {
 		t.Errorf("%d client connections still counted after the server stopped", n)
 	}
