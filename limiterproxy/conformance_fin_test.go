@@ -251,6 +251,12 @@ func startFinServer(t *testing.T, srv server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveUntilEnd(t, srv, ln)
+}
+
+// serveUntilEnd serves srv on ln until the test ends and returns its base URL.
+func serveUntilEnd(t testing.TB, srv server, ln net.Listener) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
@@ -259,6 +265,7 @@ func startFinServer(t *testing.T, srv server) string {
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		ln.Close()
 	})
 	return "http://" + ln.Addr().String()
 }

@@ -112,17 +112,7 @@ func startEpoll(t testing.TB, h http.Handler, o ServerOptions, loops int) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, s, ln, 5*time.Second) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("epoll server: %v", err)
-		}
-		ln.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return serveUntilEnd(t, s, ln)
 }
 
 // epollEcho is an upstream whose answers depend only on the request: its
@@ -296,17 +286,7 @@ func startProxyServer(t *testing.T, srv server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, srv, ln, 5*time.Second) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		ln.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return serveUntilEnd(t, srv, ln)
 }
 
 // TestEpollSlotHeldUntilClientGoes holds limit_conn $host=1 in a loop: the
