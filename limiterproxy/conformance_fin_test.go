@@ -400,3 +400,89 @@ func statusOf(b []byte) string {
 	}
 	return ""
 }
+
+// TestConformanceFinAfterPipelined plays clients that send two or three
+// pipelined GET heads and end their side in the same segment (finCork),
+// at nginx, at `stampede proxy`'s h1 and net/http servers and at its epoll
+// server. Measured on nginx: no answer to any of them, and none reaches
+// the upstream, as for one head (TestConformanceFinWithHead).
+func TestConformanceFinAfterPipelined(t *testing.T) {
+	nginxtest.Require(t)
+	if finCork == nil {
+		t.Skip("no TCP_CORK here: the heads and the FIN cannot be sent in one segment")
+	}
+	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
+	us := httptest.NewUnstartedServer(up)
+	us.Config.ErrorLog = log.New(io.Discard, "", 0)
+	us.Start()
+	t.Cleanup(us.Close)
+	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 4}}}
+	ours := func(start func(t *testing.T, h http.Handler) string) string {
+		p, err := limit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if got := p.Busiest(10); len(got) != 0 {
+				t.Errorf("keys still in flight after the run: %v", got)
+			}
+		})
+		return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{})})
+	}
+	targets := []struct{ name, base string }{
+		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
+			var b strings.Builder
+			if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String()}); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, strings.Replace(b.String(), "worker_processes auto;", "worker_processes 1;", 1))
+			return err
+		})},
+		{"h1", ours(func(t *testing.T, h http.Handler) string {
+			return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
+		})},
+		{"net/http", ours(func(t *testing.T, h http.Handler) string {
+			return startFinServer(t, NewServer(h, ServerOptions{}))
+		})},
+	}
+	if finEpoll != nil {
+		targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
+	}
+	for _, seq := range [][]string{{"/fast", "/fast"}, {"/fast", "/slow"}, {"/slow", "/fast"}, {"/fast", "/fast", "/fast"}} {
+		for _, target := range targets {
+			c, err := net.Dial("tcp", strings.TrimPrefix(target.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			finCork(t, c.(*net.TCPConn))
+			var heads strings.Builder
+			var ids []string
+			for i, path := range seq {
+				id := fmt.Sprintf("pipelined.%s.%d%s", target.name, i, path)
+				ids = append(ids, id)
+				fmt.Fprintf(&heads, "GET %s HTTP/1.1\r\nHost: site1\r\nX-Req-Id: %s\r\n\r\n", path, id)
+			}
+			if _, err := io.WriteString(c, heads.String()); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(3 * finHold))
+			got, err := io.ReadAll(c)
+			c.Close()
+			if err != nil && !strings.Contains(err.Error(), "connection reset") {
+				t.Fatalf("%s, %v: %v after %q", target.name, seq, err, got)
+			}
+			if len(got) > 0 {
+				t.Errorf("%s, %v: answered %q to a client that had ended; nginx closes without a response", target.name, seq, firstLine(got))
+			}
+			up.settle(t)
+			for _, id := range ids {
+				if f := up.fateOf(id); f != "" {
+					t.Errorf("%s: %s reached the upstream (%s); nginx ends it first", target.name, id, f)
+				}
+			}
+		}
+	}
+}
