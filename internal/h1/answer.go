@@ -24,15 +24,15 @@ const maxAnswerHead = 64 << 10
 
 // States of an Answer.
 const (
-	answerHead       = iota // waiting for a whole head
-	answerLength            // a body of known length; left is what remains
-	answerToEnd             // a body that runs to the connection's end
-	answerChunkSize         // a chunk's size line, size so far in left
-	answerChunkExt          // the rest of a chunk's size line (extensions)
-	answerChunkData         // a chunk's data; left is what remains
-	answerChunkCRLF         // the CRLF after a chunk's data; crlf is how much came
-	answerTrailer           // trailer lines, then the empty line
-	answerDone              // the answer is whole
+	answerHead      = iota // waiting for a whole head
+	answerLength           // a body of known length; left is what remains
+	answerToEnd            // a body that runs to the connection's end
+	answerChunkSize        // a chunk's size line, size so far in left
+	answerChunkExt         // the rest of a chunk's size line (extensions)
+	answerChunkData        // a chunk's data; left is what remains
+	answerChunkCRLF        // the CRLF after a chunk's data; crlf is how much came
+	answerTrailer          // trailer lines, then the empty line
+	answerDone             // the answer is whole
 )
 
 // maxChunkLine bounds a chunk's size line, as httputil's chunked reader
