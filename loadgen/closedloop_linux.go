@@ -431,7 +431,7 @@ func (l *loop) event(u *loopUser, ev uint32) {
 		}
 	}
 	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		l.read(u)
+		l.read(u, ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0)
 	}
 }
 
@@ -457,8 +457,10 @@ func (l *loop) flush(u *loopUser) bool {
 }
 
 // read reads what the connection has of the answer, and ends the request
-// when it is whole, or when the connection failed or ended.
-func (l *loop) read(u *loopUser) {
+// when it is whole, or when the connection failed or ended. Ended says
+// the peer's end came with the bytes (EPOLLRDHUP): it is read even after
+// a short read, since no edge will come for it again.
+func (l *loop) read(u *loopUser, ended bool) {
 	c := u.c
 	for {
 		n, err := sys(unix.SYS_READ, c.fd, l.buf[:])
@@ -489,7 +491,7 @@ func (l *loop) read(u *loopUser) {
 			l.answered(u, used == n && c.ans.Keep())
 			return
 		}
-		if n < len(l.buf) {
+		if n < len(l.buf) && !ended {
 			return // a short read emptied the socket: the next byte brings an edge
 		}
 	}

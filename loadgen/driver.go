@@ -163,6 +163,8 @@ type Driver struct {
 	// loopTo is the target's address when its host is an IP address,
 	// which event loops connect to (canLoop); zero otherwise.
 	loopTo netip.AddrPort
+	// looped is how many users Run played on event loops.
+	looped int
 }
 
 // NewDriver validates opts and prepares one HTTP transport per distinct
@@ -479,6 +481,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 	if len(open) > 0 {
 		producers.Go(func() { d.schedule(runCtx, start, open, results) })
 	}
+	d.looped = len(looped)
 	if len(looped) > 0 {
 		producers.Go(func() { d.runLoops(runCtx, start, looped, results) })
 	}
