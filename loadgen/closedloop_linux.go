@@ -402,8 +402,9 @@ func (l *loop) event(u *loopUser, ev uint32) {
 	c := u.c
 	if u.idle || u.s.t == nil {
 		// Idle, and the server closed it or sent what nobody asked for;
-		// or a write edge of no interest.
-		if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		// or an edge of bytes the last answer's read took already, or a
+		// write edge, of no interest.
+		if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !quiet(c.fd) {
 			l.closeConn(u)
 		}
 		return
@@ -619,6 +620,14 @@ func (l *loop) closeAll() {
 	for _, u := range l.users {
 		l.closeConn(u)
 	}
+}
+
+// quiet reports whether the socket fd has nothing to read and is not
+// closed: its peer said nothing since.
+func quiet(fd int) bool {
+	var b [1]byte
+	_, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err == unix.EAGAIN
 }
 
 // sys is read(2) or write(2) on fd through RawSyscall: the socket never
