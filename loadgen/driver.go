@@ -139,7 +139,9 @@ type tenant struct {
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
 // intended times from one scheduler goroutine, closed-model users as one
-// goroutine each. Latency counts from the intended send time and is
+// goroutine each, or, on Linux, those that canLoop allows (no think time,
+// TCP to an IP address, precise timers) shared among event loops that
+// own their connections. Latency counts from the intended send time and is
 // converted to model time. A Driver runs once; Progress is safe to call from
 // any goroutine at any time.
 type Driver struct {
