@@ -152,6 +152,8 @@ func (a *Answer) step(b []byte) (int, error) {
 	return 0, nil
 }
 
+var lflf = []byte("\n\n")
+
 // stepHead keeps b until the head is whole, then parses it as readHead
 // does and moves on to the body, or to the next head after a 1xx one.
 func (a *Answer) stepHead(b []byte) (int, error) {
@@ -161,18 +163,16 @@ func (a *Answer) stepHead(b []byte) (int, error) {
 	from := max(old-2, 0)
 	a.head = append(a.head, b...)
 	end := -1
-	for i := from; i < len(a.head); i++ {
-		if a.head[i] != '\n' {
-			continue
-		}
-		if i+1 < len(a.head) && a.head[i+1] == '\n' {
-			end = i + 2
-			break
-		}
-		if i+2 < len(a.head) && a.head[i+1] == '\r' && a.head[i+2] == '\n' {
-			end = i + 3
-			break
-		}
+	if i := bytes.Index(a.head[from:], crlfcrlf[1:]); i >= 0 {
+		end = from + i + 3
+	}
+	// LF LF: rare, looked for only before the first LF CR LF.
+	lf := a.head[from:]
+	if end >= 0 {
+		lf = a.head[from:end]
+	}
+	if i := bytes.Index(lf, lflf); i >= 0 {
+		end = from + i + 2
 	}
 	if end < 0 {
 		if len(a.head) > maxAnswerHead {
