@@ -66,6 +66,7 @@ type loopUser struct {
 	c        *loopConn
 	service  []string
 	limited  bool
+	started  bool // the loop took it up
 	finished bool
 }
 
@@ -153,14 +154,21 @@ func (l *loop) fallback(err error) {
 		if u.finished {
 			continue
 		}
+		next, more := u.next, true
+		if !u.started {
+			next, more = u.t.loop.First()
+		}
 		if !u.idle && u.s.t != nil {
-			l.end(u, time.Now(), 0, err)
-			if u.finished {
+			// In flight; its connection was closed with the loop's.
+			s := u.s
+			u.s = sending{}
+			r, ok := l.d.finish(l.ctx, &s, time.Now(), 0, false, nil, err)
+			if !ok {
 				continue
 			}
+			l.out <- r
+			next, more = u.t.loop.Next(&u.done, r.Intended, max(l.d.scale.Model(time.Since(l.start)), r.Intended+r.Latency), r.Outcome)
 		}
-		l.closeConn(u)
-		next, more := u.next, true
 		wg.Go(func() { l.d.userFrom(l.ctx, l.start, u.t, u.rt, u.rng, l.out, u.done, next, more) })
 	}
 	wg.Wait()
@@ -199,7 +207,7 @@ func (l *loop) run() error {
 
 	now := time.Now()
 	for i, u := range l.users {
-		u.idx, u.hi = i, -1
+		u.idx, u.hi, u.started = i, -1, true
 		next, more := u.t.loop.First()
 		if !more {
 			u.finished = true
