@@ -95,6 +95,12 @@ func (p *Pacer) Wait(ctx context.Context, deadline time.Time) (slept, ok bool) {
 	return slept, Wait(ctx, target, true)
 }
 
+// Lead returns how early the Pacer aims now, for a waiter that waits by
+// itself (an event loop's poll timeout) and aims at deadline less the
+// lead, as Wait does; it should tell Observe how late it acted when it
+// had to wait.
+func (p *Pacer) Lead() time.Duration { return time.Duration(p.lead.Load()) }
+
 // Observe tells the Pacer how late after its deadline a Wait's caller
 // acted: when it woke, or better when it did what it waited to do, which
 // may be on another goroutine. Negative means early. The lead moves a step

@@ -80,3 +80,9 @@ func bucketMiddle(i int) time.Duration {
 	}
 	return time.Duration(3*(uint64(1)<<i)) * time.Microsecond / 4
 }
+
+// RecordWake counts one precise wait that returned late by late (negative:
+// early), for a waiter that keeps time by itself, such as an event loop
+// whose wait for a moment is its poll's timeout, so that Wakes sees its
+// timers as it sees Wait's.
+func RecordWake(late time.Duration) { recordWake(late) }

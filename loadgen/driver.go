@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,6 +129,9 @@ type tenant struct {
 	trace    []scenarios.TraceArrival // model trace: the tenant's arrivals
 
 	pool    []*h1.Client // with an address pool (addrs): one per address, by visitor (scenarios.Tenant.VisitorAddr)
+	from    netip.Addr   // the source address of rt's connections; zero: the system's choice
+	froms   []netip.Addr // those of pool's
+	gets    [][]byte     // closed model on event loops: the request of each route (h1.AppendGet)
 	lines   *lines       // open model: the connections from the tenant's address
 	lpool   []*lines     // open model: those from each address of the pool, as pool
 	arrived int          // open model: arrivals sent so far, the next visitor's number; the scheduler's alone
@@ -135,7 +139,9 @@ type tenant struct {
 
 // Driver sends a scenario's load over HTTP: open-model tenants at their
 // intended times from one scheduler goroutine, closed-model users as one
-// goroutine each. Latency counts from the intended send time and is
+// goroutine each, or, on Linux, those that canLoop allows (no think time,
+// TCP to an IP address, precise timers) shared among event loops that
+// own their connections. Latency counts from the intended send time and is
 // converted to model time. A Driver runs once; Progress is safe to call from
 // any goroutine at any time.
 type Driver struct {
@@ -156,6 +162,11 @@ type Driver struct {
 	late       *latenessRecorder
 	stalls     stallRecorder
 	tare       atomic.Int64 // nanoseconds
+	// loopTo is the target's address when its host is an IP address,
+	// which event loops connect to (canLoop); zero otherwise.
+	loopTo netip.AddrPort
+	// looped is how many users Run played on event loops.
+	looped int
 }
 
 // NewDriver validates opts and prepares one HTTP transport per distinct
@@ -191,6 +202,17 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		d.uris = append(d.uris, u.RequestURI())
 	}
 	loopback := opts.Dial != nil || isLoopbackV4(opts.Target.Hostname())
+	if ip, err := netip.ParseAddr(opts.Target.Hostname()); err == nil && ip.Zone() == "" {
+		port := uint16(80)
+		if p := opts.Target.Port(); p != "" {
+			n, err := strconv.ParseUint(p, 10, 16)
+			if err != nil {
+				return nil, fmt.Errorf("loadgen: target %v: port %q is not a port number", opts.Target, p)
+			}
+			port = uint16(n)
+		}
+		d.loopTo = netip.AddrPortFrom(ip.Unmap(), port)
+	}
 	byAddr := map[string]*h1.Client{}
 	transportFor := func(addr string) (*h1.Client, error) {
 		if tr, ok := byAddr[addr]; ok {
@@ -242,6 +264,7 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 		if t.rt, err = transportFor(addr); err != nil {
 			return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 		}
+		t.from = sourceAddr(addr)
 		open := sc.Load.Model != scenarios.Closed
 		if open {
 			t.lines = linesFor(addr)
@@ -252,9 +275,15 @@ func NewDriver(opts DriverOptions) (*Driver, error) {
 				if t.pool[v], err = transportFor(sc.VisitorAddr(v)); err != nil {
 					return nil, fmt.Errorf("loadgen: tenant %s: %w", sc.Name, err)
 				}
+				t.froms = append(t.froms, sourceAddr(sc.VisitorAddr(v)))
 				if open {
 					t.lpool = append(t.lpool, linesFor(sc.VisitorAddr(v)))
 				}
+			}
+		}
+		if !open {
+			for _, uri := range d.uris {
+				t.gets = append(t.gets, h1.AppendGet(nil, uri, t.host))
 			}
 		}
 		if open {
@@ -347,6 +376,15 @@ func (t *tenant) visitor(v int) *h1.Client {
 	return t.pool[v%len(t.pool)]
 }
 
+// visitorFrom returns the source address of visitor v's connections, as
+// visitor does.
+func (t *tenant) visitorFrom(v int) netip.Addr {
+	if len(t.froms) == 0 {
+		return t.from
+	}
+	return t.froms[v%len(t.froms)]
+}
+
 // visitorLines returns the open-model connections of visitor v, as
 // visitor does.
 func (t *tenant) visitorLines(v int) *lines {
@@ -420,10 +458,15 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 
 	var producers sync.WaitGroup
 	var open []*tenant
+	var looped []*loopUser
 	for _, t := range d.tenants {
 		if t.load.Model == scenarios.Closed {
 			for u := range t.load.Users {
 				rng := rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, u+1)))
+				if haveLoops && d.canLoop(t) {
+					looped = append(looped, &loopUser{t: t, rng: rng, from: t.visitorFrom(u), rt: t.visitor(u), gets: t.gets})
+					continue
+				}
 				producers.Go(func() { d.user(runCtx, start, t, t.visitor(u), rng, results) })
 			}
 			continue
@@ -439,6 +482,10 @@ func (d *Driver) Run(ctx context.Context, start time.Time, sink workload.Sink) e
 	}
 	if len(open) > 0 {
 		producers.Go(func() { d.schedule(runCtx, start, open, results) })
+	}
+	d.looped = len(looped)
+	if len(looped) > 0 {
+		producers.Go(func() { d.runLoops(runCtx, start, looped, results) })
 	}
 
 	finished := make(chan struct{})
@@ -471,8 +518,14 @@ func stream(tenant int32, n int) uint64 {
 // user is one closed-model user, following its tenant's loop
 // (workload.Closed), which the simulator's users follow too.
 func (d *Driver) user(ctx context.Context, start time.Time, t *tenant, rt *h1.Client, rng *rand.Rand, out chan<- workload.Result) {
-	done := 0
-	for next, more := t.loop.First(); more; {
+	next, more := t.loop.First()
+	d.userFrom(ctx, start, t, rt, rng, out, 0, next, more)
+}
+
+// userFrom goes on with a user's loop, done iterations done, from its
+// send at model time next (when more).
+func (d *Driver) userFrom(ctx context.Context, start time.Time, t *tenant, rt *h1.Client, rng *rand.Rand, out chan<- workload.Result, done int, next time.Duration, more bool) {
+	for more {
 		paced, ok := d.wait(ctx, start, next)
 		if !ok {
 			return

@@ -123,12 +123,19 @@ func (d *Driver) do(ctx context.Context, start time.Time, t *tenant, client *h1.
 	var service []string
 	limited := false
 	status, err := client.GetBy(ctx, s.deadline, d.uris[route], t.host, func(name, value []byte) {
-		switch {
-		case bytes.EqualFold(name, serviceHeader):
-			service = []string{string(value)}
-		case bytes.EqualFold(name, limitHeader):
-			limited = len(value) > 0
-		}
+		header(&service, &limited, name, value)
 	})
 	return d.finish(ctx, &s, time.Now(), status, limited, service, err)
+}
+
+// header takes, from an answer's header field name: value, the ones the
+// driver reads: the service header into service, the limit's mark into
+// limited.
+func header(service *[]string, limited *bool, name, value []byte) {
+	switch {
+	case bytes.EqualFold(name, serviceHeader):
+		*service = []string{string(value)}
+	case bytes.EqualFold(name, limitHeader):
+		*limited = len(value) > 0
+	}
 }

@@ -62,3 +62,17 @@ func (d *Driver) dialer(from netip.Addr) func(ctx context.Context) (net.Conn, er
 	}
 	return func(ctx context.Context) (net.Conn, error) { return nd.DialContext(ctx, "tcp", addr) }
 }
+
+// sourceAddr returns the IP address of a client address as transport
+// takes it ("" or not an address: zero, the system's choice).
+func sourceAddr(addr string) netip.Addr {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip
+}

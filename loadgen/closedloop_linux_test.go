@@ -1,0 +1,302 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"stampede/scenarios"
+	"stampede/workload"
+)
+
+// loopTests, when on, makes newDriver ask for precise timers, so that the
+// driver plays closed-model users on event loops where canLoop lets it,
+// and keeps the drivers it made.
+var loopTests struct {
+	on      bool
+	drivers []*Driver
+}
+
+// TestLoopsPassDriverTests runs the driver's tests over loopback TCP with
+// the closed-model users on event loops, and checks that they ran there.
+func TestLoopsPassDriverTests(t *testing.T) {
+	loopTests.on = true
+	defer func() { loopTests.on, loopTests.drivers = false, nil }()
+	for _, c := range []struct {
+		name string
+		f    func(*testing.T)
+	}{
+		{"ClosedExactCounts", TestDriverClosedExactCounts},
+		{"StatusOutcomes", TestDriverStatusOutcomes},
+		{"TransportErrorIsError", TestDriverTransportErrorIsError},
+		{"SourceAddresses", TestDriverSourceAddresses},
+		{"AddressPool", TestDriverAddressPool},
+		{"DrainCutsOffAsClientTimeout", TestDriverDrainCutsOffAsClientTimeout},
+		{"CancelReturnsPromptly", TestDriverCancelReturnsPromptly},
+		{"WorkFromServiceHeader", TestDriverWorkFromServiceHeader},
+		{"TareByOutcome", TestDriverTareByOutcome},
+		{"TareNeverBelowZero", TestDriverTareNeverBelowZero},
+		{"SetTareWhileRunning", TestDriverSetTareWhileRunning},
+	} {
+		loopTests.drivers = nil
+		t.Run(c.name, c.f)
+		looped := 0
+		for _, d := range loopTests.drivers {
+			looped += d.looped
+		}
+		if looped == 0 {
+			t.Errorf("%s: no user ran on an event loop", c.name)
+		}
+	}
+}
+
+// rawServer is a loopback HTTP/1.1 server of the test's own that answers
+// each request by its path with the bytes answer gives, written in the
+// pieces it gives them, a millisecond apart, and then closes the
+// connection when close says so. It counts the connections it accepted.
+type rawServer struct {
+	ln    net.Listener
+	conns atomic.Int64
+	wg    sync.WaitGroup
+}
+
+func newRawServer(t *testing.T, answer func(path string) (pieces []string, close bool)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln}
+	var open sync.Map
+	t.Cleanup(func() {
+		ln.Close()
+		open.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+		s.wg.Wait()
+	})
+	s.wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			open.Store(nc, nil)
+			s.wg.Go(func() {
+				defer nc.Close()
+				defer open.Delete(nc)
+				br := bufio.NewReader(nc)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					f := strings.Fields(line)
+					for {
+						h, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if h == "\r\n" {
+							break
+						}
+					}
+					if len(f) < 2 {
+						return
+					}
+					pieces, closing := answer(f[1])
+					for i, p := range pieces {
+						if i > 0 {
+							time.Sleep(time.Millisecond)
+						}
+						if _, err := nc.Write([]byte(p)); err != nil {
+							return
+						}
+					}
+					if closing {
+						if f[1] == "/reset" {
+							nc.(*net.TCPConn).SetLinger(0)
+						}
+						return
+					}
+				}
+			})
+		}
+	})
+	return s
+}
+
+// TestLoopConnections plays users on the loops against a server that
+// answers in pieces, closes connections after its answer with and without
+// saying so, resets them, answers what cannot be parsed or never
+// answers, and holds every request's outcome, and the connections the
+// server saw, to what they must be.
+func TestLoopConnections(t *testing.T) {
+	const body = "0123456789"
+	chunked := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n0123\r\n6\r\n456789\r\n0\r\n\r\n"
+	srv := newRawServer(t, func(path string) ([]string, bool) {
+		length := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		switch path {
+		case "/keep":
+			return []string{length}, false
+		case "/close":
+			return []string{fmt.Sprintf("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)}, true
+		case "/idleclose":
+			// Kept alive by its words, closed at once: the next request
+			// finds it closed while idle, and is sent on a new one.
+			return []string{length}, true
+		case "/split":
+			// Cut in the status line, the head and the body.
+			return []string{length[:5], length[5:20], length[20 : len(length)-4], length[len(length)-4:]}, false
+		case "/chunked":
+			return []string{chunked[:30], chunked[30:52], chunked[52:60], chunked[60:]}, false
+		case "/toend":
+			return []string{"HTTP/1.1 200 OK\r\n\r\n", "to the end"}, true
+		case "/unavailable":
+			return []string{"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"}, false
+		case "/badgateway":
+			return []string{"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n"}, false
+		case "/gatewaytimeout":
+			return []string{"HTTP/1.1 504 Gateway Timeout\r\nContent-Length: 0\r\n\r\n"}, false
+		case "/notfound":
+			return []string{"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"}, false
+		case "/garbage":
+			return []string{"HTTP/1.1 2x0 OK\r\n\r\n"}, true
+		case "/reset":
+			return nil, true
+		case "/never":
+			return []string{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nnot all"}, false
+		}
+		return nil, true
+	})
+	const users, iterations = 2, 3
+	cases := []struct {
+		path  string
+		want  workload.Outcome
+		n     int // results per user
+		conns int // connections the server sees, at least
+		most  int // and at most
+	}{
+		{"/keep", workload.OK, iterations, users, users},
+		{"/close", workload.OK, iterations, users * iterations, users * iterations},
+		{"/idleclose", workload.OK, iterations, users * iterations, users * iterations},
+		{"/split", workload.OK, iterations, users, users},
+		{"/chunked", workload.OK, iterations, users, users},
+		{"/toend", workload.OK, iterations, users * iterations, users * iterations},
+		{"/unavailable", workload.Rejected, iterations, users, users},
+		{"/badgateway", workload.BackendError, iterations, users, users},
+		{"/gatewaytimeout", workload.GatewayTimeout, iterations, users, users},
+		{"/notfound", workload.Error, iterations, users, users},
+		{"/garbage", workload.Error, iterations, users * iterations, users * iterations},
+		{"/reset", workload.Error, iterations, users * iterations, users * iterations},
+		{"/never", workload.ClientTimeout, 1, users, users},
+	}
+	var routes []scenarios.Route
+	var tenants []scenarios.Tenant
+	for i, c := range cases {
+		routes = append(routes, scenarios.Route{Name: c.path, Path: c.path})
+		load := &scenarios.Load{Model: scenarios.Closed, Users: users, Iterations: iterations, Routes: []scenarios.WeightedRoute{{Route: i, Weight: 1}}}
+		if c.want == workload.ClientTimeout {
+			load.ClientTimeout, load.OnTimeout = 500*time.Millisecond, scenarios.GiveUp
+		}
+		tenants = append(tenants, scenarios.Tenant{Index: i, Name: c.path, Host: "h", Load: load})
+	}
+	d, err := NewDriver(DriverOptions{Target: mustURL(t, "http://"+srv.ln.Addr().String()), Routes: routes, Tenants: tenants,
+		PreciseTimers: true, Horizon: time.Minute, TimeScale: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink resultSink
+	if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+		t.Fatal(err)
+	}
+	if d.looped != users*len(cases) {
+		t.Fatalf("%d users on event loops, want all %d", d.looped, users*len(cases))
+	}
+	per := make([]int, len(cases))
+	for _, r := range sink.got {
+		c := cases[r.Tenant]
+		per[r.Tenant]++
+		if r.Outcome != c.want {
+			t.Errorf("%s: result %+v, want %v", c.path, r, c.want)
+		}
+		if r.Outcome == workload.ClientTimeout && r.Latency < 500*time.Millisecond {
+			t.Errorf("%s: client timeout after %v, want at least the 500ms timeout", c.path, r.Latency)
+		}
+	}
+	for i, c := range cases {
+		if per[i] != users*c.n {
+			t.Errorf("%s: %d results, want %d", c.path, per[i], users*c.n)
+		}
+	}
+	if p := d.Progress(); p.InFlight != 0 || p.Sent != uint64(len(sink.got)) {
+		t.Errorf("progress %+v, want none in flight and %d sent", p, len(sink.got))
+	}
+	// Connections: one tenant at a time, to count each one's.
+	for i, c := range cases {
+		one := []scenarios.Tenant{tenants[i]}
+		one[0].Index = 0
+		before := srv.conns.Load()
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, "http://"+srv.ln.Addr().String()), Routes: routes, Tenants: one,
+			PreciseTimers: true, Horizon: time.Minute, TimeScale: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Run(context.Background(), time.Now(), &resultSink{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := int(srv.conns.Load() - before); n < c.conns || n > c.most {
+			t.Errorf("%s: the server saw %d connections, want %d..%d", c.path, n, c.conns, c.most)
+		}
+	}
+}
+
+// TestLoopLatencyFromSend plays users whose answers take 200 µs, with the
+// pacer aiming as early as it may: the sends that wait for MinCycle go out
+// before their intended time, and each latency must still cover the
+// server's hold (counted from the send, not the later intended time) and
+// no more than until the sink had the result (counted from no later than
+// the intended time).
+func TestLoopLatencyFromSend(t *testing.T) {
+	const hold = 200 * time.Microsecond
+	srv := httptest.NewServer(waitHandler(hold, 200))
+	defer srv.Close()
+	d, err := NewDriver(DriverOptions{Target: mustURL(t, srv.URL), Routes: testRoutes, Tenants: closedLoad(2, 200, 0, 0),
+		PreciseTimers: true, Horizon: time.Minute, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		d.pacer.Observe(time.Millisecond)
+	}
+	sink, start := runTimed(t, d)
+	if d.looped != 2 || len(sink.got) != 400 {
+		t.Fatalf("%d users on loops, %d results; want 2 and 400", d.looped, len(sink.got))
+	}
+	early := 0
+	for i, r := range sink.got {
+		if r.Outcome != workload.OK {
+			t.Fatalf("result %d: %v, want ok", i, r.Outcome)
+		}
+		if r.Late < 0 {
+			early++
+		}
+		// The sink had it after this long from the intended time; the
+		// latency counts from up to -Late (truncated to µs) before it.
+		seen := r.at.Sub(start.Add(r.Intended))
+		hi := seen + max(-time.Duration(r.Late)*time.Microsecond, 0) + time.Microsecond
+		if r.Latency < hold || r.Latency > hi {
+			t.Errorf("result %d (sent %d µs late): latency %v, want between the %v hold and %v", i, r.Late, r.Latency, hold, hi)
+		}
+	}
+	if early == 0 {
+		t.Skip("no send came early: the early case was not exercised")
+	}
+	t.Logf("%d of 400 sends early", early)
+}
