@@ -166,35 +166,7 @@ func TestConformanceFinWithHead(t *testing.T) {
 	next := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for _, ka := range []int{0, 8} {
 		t.Run(fmt.Sprintf("keepalive %d", ka), func(t *testing.T) {
-			ours := func(start func(t *testing.T, h http.Handler) string) string {
-				p, err := limit.NewPolicy(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					if got := p.Busiest(10); len(got) != 0 {
-						t.Errorf("keys still in flight after the run: %v", got)
-					}
-				})
-				return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{UpstreamKeepAlive: ka})})
-			}
-			targets := []struct{ name, base string }{
-				{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
-					var b strings.Builder
-					if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String(), UpstreamKeepAlive: ka}); err != nil {
-						return err
-					}
-					// One worker, one pool of kept connections.
-					_, err := io.WriteString(w, strings.Replace(b.String(), "worker_processes auto;", "worker_processes 1;", 1))
-					return err
-				})},
-				{"h1", ours(func(t *testing.T, h http.Handler) string {
-					return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
-				})},
-			}
-			if finEpoll != nil {
-				targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
-			}
+			targets := finTargets(t, cfg, us, ka, true, false)
 			for _, target := range targets {
 				addr := strings.TrimPrefix(target.base, "http://")
 				served := map[string]int{}
@@ -241,6 +213,57 @@ func TestConformanceFinWithHead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// finTarget is one server a FIN conformance test plays its clients at.
+type finTarget struct{ name, base string }
+
+// finTargets starts, until the test ends, the servers a FIN conformance
+// test plays at, each with cfg's limits in front of the upstream us, with
+// ka idle upstream connections kept: nginx (one worker when oneWorker, one
+// pool of kept connections), `stampede proxy`'s h1 server, its net/http
+// server when withNetHTTP, and its epoll server where there is one. Each
+// of ours checks at the end that no key is left in flight.
+func finTargets(t *testing.T, cfg limit.Config, us *httptest.Server, ka int, oneWorker, withNetHTTP bool) []finTarget {
+	t.Helper()
+	ours := func(start func(t *testing.T, h http.Handler) string) string {
+		p, err := limit.NewPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if got := p.Busiest(10); len(got) != 0 {
+				t.Errorf("keys still in flight after the run: %v", got)
+			}
+		})
+		return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{UpstreamKeepAlive: ka})})
+	}
+	targets := []finTarget{
+		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
+			var b strings.Builder
+			if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String(), UpstreamKeepAlive: ka}); err != nil {
+				return err
+			}
+			conf := b.String()
+			if oneWorker {
+				conf = strings.Replace(conf, "worker_processes auto;", "worker_processes 1;", 1)
+			}
+			_, err := io.WriteString(w, conf)
+			return err
+		})},
+		{"h1", ours(func(t *testing.T, h http.Handler) string {
+			return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
+		})},
+	}
+	if withNetHTTP {
+		targets = append(targets, finTarget{"net/http", ours(func(t *testing.T, h http.Handler) string {
+			return startFinServer(t, NewServer(h, ServerOptions{}))
+		})})
+	}
+	if finEpoll != nil {
+		targets = append(targets, finTarget{"epoll", ours(finEpoll)})
+	}
+	return targets
 }
 
 // startFinServer serves srv on a loopback port until the test ends and
@@ -303,29 +326,7 @@ func TestConformanceFinDuringDelay(t *testing.T) {
 			Conn:  []limit.ConnSpec{{Key: "$arg_c", PerKey: 1}},
 		}},
 	}
-	ours := func(start func(t *testing.T, h http.Handler) string) string {
-		p, err := limit.NewPolicy(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if got := p.Busiest(10); len(got) != 0 {
-				t.Errorf("keys still in flight after the run: %v", got)
-			}
-		})
-		return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{})})
-	}
-	targets := []struct{ name, base string }{
-		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
-			return WriteNginx(w, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String()})
-		})},
-		{"h1", ours(func(t *testing.T, h http.Handler) string {
-			return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
-		})},
-	}
-	if finEpoll != nil {
-		targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
-	}
+	targets := finTargets(t, cfg, us, 0, false, false)
 	get := func(t *testing.T, url string, want int) {
 		t.Helper()
 		resp, err := http.Get(url)
@@ -417,37 +418,7 @@ func TestConformanceFinAfterPipelined(t *testing.T) {
 	us.Start()
 	t.Cleanup(us.Close)
 	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 4}}}
-	ours := func(start func(t *testing.T, h http.Handler) string) string {
-		p, err := limit.NewPolicy(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if got := p.Busiest(10); len(got) != 0 {
-				t.Errorf("keys still in flight after the run: %v", got)
-			}
-		})
-		return start(t, &Handler{Policy: p, Next: NewProxy(mustURL(t, us.URL), ProxyOptions{})})
-	}
-	targets := []struct{ name, base string }{
-		{"nginx", nginxtest.Start(t, func(w io.Writer, listen string) error {
-			var b strings.Builder
-			if err := WriteNginx(&b, cfg, NginxOptions{Listen: listen, Upstream: us.Listener.Addr().String()}); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, strings.Replace(b.String(), "worker_processes auto;", "worker_processes 1;", 1))
-			return err
-		})},
-		{"h1", ours(func(t *testing.T, h http.Handler) string {
-			return startFinServer(t, NewLeanServer(h, ServerOptions{WatchDelay: ProxyWatchDelay}))
-		})},
-		{"net/http", ours(func(t *testing.T, h http.Handler) string {
-			return startFinServer(t, NewServer(h, ServerOptions{}))
-		})},
-	}
-	if finEpoll != nil {
-		targets = append(targets, struct{ name, base string }{"epoll", ours(finEpoll)})
-	}
+	targets := finTargets(t, cfg, us, 0, true, true)
 	for _, seq := range [][]string{{"/fast", "/fast"}, {"/fast", "/slow"}, {"/slow", "/fast"}, {"/fast", "/fast", "/fast"}} {
 		for _, target := range targets {
 			c, err := net.Dial("tcp", strings.TrimPrefix(target.base, "http://"))
