@@ -59,6 +59,16 @@ func (u *finUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.set(id, "answered", -1)
 }
 
+// startFinUpstream serves a finUpstream on loopback until the test ends.
+func startFinUpstream(t *testing.T) (*finUpstream, *httptest.Server) {
+	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
+	us := httptest.NewUnstartedServer(up)
+	us.Config.ErrorLog = log.New(io.Discard, "", 0)
+	us.Start()
+	t.Cleanup(us.Close)
+	return up, us
+}
+
 // settle waits until no request is in the upstream's handler.
 func (u *finUpstream) settle(t *testing.T) {
 	t.Helper()
@@ -156,11 +166,7 @@ func finExchangeAfter(t *testing.T, addr, path, id string, arrived func() bool) 
 // its own.
 func TestConformanceFinWithHead(t *testing.T) {
 	nginxtest.Require(t)
-	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
-	us := httptest.NewUnstartedServer(up)
-	us.Config.ErrorLog = log.New(io.Discard, "", 0)
-	us.Start()
-	t.Cleanup(us.Close)
+	up, us := startFinUpstream(t)
 	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 1}}}
 	const steps = 20
 	next := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -313,11 +319,7 @@ func firstLine(b []byte) string {
 // the same, as nginx rejects before it looks at the client again.
 func TestConformanceFinDuringDelay(t *testing.T) {
 	nginxtest.Require(t)
-	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
-	us := httptest.NewUnstartedServer(up)
-	us.Config.ErrorLog = log.New(io.Discard, "", 0)
-	us.Start()
-	t.Cleanup(us.Close)
+	up, us := startFinUpstream(t)
 	cfg := limit.Config{
 		Req: []limit.ReqSpec{{Key: "$arg_r", Rate: "1r/m", Burst: 1}},
 		Locations: []limit.Location{{
@@ -412,11 +414,7 @@ func TestConformanceFinAfterPipelined(t *testing.T) {
 	if finCork == nil {
 		t.Skip("no TCP_CORK here: the heads and the FIN cannot be sent in one segment")
 	}
-	up := &finUpstream{fate: map[string]string{}, changed: make(chan struct{}, 1)}
-	us := httptest.NewUnstartedServer(up)
-	us.Config.ErrorLog = log.New(io.Discard, "", 0)
-	us.Start()
-	t.Cleanup(us.Close)
+	up, us := startFinUpstream(t)
 	cfg := limit.Config{Conn: []limit.ConnSpec{{Key: "$binary_remote_addr", PerKey: 4}}}
 	targets := finTargets(t, cfg, us, 0, true, true)
 	for _, seq := range [][]string{{"/fast", "/fast"}, {"/fast", "/slow"}, {"/slow", "/fast"}, {"/fast", "/fast", "/fast"}} {
