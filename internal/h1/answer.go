@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 )
 
 // AppendGet appends to b the GET for uri with Host host that Client.GetBy
@@ -24,15 +25,16 @@ const maxAnswerHead = 64 << 10
 
 // States of an Answer.
 const (
-	answerHead      = iota // waiting for a whole head
-	answerLength           // a body of known length; left is what remains
-	answerToEnd            // a body that runs to the connection's end
-	answerChunkSize        // a chunk's size line, size so far in left
-	answerChunkExt         // the rest of a chunk's size line (extensions)
-	answerChunkData        // a chunk's data; left is what remains
-	answerChunkCRLF        // the CRLF after a chunk's data; crlf is how much came
-	answerTrailer          // trailer lines, then the empty line
-	answerDone             // the answer is whole
+	answerHead       = iota // waiting for a whole head
+	answerLength            // a body of known length; left is what remains
+	answerToEnd             // a body that runs to the connection's end
+	answerChunkSize         // a chunk's size line, size so far in left
+	answerChunkSpace        // whitespace after a chunk's size
+	answerChunkExt          // the rest of a chunk's size line (extensions)
+	answerChunkData         // a chunk's data; left is what remains
+	answerChunkCRLF         // the CRLF after a chunk's data; crlf is how much came
+	answerTrailer           // trailer lines, then the empty line
+	answerDone              // the answer is whole
 )
 
 // maxChunkLine bounds a chunk's size line, as httputil's chunked reader
@@ -58,9 +60,10 @@ type Answer struct {
 	state  int
 	h      head
 	left   int64
-	sized  bool // answerChunkSize: a digit came
-	crlf   int
-	line   int // bytes of the chunk-size or trailer line so far
+	sized  bool  // answerChunkSize: a digit came
+	crlf   int   // answerChunkCRLF: how much of the CRLF came; a chunk-size line: 1 once its CR came
+	line   int   // bytes of the chunk-size or trailer line so far
+	excess int64 // a chunked body's bytes that are not data, as httputil counts them
 	head   []byte
 	rd     bytes.Reader
 	br     *bufio.Reader
@@ -126,7 +129,7 @@ func (a *Answer) step(b []byte) (int, error) {
 		return k, nil
 	case answerToEnd:
 		return len(b), nil
-	case answerChunkSize, answerChunkExt:
+	case answerChunkSize, answerChunkSpace, answerChunkExt:
 		return a.stepChunkSize(b)
 	case answerChunkData:
 		k := int(min(a.left, int64(len(b))))
@@ -209,8 +212,9 @@ func (a *Answer) stepHead(b []byte) (int, error) {
 	return used, nil
 }
 
-// stepChunkSize reads a chunk's size line: hex digits, then extensions
-// skipped to the line's end.
+// stepChunkSize reads a chunk's size line as httputil's chunked reader
+// does: hex digits, then optional whitespace, or a semicolon and
+// extensions skipped, and CRLF (no bare LF, no other CR).
 func (a *Answer) stepChunkSize(b []byte) (int, error) {
 	bad := func() (int, error) {
 		return 0, fmt.Errorf("%w: chunked body: invalid byte in chunk length", errMalformed)
@@ -220,32 +224,57 @@ func (a *Answer) stepChunkSize(b []byte) (int, error) {
 		if a.line > maxChunkLine {
 			return 0, fmt.Errorf("%w: chunked body: chunk size line too long", errMalformed)
 		}
-		if c == '\n' {
+		if a.crlf == 1 {
+			if c != '\n' {
+				return 0, fmt.Errorf("%w: chunked body: invalid CR in chunked line", errMalformed)
+			}
 			if !a.sized {
 				return bad()
+			}
+			// httputil's bound on what is not data: 16 bytes a chunk and
+			// twice its data are free, 16 KiB more in all.
+			a.excess = max(a.excess+int64(a.line)-16-2*min(a.left, 1<<40), 0)
+			if a.excess > 16<<10 {
+				return 0, fmt.Errorf("%w: chunked body: chunked encoding contains too much non-data", errMalformed)
 			}
 			if a.left == 0 {
 				a.state, a.line, a.crlf = answerTrailer, 0, 0
 			} else {
-				a.state = answerChunkData
+				a.state, a.crlf = answerChunkData, 0
 			}
 			return i + 1, nil
 		}
-		if a.state == answerChunkExt {
-			continue
-		}
 		switch {
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-			if a.left >= 1<<59 {
-				return 0, fmt.Errorf("%w: chunked body: chunk length too large", errMalformed)
+		case c == '\r':
+			a.crlf = 1
+		case c == '\n':
+			return 0, fmt.Errorf("%w: chunked body: chunked line ends with bare LF", errMalformed)
+		case a.state == answerChunkExt:
+		case c == ' ' || c == '\t':
+			if !a.sized {
+				return bad()
 			}
-			a.left = a.left<<4 | int64(unhex(c))
-			a.sized = true
-		case c == '\r' || c == ';' || c == ' ' || c == '\t':
+			a.state = answerChunkSpace
+		case a.state == answerChunkSpace:
+			// Only whitespace may follow whitespace after the size.
+			return bad()
+		case c == ';':
 			if !a.sized {
 				return bad()
 			}
 			a.state = answerChunkExt
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+			if a.line > 16 {
+				return 0, fmt.Errorf("%w: chunked body: http chunk length too large", errMalformed)
+			}
+			// A size past int64 is read as the most there is: its data
+			// never all comes, for httputil's reader either.
+			if a.left > math.MaxInt64>>4 {
+				a.left = math.MaxInt64
+			} else {
+				a.left = a.left<<4 | int64(unhex(c))
+			}
+			a.sized = true
 		default:
 			return bad()
 		}

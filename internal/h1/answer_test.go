@@ -33,6 +33,16 @@ var answers = []struct {
 	{"cut in the body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"},
 	{"cut in the head", "HTTP/1.1 200 OK\r\nContent-Len"},
 	{"cut in a chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"},
+	{"chunk line with bare LF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n0\r\n\r\n"},
+	{"last chunk line with bare LF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\n\r\n"},
+	{"chunk size, space", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 \t\r\nab\r\n0\r\n\r\n"},
+	{"chunk size, space, extension", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 ;x\r\nab\r\n0\r\n\r\n"},
+	{"chunk size, space, more", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 2\r\nab\r\n0\r\n\r\n"},
+	{"chunk extension with CR", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;a\rb\r\nab\r\n0\r\n\r\n"},
+	{"chunk size of 16 digits", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0000000000000002\r\nab\r\n0\r\n\r\n"},
+	{"chunk size of 17 digits", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n"},
+	{"chunk extensions, 16 KiB", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1;"+strings.Repeat("e", 1000)+"\r\nx\r\n", 16) + "0\r\n\r\n"},
+	{"chunk extensions, 17 KiB", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1;"+strings.Repeat("e", 1000)+"\r\nx\r\n", 17) + "0\r\n\r\n"},
 }
 
 // want is what readAnswer, GetBy's reader, makes of wire followed by the
@@ -135,4 +145,41 @@ func TestAppendGet(t *testing.T) {
 	if got := string(AppendGet(nil, "/a?b=1", "h.example")); got != b.String() {
 		t.Errorf("AppendGet = %q, want writeGet's %q", got, b.String())
 	}
+}
+
+// FuzzAnswer holds Answer to readAnswer on any bytes, fed whole and cut in
+// two at cut: an error or not, and for an answer read whole its status,
+// keep, headers and the bytes taken.
+func FuzzAnswer(f *testing.F) {
+	for _, c := range answers {
+		f.Add(c.wire, len(c.wire)/2)
+	}
+	f.Fuzz(func(t *testing.T, wire string, cut int) {
+		w := readWhole(wire)
+		if cut < 0 || cut > len(wire) {
+			cut = len(wire) / 2
+		}
+		var hs strings.Builder
+		a := Answer{Header: func(name, value []byte) { fmt.Fprintf(&hs, "%s=%s;", name, value) }}
+		used, done, failed := 0, false, false
+		for _, p := range []string{wire[:cut], wire[cut:]} {
+			if done || failed || p == "" {
+				continue
+			}
+			n, d, err := a.Feed([]byte(p))
+			used += n
+			done, failed = d, err != nil
+		}
+		if !done && !failed {
+			d, err := a.End()
+			done, failed = d, err != nil
+		}
+		if failed != w.err {
+			t.Fatalf("%q cut at %d: failed %v, want %v (readAnswer's)", wire, cut, failed, w.err)
+		}
+		if !failed && (a.Status() != w.status || a.Keep() != w.keep || hs.String() != w.headers || used != w.used) {
+			t.Fatalf("%q cut at %d: status %d keep %v headers %q used %d; want %d %v %q %d",
+				wire, cut, a.Status(), a.Keep(), hs.String(), used, w.status, w.keep, w.headers, w.used)
+		}
+	})
 }
