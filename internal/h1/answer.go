@@ -298,7 +298,8 @@ func (a *Answer) stepTrailer(b []byte) (int, error) {
 			a.crlf = 1
 		}
 		a.line++
-		if a.line > 4096 {
+		// readLine's bufio.Reader holds 4096 bytes, the LF among them.
+		if a.line >= 4096 {
 			return 0, fmt.Errorf("%w: a head line over %d bytes", errMalformed, 4096)
 		}
 	}

@@ -43,6 +43,8 @@ var answers = []struct {
 	{"chunk size of 17 digits", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n"},
 	{"chunk extensions, 16 KiB", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1;"+strings.Repeat("e", 1000)+"\r\nx\r\n", 16) + "0\r\n\r\n"},
 	{"chunk extensions, 17 KiB", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1;"+strings.Repeat("e", 1000)+"\r\nx\r\n", 17) + "0\r\n\r\n"},
+	{"trailer line of 4095", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + strings.Repeat("t", 4095) + "\n\r\n"},
+	{"trailer line of 4096", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + strings.Repeat("t", 4096) + "\n\r\n"},
 }
 
 // want is what readAnswer, GetBy's reader, makes of wire followed by the
