@@ -58,6 +58,7 @@ type Answer struct {
 	Header func(name, value []byte)
 
 	state  int
+	begun  bool // a byte came
 	h      head
 	left   int64
 	sized  bool  // answerChunkSize: a digit came
@@ -76,7 +77,7 @@ func (a *Answer) Reset() {
 }
 
 // Started reports whether any byte of the answer has come.
-func (a *Answer) Started() bool { return a.state != answerHead || len(a.head) > 0 }
+func (a *Answer) Started() bool { return a.begun }
 
 // Status returns the status of the answer Feed or End said was whole.
 func (a *Answer) Status() int { return a.status }
@@ -90,6 +91,9 @@ func (a *Answer) Keep() bool { return !a.h.close && a.status != 101 }
 // are not taken. An answer it cannot parse fails with an error that wraps
 // the one GetBy's would.
 func (a *Answer) Feed(b []byte) (n int, done bool, err error) {
+	// A 1xx head, once read, leaves nothing kept: the answer has begun
+	// all the same, and GetBy would not send the request again.
+	a.begun = a.begun || len(b) > 0
 	for n < len(b) && a.state != answerDone {
 		var k int
 		k, err = a.step(b[n:])

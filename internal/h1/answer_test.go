@@ -185,3 +185,20 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswerStarted checks that an answer has begun once any byte of it
+// came, a whole 1xx head among them, and not before.
+func TestAnswerStarted(t *testing.T) {
+	for _, wire := range []string{"H", "HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 2"} {
+		var a Answer
+		if a.Started() {
+			t.Errorf("%q: Started() = true before any byte", wire)
+		}
+		if _, done, err := a.Feed([]byte(wire)); done || err != nil {
+			t.Fatalf("%q: Feed = done %v, %v; want more to come", wire, done, err)
+		}
+		if !a.Started() {
+			t.Errorf("%q: Started() = false after it came", wire)
+		}
+	}
+}
