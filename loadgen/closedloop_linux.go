@@ -288,14 +288,17 @@ func (l *loop) wait(timeout time.Duration) (int, error) {
 }
 
 // due schedules u's next send, at model time u.next: at once when its
-// moment (less the pacer's lead) has come, or else when the loop wakes
-// for it.
+// moment (less the pacer's lead) had come by now, or else when the loop
+// wakes for it. A send at once reads the clock again, as Driver.do does:
+// now may be a while ago (the loop's start before every user's first
+// dial, an answer before the sink's channel took its result), and the
+// send's lateness and deadline count from when it goes.
 func (l *loop) due(u *loopUser, now time.Time) {
 	u.idle = true
 	target := int64(l.d.scale.Wall(u.next)) - int64(l.d.pacer.Lead())
 	if target <= int64(now.Sub(l.start)) {
 		u.paced = false
-		l.send(u, now)
+		l.send(u, time.Now())
 		return
 	}
 	u.paced = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -299,4 +300,64 @@ func TestLoopLatencyFromSend(t *testing.T) {
 		t.Skip("no send came early: the early case was not exercised")
 	}
 	t.Logf("%d of 400 sends early", early)
+}
+
+// loopUsers makes the event loops' users of d's closed-model tenants, as
+// Run does.
+func loopUsers(d *Driver) []*loopUser {
+	var users []*loopUser
+	for _, t := range d.tenants {
+		for u := range t.load.Users {
+			rng := rand.New(rand.NewPCG(d.opts.Seed, stream(t.index, u+1)))
+			users = append(users, &loopUser{t: t, rng: rng, from: t.visitorFrom(u), rt: t.visitor(u), gets: t.gets})
+		}
+	}
+	return users
+}
+
+// TestLoopSendAfterSinkWait holds the loop on its handing of each result
+// to the sink, as a full channel does, before it takes the next: the user's
+// next send, due when the answer came, goes out only once the result is
+// taken, and its lateness must say so (it was taken at least as late as
+// the receive began).
+func TestLoopSendAfterSinkWait(t *testing.T) {
+	srv := httptest.NewServer(waitHandler(time.Millisecond, 200))
+	defer srv.Close()
+	const scale = 0.01 // MinCycle is 5 µs: each next send is due at its answer
+	d, err := NewDriver(DriverOptions{Target: mustURL(t, srv.URL), Routes: testRoutes, Tenants: closedLoad(1, 4, 0, 0),
+		PreciseTimers: true, Horizon: time.Hour, TimeScale: scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"loop", "goroutine"} {
+		out := make(chan workload.Result) // unbuffered: each hand-off waits for the receive
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			users := loopUsers(d)
+			if path == "loop" {
+				d.runLoops(context.Background(), start, users, out)
+				return
+			}
+			u := users[0]
+			d.user(context.Background(), start, u.t, u.rt, u.rng, out)
+		}()
+		var got []workload.Result
+		var taken []time.Time // when each receive began
+		for len(got) < 4 {
+			time.Sleep(20 * time.Millisecond)
+			taken = append(taken, time.Now())
+			got = append(got, <-out)
+		}
+		<-done
+		for i := 1; i < len(got); i++ {
+			r := got[i]
+			// The send came after the receive of the result before it began.
+			least := taken[i-1].Sub(start.Add(wallOf(r.Intended, scale))) - roundoff
+			if late := time.Duration(r.Late) * time.Microsecond; r.Outcome != workload.OK || late < least-time.Microsecond {
+				t.Errorf("%s: result %d: %v, sent %v late; want ok, at least %v late (its result before was taken then)", path, i, r.Outcome, late, least)
+			}
+		}
+	}
 }
