@@ -34,10 +34,6 @@ const haveLoops = true
 // due: a write, a read and a share of a wait per request, no goroutine
 // woken.
 
-// dialTimeout bounds a loop's connect without a client timeout, as the
-// driver's net.Dialer's Timeout does.
-const dialTimeout = 30 * time.Second
-
 // loopUser is one closed-model user a loop plays, following its tenant's
 // loop (workload.Closed) as Driver.user does.
 type loopUser struct {
@@ -60,7 +56,7 @@ type loopUser struct {
 
 	// The request in flight.
 	s        sending
-	dialBy   time.Time // connect deadline with no client timeout
+	dialBy   time.Time // the connect's deadline: dialTimeout, or the client timeout when sooner
 	route    int
 	retried  bool
 	c        *loopConn
@@ -318,7 +314,9 @@ func (l *loop) fire(now time.Time) {
 			continue
 		}
 		err := os.ErrDeadlineExceeded
-		if u.s.deadline.IsZero() {
+		if u.c != nil && u.c.connecting && (u.s.deadline.IsZero() || u.dialBy.Before(u.s.deadline)) {
+			// The connect's own bound (dialTimeout): a client timeout all
+			// the same for a request that has one, as net's dial error is.
 			err = fmt.Errorf("loadgen: dial tcp: connect: %w", os.ErrDeadlineExceeded)
 		}
 		l.end(u, now, 0, err)
@@ -350,16 +348,19 @@ func (l *loop) transmit(u *loopUser, now time.Time) {
 	c := u.c
 	c.out, c.sent = u.gets[u.route], 0
 	c.ans.Reset()
-	switch {
-	case !u.s.deadline.IsZero():
-		l.push(u, int64(u.s.deadline.Sub(l.start)))
-	case c.connecting:
+	if c.connecting {
+		// The connect's bound, or the client timeout when sooner.
 		u.dialBy = now.Add(dialTimeout)
+		if !u.s.deadline.IsZero() && u.s.deadline.Before(u.dialBy) {
+			u.dialBy = u.s.deadline
+		}
 		l.push(u, int64(u.dialBy.Sub(l.start)))
+		return
 	}
-	if !c.connecting {
-		l.flush(u)
+	if !u.s.deadline.IsZero() {
+		l.push(u, int64(u.s.deadline.Sub(l.start)))
 	}
+	l.flush(u)
 }
 
 // dial opens u's connection without waiting for it (a non-blocking
@@ -432,8 +433,11 @@ func (l *loop) event(u *loopUser, ev uint32) {
 			l.end(u, time.Now(), 0, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)})
 			return
 		}
+		// The connect's bound gives way to the client timeout.
 		if u.s.deadline.IsZero() {
-			l.remove(u) // the connect's deadline
+			l.remove(u)
+		} else {
+			l.push(u, int64(u.s.deadline.Sub(l.start)))
 		}
 		c.writeReady = true
 		l.flush(u)

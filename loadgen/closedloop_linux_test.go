@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"stampede/scenarios"
 	"stampede/workload"
 )
@@ -358,6 +360,68 @@ func TestLoopSendAfterSinkWait(t *testing.T) {
 			if late := time.Duration(r.Late) * time.Microsecond; r.Outcome != workload.OK || late < least-time.Microsecond {
 				t.Errorf("%s: result %d: %v, sent %v late; want ok, at least %v late (its result before was taken then)", path, i, r.Outcome, late, least)
 			}
+		}
+	}
+}
+
+// hungListener returns the address of a listener that never accepts and
+// whose queue is full: a connect to it waits for a SYN-ACK that does not
+// come (its SYNs are dropped, as a full backlog's are), until it gives up.
+func hungListener(t *testing.T) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
+	// The one connection a backlog of 0 queues fills it.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return addr
+}
+
+// TestLoopConnectTimeout plays a user whose connect never completes, with a
+// client timeout longer than the driver's bound on a connect: on the loop
+// as on a goroutine, the request ends when the connect gives up, a client
+// timeout, not at the client timeout.
+func TestLoopConnectTimeout(t *testing.T) {
+	defer func(d time.Duration) { dialTimeout = d }(dialTimeout)
+	dialTimeout = 100 * time.Millisecond
+	const clientTimeout = 2 * time.Second
+	target := "http://" + hungListener(t)
+	for _, path := range []string{"loop", "goroutine"} {
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, target), Routes: testRoutes, Tenants: closedLoad(1, 1, 0, clientTimeout),
+			PreciseTimers: path == "loop", Horizon: time.Minute, TimeScale: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		if d.looped != map[string]int{"loop": 1, "goroutine": 0}[path] {
+			t.Fatalf("%s: %d users on loops", path, d.looped)
+		}
+		if len(sink.got) != 1 {
+			t.Fatalf("%s: %d results, want 1", path, len(sink.got))
+		}
+		r := sink.got[0]
+		if r.Outcome != workload.ClientTimeout || r.Latency < dialTimeout || r.Latency >= clientTimeout {
+			t.Errorf("%s: %v after %v, want a client timeout after the %v connect bound, before the %v client timeout", path, r.Outcome, r.Latency, dialTimeout, clientTimeout)
 		}
 	}
 }

@@ -25,6 +25,13 @@ func isLoopbackV4(host string) bool {
 // still counts from its intended time.
 const maxDials = 64
 
+// dialTimeout bounds each connect of the driver, the goroutines' (their
+// net.Dialer's Timeout) and the event loops' alike, within a request's
+// client timeout: a connect that runs out of it fails the request, as a
+// client timeout when it has one (net's error says DeadlineExceeded). A
+// variable for the tests.
+var dialTimeout = 30 * time.Second
+
 // transport returns a keep-alive HTTP/1.1 client (h1.Client) whose
 // connections come from the source address addr ("" for the system's
 // choice): over DriverOptions.Dial, or TCP to the target.
@@ -51,7 +58,7 @@ func (d *Driver) dialer(from netip.Addr) func(ctx context.Context) (net.Conn, er
 	if dial := d.opts.Dial; dial != nil {
 		return func(ctx context.Context) (net.Conn, error) { return dial(ctx, from) }
 	}
-	nd := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	nd := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	if from.IsValid() {
 		nd.LocalAddr = &net.TCPAddr{IP: from.AsSlice()}
 		nd.Control = bindNoPort
