@@ -439,9 +439,8 @@ func (l *loop) event(u *loopUser, ev uint32) {
 		} else {
 			l.push(u, int64(u.s.deadline.Sub(l.start)))
 		}
-		c.writeReady = true
-		l.flush(u)
-		return
+		// On: the same edge may have brought the answer and the peer's
+		// end too, when the loop was busy as they came.
 	}
 	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		c.writeReady = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
@@ -423,5 +424,76 @@ func TestLoopConnectTimeout(t *testing.T) {
 		if r.Outcome != workload.ClientTimeout || r.Latency < dialTimeout || r.Latency >= clientTimeout {
 			t.Errorf("%s: %v after %v, want a client timeout after the %v connect bound, before the %v client timeout", path, r.Outcome, r.Latency, dialTimeout, clientTimeout)
 		}
+	}
+}
+
+// TestLoopConnectWithAnswer gives a loop one event for a connect that
+// completed, the answer that came on it at once and the server's end of
+// its side (which keeps reading), as epoll reports them together when the
+// loop was busy meanwhile: the edge will not come again, so the loop must
+// read the answer then.
+func TestLoopConnectWithAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sent := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(sent)
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		c.(*net.TCPConn).CloseWrite()
+		close(sent)
+		io.Copy(io.Discard, c) // the request, then the client's end
+	})
+	d, err := NewDriver(DriverOptions{Target: mustURL(t, "http://"+ln.Addr().String()), Routes: testRoutes, Tenants: closedLoad(1, 1, 0, 0),
+		PreciseTimers: true, Horizon: time.Minute, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan workload.Result, 1)
+	l := &loop{d: d, ctx: context.Background(), start: time.Now(), out: out}
+	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(l.ep)
+	l.to, l.family = d.loopSockaddr()
+	u := loopUsers(d)[0]
+	u.hi, u.started = -1, true
+	l.users, l.active = []*loopUser{u}, 1
+	defer l.closeAll()
+	l.send(u, time.Now())
+	if u.c == nil {
+		t.Fatalf("no connection after the send")
+	}
+	<-sent
+	// The server's end has come once poll, which leaves epoll's edges
+	// alone, sees it.
+	fds := []unix.PollFd{{Fd: int32(u.c.fd), Events: unix.POLLRDHUP}}
+	if n, err := unix.Poll(fds, 5000); n != 1 || err != nil {
+		t.Fatalf("poll: %d, %v; want the server's end", n, err)
+	}
+	n, err := l.wait(5 * time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("wait: %d events, %v; want 1", n, err)
+	}
+	if ev := l.events[0].Events; ev&unix.EPOLLOUT == 0 || ev&unix.EPOLLRDHUP == 0 {
+		t.Fatalf("event %#x, want the connect's EPOLLOUT with EPOLLRDHUP", ev)
+	}
+	l.event(u, l.events[0].Events)
+	select {
+	case r := <-out:
+		if r.Outcome != workload.OK {
+			t.Errorf("result %+v, want ok", r)
+		}
+	default:
+		t.Errorf("no result after the event that brought the connect, the answer and the server's end")
 	}
 }
