@@ -193,11 +193,19 @@ func (l *loop) run() error {
 	if err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}); err != nil {
 		return fmt.Errorf("loadgen: event loop: epoll_ctl: %w", err)
 	}
+	// The write must be over before the eventfd is closed: once closed,
+	// its number may be another file's.
+	woken := make(chan struct{})
 	stop := context.AfterFunc(l.ctx, func() {
+		defer close(woken)
 		one := [8]byte{1}
 		unix.Write(l.wake, one[:]) //nolint:errcheck
 	})
-	defer stop()
+	defer func() {
+		if !stop() {
+			<-woken
+		}
+	}()
 	l.to, l.family = l.d.loopSockaddr()
 	defer l.closeAll()
 
