@@ -226,11 +226,12 @@ func (l *loop) run() error {
 			l.abort()
 			return nil
 		}
-		now = time.Now()
-		l.fire(now)
+		l.fire(time.Now())
+		// From after fire's sends, which take a while when many come due
+		// at once: the next moment's wait is that much shorter.
 		timeout := time.Duration(-1)
 		if len(l.heap) > 0 {
-			timeout = max(time.Duration(l.heap[0].key-int64(now.Sub(l.start))), 0)
+			timeout = max(time.Duration(l.heap[0].key-int64(time.Since(l.start))), 0)
 		}
 		if l.active == 0 {
 			break
