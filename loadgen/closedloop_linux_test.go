@@ -497,3 +497,47 @@ func TestLoopConnectWithAnswer(t *testing.T) {
 		t.Errorf("no result after the event that brought the connect, the answer and the server's end")
 	}
 }
+
+// TestLoopFailingAtOnceShares plays, on one loop, a user whose every
+// connect fails at once (its source address is not this machine's, so
+// bind fails) beside a user whose requests are answered, at a time scale
+// where the pacer's lead is longer than the wait after an error, so that
+// the first user's requests come due again as they fail: each ends as an
+// error, as on goroutines, and the second user is served meanwhile.
+func TestLoopFailingAtOnceShares(t *testing.T) {
+	srv := httptest.NewServer(waitHandler(0, 200))
+	defer srv.Close()
+	const scale = 0.001 // MinResend is 250 µs of wall time, under MaxLead
+	tenants := closedLoad(1, 0, 0, 0)
+	tenants[0].Name, tenants[0].Addr = "failing", "192.0.2.1"
+	ok := closedLoad(1, 0, 0, 0)[0]
+	ok.Index, ok.Name = 1, "answered"
+	tenants = append(tenants, ok)
+	for _, path := range []string{"loop", "goroutine"} {
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, srv.URL), Routes: testRoutes, Tenants: tenants,
+			PreciseTimers: path == "loop", Horizon: 100 * time.Second, TimeScale: scale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 300 {
+			d.pacer.Observe(time.Millisecond) // the lead at its most
+		}
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		per := map[int32]map[workload.Outcome]int{0: {}, 1: {}}
+		for _, r := range sink.got {
+			per[r.Tenant][r.Outcome]++
+		}
+		t.Logf("%s: failing %v, answered %v", path, per[0], per[1])
+		if per[0][workload.Error] == 0 || len(per[0]) != 1 {
+			t.Errorf("%s: the failing user's outcomes %v, want errors only", path, per[0])
+		}
+		// Thousands come in 100 ms; one would if the failing user kept the
+		// loop to itself.
+		if n := per[1][workload.OK]; n < 10 || len(per[1]) != 1 {
+			t.Errorf("%s: the answered user's outcomes %v, want at least 10 ok and nothing else", path, per[1])
+		}
+	}
+}
