@@ -541,3 +541,75 @@ func TestLoopFailingAtOnceShares(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopHeap pushes, moves and removes users in a loop's heap at random
+// and checks after every step that each knows its place and that the
+// earliest is on top.
+func TestLoopHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := &loop{}
+	users := make([]*loopUser, 50)
+	for i := range users {
+		users[i] = &loopUser{hi: -1}
+	}
+	for step := range 20000 {
+		u := users[rng.IntN(len(users))]
+		if rng.IntN(3) == 0 {
+			l.remove(u)
+		} else {
+			l.push(u, rng.Int64N(1000))
+		}
+		in := 0
+		for _, v := range users {
+			if v.hi < 0 {
+				continue
+			}
+			in++
+			if l.heap[v.hi] != v {
+				t.Fatalf("step %d: a user's place %d holds another", step, v.hi)
+			}
+			if v.key < l.heap[0].key {
+				t.Fatalf("step %d: key %d under the top's %d", step, v.key, l.heap[0].key)
+			}
+		}
+		if in != len(l.heap) {
+			t.Fatalf("step %d: %d users placed, %d in the heap", step, in, len(l.heap))
+		}
+		for i := 1; i < len(l.heap); i++ {
+			if p := (i - 1) / 2; l.heap[p].key > l.heap[i].key {
+				t.Fatalf("step %d: heap order broken at %d", step, i)
+			}
+		}
+	}
+}
+
+// TestLoopIPv6 plays users on loops and on goroutines against a server on
+// IPv6 loopback, with its port in the target.
+func TestLoopIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(waitHandler(0, 200))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	for _, path := range []string{"loop", "goroutine"} {
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, srv.URL), Routes: testRoutes, Tenants: closedLoad(2, 5, 0, 0),
+			PreciseTimers: path == "loop", Horizon: time.Minute, TimeScale: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"loop": 2, "goroutine": 0}[path]; d.looped != want {
+			t.Fatalf("%s: %d users on loops, want %d", path, d.looped, want)
+		}
+		if n := sink.count(workload.OK); n != 10 || len(sink.got) != 10 {
+			t.Errorf("%s: %d ok of %d results, want 10 of 10", path, n, len(sink.got))
+		}
+	}
+}
