@@ -613,3 +613,62 @@ func TestLoopIPv6(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopNoResendAfter1xx plays a user against a server that answers the
+// first request on each connection and, to the second, sends a 100
+// Continue and closes: a byte of the answer came, so the request ends as
+// an error and is not sent again, on the loop as on a goroutine.
+func TestLoopNoResendAfter1xx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if line == "\r\n" {
+							break
+						}
+					}
+					requests.Add(1)
+					if n > 0 {
+						c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
+						return
+					}
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+				}
+			})
+		}
+	})
+	for _, path := range []string{"loop", "goroutine"} {
+		requests.Store(0)
+		d, err := NewDriver(DriverOptions{Target: mustURL(t, "http://"+ln.Addr().String()), Routes: testRoutes, Tenants: closedLoad(1, 2, 0, 0),
+			PreciseTimers: path == "loop", Horizon: time.Minute, TimeScale: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink resultSink
+		if err := d.Run(context.Background(), time.Now(), &sink); err != nil {
+			t.Fatal(err)
+		}
+		if len(sink.got) != 2 || sink.got[0].Outcome != workload.OK || sink.got[1].Outcome != workload.Error || requests.Load() != 2 {
+			t.Errorf("%s: results %+v, the server saw %d requests; want ok then an error, 2 requests", path, sink.got, requests.Load())
+		}
+	}
+}
