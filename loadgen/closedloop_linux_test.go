@@ -501,9 +501,10 @@ func TestLoopConnectWithAnswer(t *testing.T) {
 // TestLoopFailingAtOnceShares plays, on one loop, a user whose every
 // connect fails at once (its source address is not this machine's, so
 // bind fails) beside a user whose requests are answered, at a time scale
-// where the pacer's lead is longer than the wait after an error, so that
-// the first user's requests come due again as they fail: each ends as an
-// error, as on goroutines, and the second user is served meanwhile.
+// where the pacer's lead is longer than the wait after an error, so that a
+// failed request's next is due as it fails (until the user is a lead
+// ahead of its intended times): each ends as an error, as on goroutines,
+// and the second user is served meanwhile.
 func TestLoopFailingAtOnceShares(t *testing.T) {
 	srv := httptest.NewServer(waitHandler(0, 200))
 	defer srv.Close()
