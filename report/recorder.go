@@ -110,7 +110,10 @@ type Recorder struct {
 	backend    []backendBucket
 	keySampled []bool
 	keys       map[string]*keyRec
-	lastEnd    time.Duration
+	// lowPeak is at most the least peak of the keys followed: a key that
+	// is not followed and peaks no higher cannot take a place among them.
+	lowPeak int
+	lastEnd time.Duration
 }
 
 // tenantRec is what the recorder keeps of one tenant that Add touches on
@@ -505,6 +508,7 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 	}
 	r.pruneKeys(maxKeyCandidates)
+	r.lowPeak = 0 // keys merged in may have peaked lower
 	if len(r.keys) > 0 {
 		r.tBusy = nil // see Recorder.tBusy
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -592,5 +594,112 @@ func TestRecorderDropped(t *testing.T) {
 		if got, w := res.Tenants[2].WorkS, 0.001; got != w {
 			t.Errorf("Results %d: tenant work %v s, want %v", step+1, got, w)
 		}
+	}
+}
+
+// TestRecorderKeysAsFullScan holds the keys SampleKeys follows, with their
+// peaks, sums and series, against the rule written out in full: every key
+// not followed is weighed against the lowest one followed, found by a scan.
+// The samples mix many keys by ones and twos with a few busier ones, so
+// that the skip of the scan is both taken and refused, with a merge in the
+// middle.
+func TestRecorderKeysAsFullScan(t *testing.T) {
+	type ref struct {
+		peak     int
+		sum      int64
+		inflight []int32
+	}
+	want := map[string]*ref{}
+	refBusier := func(a, b string) bool {
+		ka, kb := want[a], want[b]
+		if ka.peak != kb.peak {
+			return ka.peak > kb.peak
+		}
+		if ka.sum != kb.sum {
+			return ka.sum > kb.sum
+		}
+		return a < b
+	}
+	note := func(k *ref, b, n int) {
+		for len(k.inflight) <= b {
+			k.inflight = append(k.inflight, 0)
+		}
+		if int32(n) > k.inflight[b] {
+			k.sum += int64(n) - int64(k.inflight[b])
+			k.inflight[b] = int32(n)
+		}
+		k.peak = max(k.peak, n)
+	}
+	refSample := func(b int, in map[string]int) {
+		for _, k := range sortedKeys(in) {
+			n := in[k]
+			if n <= 0 {
+				continue
+			}
+			if want[k] == nil {
+				if len(want) >= maxKeyCandidates {
+					low := ""
+					for c := range want {
+						if low == "" || refBusier(low, c) {
+							low = c
+						}
+					}
+					if want[low].peak >= n {
+						continue
+					}
+					delete(want, low)
+				}
+				want[k] = &ref{}
+			}
+			note(want[k], b, n)
+		}
+	}
+	check := func(step int, r *Recorder) {
+		t.Helper()
+		if len(r.keys) != len(want) {
+			t.Fatalf("step %d: following %d keys, want %d", step, len(r.keys), len(want))
+		}
+		for k, w := range want {
+			g := r.keys[k]
+			if g == nil || g.peak != w.peak || g.sum != w.sum || !slices.Equal(g.inflight, w.inflight) {
+				t.Fatalf("step %d: key %s = %+v, want %+v", step, k, g, w)
+			}
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(17, 1))
+	r := NewRecorder(recScenario())
+	for step := range 400 {
+		in := map[string]int{}
+		for range 30 {
+			in[fmt.Sprintf("site%03d", rng.IntN(500))] = 1 + rng.IntN(2)
+		}
+		if rng.IntN(10) == 0 {
+			in[fmt.Sprintf("hot%d", rng.IntN(5))] = 3 + rng.IntN(4)
+		}
+		at := time.Duration(step) * 250 * time.Millisecond
+		if step == 200 {
+			// A merge brings keys of lower peaks back among those
+			// followed; the model of it is a fresh recorder's.
+			o := NewRecorder(recScenario())
+			low := map[string]int{"late-a": 1, "late-b": 1}
+			o.SampleKeys(at, low)
+			r.Merge(o)
+			for k := range want {
+				if r.keys[k] == nil {
+					delete(want, k)
+				}
+			}
+			for k := range low {
+				if r.keys[k] != nil {
+					want[k] = &ref{}
+					note(want[k], r.bucket(at), 1)
+				}
+			}
+			check(step, r)
+		}
+		r.SampleKeys(at, in)
+		refSample(r.bucket(at), in)
+		check(step, r)
 	}
 }
