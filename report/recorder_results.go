@@ -15,8 +15,9 @@ import (
 )
 
 // Results builds results.json from what was recorded, evaluating the
-// scenario's SLOs. It does not change the recorder.
+// scenario's SLOs. It does not change what the recorder holds.
 func (r *Recorder) Results(info RunInfo) *Results {
+	r.flush()
 	sc := r.sc
 	model := info.Model
 	if model == 0 {

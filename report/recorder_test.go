@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"stampede/limit"
 	"stampede/scenarios"
@@ -593,4 +597,232 @@ func TestRecorderDropped(t *testing.T) {
 			t.Errorf("Results %d: tenant work %v s, want %v", step+1, got, w)
 		}
 	}
+}
+
+// TestRecorderKeysAsFullScan holds the keys SampleKeys follows, with their
+// peaks, sums and series, against the rule written out in full: every key
+// not followed is weighed against the lowest one followed, found by a scan.
+// The samples mix many keys by ones and twos with a few busier ones, so
+// that the skip of the scan is both taken and refused, with a merge in the
+// middle.
+func TestRecorderKeysAsFullScan(t *testing.T) {
+	type ref struct {
+		peak     int
+		sum      int64
+		inflight []int32
+	}
+	want := map[string]*ref{}
+	refBusier := func(a, b string) bool {
+		ka, kb := want[a], want[b]
+		if ka.peak != kb.peak {
+			return ka.peak > kb.peak
+		}
+		if ka.sum != kb.sum {
+			return ka.sum > kb.sum
+		}
+		return a < b
+	}
+	note := func(k *ref, b, n int) {
+		for len(k.inflight) <= b {
+			k.inflight = append(k.inflight, 0)
+		}
+		if int32(n) > k.inflight[b] {
+			k.sum += int64(n) - int64(k.inflight[b])
+			k.inflight[b] = int32(n)
+		}
+		k.peak = max(k.peak, n)
+	}
+	refSample := func(b int, in map[string]int) {
+		for _, k := range sortedKeys(in) {
+			n := in[k]
+			if n <= 0 {
+				continue
+			}
+			if want[k] == nil {
+				if len(want) >= maxKeyCandidates {
+					low := ""
+					for c := range want {
+						if low == "" || refBusier(low, c) {
+							low = c
+						}
+					}
+					if want[low].peak >= n {
+						continue
+					}
+					delete(want, low)
+				}
+				want[k] = &ref{}
+			}
+			note(want[k], b, n)
+		}
+	}
+	check := func(step int, r *Recorder) {
+		t.Helper()
+		if len(r.keys) != len(want) {
+			t.Fatalf("step %d: following %d keys, want %d", step, len(r.keys), len(want))
+		}
+		for k, w := range want {
+			g := r.keys[k]
+			if g == nil || g.peak != w.peak || g.sum != w.sum || !slices.Equal(g.inflight, w.inflight) {
+				t.Fatalf("step %d: key %s = %+v, want %+v", step, k, g, w)
+			}
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(17, 1))
+	r := NewRecorder(recScenario())
+	for step := range 400 {
+		in := map[string]int{}
+		for range 30 {
+			in[fmt.Sprintf("site%03d", rng.IntN(500))] = 1 + rng.IntN(2)
+		}
+		if rng.IntN(10) == 0 {
+			in[fmt.Sprintf("hot%d", rng.IntN(5))] = 3 + rng.IntN(4)
+		}
+		at := time.Duration(step) * 250 * time.Millisecond
+		if step == 200 {
+			// A merge brings keys of lower peaks back among those
+			// followed; the model of it is a fresh recorder's.
+			o := NewRecorder(recScenario())
+			low := map[string]int{"late-a": 1, "late-b": 1}
+			o.SampleKeys(at, low)
+			r.Merge(o)
+			for k := range want {
+				if r.keys[k] == nil {
+					delete(want, k)
+				}
+			}
+			for k := range low {
+				if r.keys[k] != nil {
+					want[k] = &ref{}
+					note(want[k], r.bucket(at), 1)
+				}
+			}
+			check(step, r)
+		}
+		r.SampleKeys(at, in)
+		refSample(r.bucket(at), in)
+		check(step, r)
+	}
+}
+
+// TestRecorderGroupHistsAsRecordValue holds the groups' per-bucket
+// histograms, which Add builds in a histogram reused from bucket to
+// bucket, against histograms that recorded every latency in turn with
+// RecordValue: the same counts, count width, encoding and percentiles.
+// The latencies reach the histograms' edges (0, below a microsecond, 1 µs,
+// 1 h and past it); a bucket holds more than 255 of one value, whose
+// count width a later bucket must not keep;
+// results go back to buckets already built and past the last one; and the
+// same results split over two recorders and merged give the same.
+func TestRecorderGroupHistsAsRecordValue(t *testing.T) {
+	sc := recScenario()
+	rng := rand.New(rand.NewPCG(17, 2))
+	var rs []workload.Result
+	add := func(tenant int32, intended, latency time.Duration) {
+		rs = append(rs, workload.Result{Tenant: tenant, Outcome: workload.OK, Status: 200, Intended: intended, Latency: latency})
+	}
+	edges := []time.Duration{0, 400 * time.Nanosecond, time.Microsecond, time.Hour - time.Microsecond, time.Hour, time.Hour + time.Second, 5 * time.Hour}
+	at := time.Duration(0)
+	for i := range 3000 {
+		at += time.Duration(rng.ExpFloat64() * float64(3*time.Millisecond))
+		lat := time.Duration(float64(30*time.Millisecond) * math.Exp(0.8*rng.NormFloat64()))
+		if i%50 == 0 {
+			lat = edges[rng.IntN(len(edges))]
+		}
+		add(int32(rng.IntN(4)), at-lat, lat) // ends at at
+	}
+	// One bucket of 4,500 results, 280 of them alike.
+	for i := range 4500 {
+		lat := time.Duration(rng.IntN(1000)) * time.Microsecond
+		if i%16 == 0 {
+			lat = 42 * time.Millisecond
+		}
+		add(0, 12*time.Second-lat, lat)
+	}
+	// The next bucket, with counts of one each; then earlier ones again,
+	// and past the series' last bucket.
+	for i := range 20 {
+		add(1, 13*time.Second, time.Duration(i+1)*time.Millisecond)
+	}
+	for i := range 200 {
+		add(int32(i%4), time.Duration(rng.IntN(9))*time.Second, time.Duration(rng.IntN(900)+1)*time.Millisecond)
+	}
+	add(2, 100*time.Hour, time.Millisecond)
+	add(3, 200*time.Hour, time.Second)
+
+	// The reference: every latency recorded as it comes.
+	ref := NewRecorder(sc)
+	want := make([]map[int]*hdr.PackedHistogram, len(ref.groups))
+	for g := range want {
+		want[g] = map[int]*hdr.PackedHistogram{}
+	}
+	for _, res := range rs {
+		g, b := ref.hot[res.Tenant].group, ref.bucket(res.Intended+res.Latency)
+		h := want[g][b]
+		if h == nil {
+			h = newHist()
+			want[g][b] = h
+		}
+		if err := h.RecordValue(micros(res.Latency)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(name string, r *Recorder) {
+		t.Helper()
+		r.flush()
+		for g, gr := range r.groups {
+			for b, h := range gr.hists {
+				w := want[g][b]
+				if w == nil {
+					if h != nil {
+						t.Errorf("%s: group %s bucket %d has %d values, want none", name, gr.name, b, h.TotalCount())
+					}
+					continue
+				}
+				if h == nil {
+					t.Errorf("%s: group %s bucket %d has no histogram, want %d values", name, gr.name, b, w.TotalCount())
+					continue
+				}
+				if h.TotalCount() != w.TotalCount() || h.CountWidth() != w.CountWidth() || h.Populated() != w.Populated() || h.Min() != w.Min() || h.Max() != w.Max() {
+					t.Errorf("%s: group %s bucket %d: %d values, width %d, %d buckets, min %d, max %d; want %d, %d, %d, %d, %d", name, gr.name, b,
+						h.TotalCount(), h.CountWidth(), h.Populated(), h.Min(), h.Max(), w.TotalCount(), w.CountWidth(), w.Populated(), w.Min(), w.Max())
+				}
+				ps := []float64{0, 1, 50, 90, 99, 99.9, 100}
+				if got, wantP := h.ValueAtPercentilesSlice(ps), w.ValueAtPercentilesSlice(ps); !slices.Equal(got, wantP) {
+					t.Errorf("%s: group %s bucket %d: percentiles %v = %v, want %v", name, gr.name, b, ps, got, wantP)
+				}
+				ge, err1 := h.Encode()
+				we, err2 := w.Encode()
+				if err1 != nil || err2 != nil || !bytes.Equal(ge, we) {
+					t.Errorf("%s: group %s bucket %d: encodings differ (errors %v, %v)", name, gr.name, b, err1, err2)
+				}
+			}
+			for b := range want[g] {
+				if b >= len(gr.hists) {
+					t.Errorf("%s: group %s has %d buckets, want a histogram in bucket %d", name, gr.name, len(gr.hists), b)
+				}
+			}
+		}
+	}
+
+	one := NewRecorder(sc)
+	for i := range rs {
+		one.Add(&rs[i])
+	}
+	if w := want[0][12]; w.CountWidth() < 2 {
+		t.Fatalf("bucket 12 holds %d values at width %d; the test wants a width past 1", w.TotalCount(), w.CountWidth())
+	}
+	check("one recorder", one)
+
+	a, b := NewRecorder(sc), NewRecorder(sc)
+	for i := range rs {
+		if i%3 == 0 {
+			b.Add(&rs[i])
+		} else {
+			a.Add(&rs[i])
+		}
+	}
+	a.Merge(b)
+	check("merged", a)
 }

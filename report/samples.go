@@ -93,7 +93,15 @@ func (r *Recorder) SampleKeys(at time.Duration, inflight map[string]int) {
 		kr := r.keys[k]
 		if kr == nil {
 			if len(r.keys) >= maxKeyCandidates {
+				// No key followed peaked below lowPeak, so none gives way
+				// to this one: the scan for the lowest is skipped, which
+				// with the keys of a fleet in flight by ones and twos was
+				// most samples' work.
+				if n <= r.lowPeak {
+					continue
+				}
 				low := r.lowestKey()
+				r.lowPeak = low.peak
 				if low.peak >= n {
 					continue
 				}
@@ -101,6 +109,7 @@ func (r *Recorder) SampleKeys(at time.Duration, inflight map[string]int) {
 			}
 			kr = &keyRec{key: k}
 			r.keys[k] = kr
+			r.lowPeak = min(r.lowPeak, n)
 		}
 		kr.note(b, n)
 	}
