@@ -167,7 +167,7 @@ func (s *EpollServer) Serve(ln net.Listener) error {
 	// ln has no SO_REUSEPORT, they all share ln's.
 	lfds := []int{fd}
 	for len(lfds) < s.loops {
-		lfd, err := reusePortSocket(addr)
+		lfd, err := epoll.Listen(addr)
 		if err != nil {
 			break
 		}
@@ -259,34 +259,6 @@ func listenerFD(ln net.Listener) (int, unix.Sockaddr, error) {
 		return -1, nil, fmt.Errorf("epoll server: getsockname: %w", err)
 	}
 	return fd, sa, nil
-}
-
-// reusePortSocket listens on addr with SO_REUSEPORT, beside a socket
-// that has it too.
-func reusePortSocket(addr unix.Sockaddr) (int, error) {
-	family := unix.AF_INET
-	if _, ok := addr.(*unix.SockaddrInet6); ok {
-		family = unix.AF_INET6
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	for _, opt := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT} {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
-			unix.Close(fd) //nolint:errcheck
-			return -1, err
-		}
-	}
-	if err := unix.Bind(fd, addr); err != nil {
-		unix.Close(fd) //nolint:errcheck
-		return -1, err
-	}
-	if err := unix.Listen(fd, 4096); err != nil {
-		unix.Close(fd) //nolint:errcheck
-		return -1, err
-	}
-	return fd, nil
 }
 
 // Lean reports whether the loops serve requests themselves; false when
@@ -998,26 +970,16 @@ func (l *eloop) forward(c *econn) {
 
 // dial opens a new upstream connection; the connect completes in the loop.
 func (l *eloop) dial() (*econn, error) {
-	family := unix.AF_INET
-	if _, ok := l.up.(*unix.SockaddrInet6); ok {
-		family = unix.AF_INET6
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, connecting, err := epoll.Dial(l.up)
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", err)}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
-	err = unix.Connect(fd, l.up)
-	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd) //nolint:errcheck
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}
+	u, err := l.add(fd, true)
+	if err != nil {
+		return nil, err
 	}
-	u, aerr := l.add(fd, true)
-	if aerr != nil {
-		return nil, aerr
-	}
-	u.connecting = err != nil
-	u.WriteReady = err == nil
+	u.connecting = connecting
+	u.WriteReady = !connecting
 	u.born = l.now
 	return u, nil
 }
@@ -1046,11 +1008,7 @@ func (l *eloop) driveUpstream(u *econn) {
 		if !u.WriteReady {
 			return
 		}
-		soerr, err := unix.GetsockoptInt(u.Fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil && soerr != 0 {
-			err = syscall.Errno(soerr)
-		}
-		if err != nil {
+		if err := u.ConnectError(); err != nil {
 			l.upstreamFailed(u, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)})
 			return
 		}

@@ -197,20 +197,8 @@ func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
 	if l.poll.Fd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return fail("epoll_create1", err)
 	}
-	if l.ln, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fail("socket", err)
-	}
-	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return fail("SO_REUSEADDR", err)
-	}
-	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		return fail("SO_REUSEPORT", err)
-	}
-	if err = unix.Bind(l.ln, la); err != nil {
-		return fail(fmt.Sprintf("bind %v:%d", net.IP(la.Addr[:]), la.Port), err)
-	}
-	if err = unix.Listen(l.ln, 4096); err != nil {
-		return fail("listen", err)
+	if l.ln, err = epoll.Listen(la); err != nil {
+		return fail(fmt.Sprintf("listen %v:%d", net.IP(la.Addr[:]), la.Port), err)
 	}
 	if l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fail("eventfd", err)
@@ -308,22 +296,16 @@ func (l *eloop) accept() error {
 
 // dial opens a new upstream connection; the connect completes in the loop.
 func (l *eloop) dial() (*econn, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, connecting, err := epoll.Dial(l.upstream)
 	if err != nil {
-		return nil, fmt.Errorf("epoll server: upstream socket: %w", err)
+		return nil, fmt.Errorf("epoll server: upstream: %w", err)
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
-	err = unix.Connect(fd, l.upstream)
-	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd) //nolint:errcheck
-		return nil, fmt.Errorf("epoll server: connect upstream: %w", err)
+	u, err := l.add(fd, true)
+	if err != nil {
+		return nil, err
 	}
-	u, aerr := l.add(fd, true)
-	if aerr != nil {
-		return nil, aerr
-	}
-	u.connecting = err != nil
-	u.WriteReady = err == nil
+	u.connecting = connecting
+	u.WriteReady = !connecting
 	return u, nil
 }
 
@@ -519,7 +501,7 @@ func (l *eloop) driveUpstream(u *econn) {
 		if !u.WriteReady {
 			return
 		}
-		if soerr, err := unix.GetsockoptInt(u.Fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || soerr != 0 {
+		if u.ConnectError() != nil {
 			l.upstreamFailed(u)
 			return
 		}
