@@ -38,7 +38,8 @@ import (
 // nothing is read or written while it is clear. So after a request is
 // written upstream the answer is not read until epoll says it is there, and
 // after a response is written the client is not read until its next
-// request comes: no read that can only return EAGAIN.
+// request comes: no read that can only return EAGAIN. internal/epoll holds
+// that poller and connection, which stampede proxy --server epoll runs on too.
 
 // epollServer is the -server epoll proxy. Serve runs it; Close, safe to
 // call from any goroutine and more than once, stops it.
