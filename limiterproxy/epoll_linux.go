@@ -34,7 +34,7 @@ import (
 // connections (up to the Proxy's keep-alive N each, as nginx's keepalive
 // counts per worker), so that no loop waits on another or takes a lock
 // but the limits'. Sockets are non-blocking and edge-triggered, read only
-// when epoll said they hold something (see bench/floorproxy).
+// when epoll said they hold something (internal/epoll; see bench/floorproxy).
 //
 // A loop serves a request itself (the lean path) when it is a plain
 // HTTP/1.1 GET or HEAD without a body, Expect or Upgrade, with a valid
