@@ -19,10 +19,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"stampede/internal/epoll"
 	"stampede/internal/h1"
 	"stampede/limit"
 )
@@ -34,7 +34,7 @@ import (
 // connections (up to the Proxy's keep-alive N each, as nginx's keepalive
 // counts per worker), so that no loop waits on another or takes a lock
 // but the limits'. Sockets are non-blocking and edge-triggered, read only
-// when epoll said they hold something (see bench/floorproxy).
+// when epoll said they hold something (internal/epoll; see bench/floorproxy).
 //
 // A loop serves a request itself (the lean path) when it is a plain
 // HTTP/1.1 GET or HEAD without a body, Expect or Upgrade, with a valid
@@ -167,7 +167,7 @@ func (s *EpollServer) Serve(ln net.Listener) error {
 	// ln has no SO_REUSEPORT, they all share ln's.
 	lfds := []int{fd}
 	for len(lfds) < s.loops {
-		lfd, err := reusePortSocket(addr)
+		lfd, err := epoll.Listen(addr)
 		if err != nil {
 			break
 		}
@@ -261,34 +261,6 @@ func listenerFD(ln net.Listener) (int, unix.Sockaddr, error) {
 	return fd, sa, nil
 }
 
-// reusePortSocket listens on addr with SO_REUSEPORT, beside a socket
-// that has it too.
-func reusePortSocket(addr unix.Sockaddr) (int, error) {
-	family := unix.AF_INET
-	if _, ok := addr.(*unix.SockaddrInet6); ok {
-		family = unix.AF_INET6
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	for _, opt := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT} {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
-			unix.Close(fd) //nolint:errcheck
-			return -1, err
-		}
-	}
-	if err := unix.Bind(fd, addr); err != nil {
-		unix.Close(fd) //nolint:errcheck
-		return -1, err
-	}
-	if err := unix.Listen(fd, 4096); err != nil {
-		unix.Close(fd) //nolint:errcheck
-		return -1, err
-	}
-	return fd, nil
-}
-
 // Lean reports whether the loops serve requests themselves; false when
 // they hand every connection off (see NewEpollServer).
 func (s *EpollServer) Lean() bool { return s.p != nil }
@@ -350,7 +322,8 @@ func monoNow() int64 { return int64(time.Since(epoch)) }
 // eloop is one event loop; only its own goroutine touches it.
 type eloop struct {
 	s         *EpollServer
-	ep, ln    int
+	poll      epoll.Poller // the loop's epoll instance (Fd -1 once closed) and its events
+	ln        int
 	wake      int
 	up        unix.Sockaddr // the upstream, the loop's own copy
 	shared    bool          // ln is the listener the loops share (EPOLLEXCLUSIVE)
@@ -359,11 +332,9 @@ type eloop struct {
 	idle      []*econn      // idle upstream connections, the last the most recently used
 	conns     []*econn      // by fd; nil for none
 	clients   int           // client connections in the loop
-	seq       uint32
-	events    [128]unix.EpollEvent
-	now       int64 // monoNow at the last wake-up
-	next      int64 // the earliest deadline, 0 for none
-	retry     int64 // when to try accepting again after too many connections, 0 if not waiting
+	now       int64         // monoNow at the last wake-up
+	next      int64         // the earliest deadline, 0 for none
+	retry     int64         // when to try accepting again after too many connections, 0 if not waiting
 	draining  bool
 	responder *h1.Responder
 	rec       recorder
@@ -387,7 +358,7 @@ type eloop struct {
 // newEpollLoop makes a loop accepting on ln, which it closes at its end
 // if own says it is its own.
 func newEpollLoop(s *EpollServer, ln int, own, shared bool) (*eloop, error) {
-	l := &eloop{s: s, ep: -1, ln: ln, ownLn: own, wake: -1, shared: shared}
+	l := &eloop{s: s, poll: epoll.Poller{Fd: -1}, ln: ln, ownLn: own, wake: -1, shared: shared}
 	// A Sockaddr holds the raw form it passes to the kernel, written at
 	// each connect: each loop has its own.
 	switch a := s.up.(type) {
@@ -419,13 +390,13 @@ func newEpollLoop(s *EpollServer, ln int, own, shared bool) (*eloop, error) {
 		return nil, fmt.Errorf("epoll server: %s: %w", what, err)
 	}
 	var err error
-	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+	if l.poll.Fd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return fail("epoll_create1", err)
 	}
 	if l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fail("eventfd", err)
 	}
-	if err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)}); err != nil {
+	if err = unix.EpollCtl(l.poll.Fd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)}); err != nil {
 		return fail("epoll_ctl", err)
 	}
 	if err = l.listen(true); err != nil {
@@ -447,9 +418,9 @@ func (l *eloop) listen(on bool) error {
 		if l.shared {
 			ev |= unix.EPOLLEXCLUSIVE
 		}
-		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, l.ln, &unix.EpollEvent{Events: ev, Fd: int32(l.ln)})
+		err = unix.EpollCtl(l.poll.Fd, unix.EPOLL_CTL_ADD, l.ln, &unix.EpollEvent{Events: ev, Fd: int32(l.ln)})
 	} else {
-		err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, l.ln, nil)
+		err = unix.EpollCtl(l.poll.Fd, unix.EPOLL_CTL_DEL, l.ln, nil)
 	}
 	if err == nil {
 		l.listening = on
@@ -474,10 +445,10 @@ func (l *eloop) closeAll() {
 		unix.Close(l.ln) //nolint:errcheck
 	}
 	l.ln = -1
-	if l.ep >= 0 {
-		unix.Close(l.ep) //nolint:errcheck
+	if l.poll.Fd >= 0 {
+		unix.Close(l.poll.Fd) //nolint:errcheck
 	}
-	l.ep = -1
+	l.poll.Fd = -1
 }
 
 // run waits for events and handles them until the server stops.
@@ -494,7 +465,7 @@ func (l *eloop) run() error {
 			return fmt.Errorf("epoll server: epoll_wait: %w", err)
 		}
 		l.now = monoNow()
-		for _, ev := range l.events[:n] {
+		for _, ev := range l.poll.Events[:n] {
 			switch fd := int(ev.Fd); {
 			case fd == l.wake:
 				var b [8]byte
@@ -536,7 +507,7 @@ func (l *eloop) stopNow() bool {
 	l.listen(false) //nolint:errcheck
 	l.retry = 0
 	for _, c := range l.conns {
-		if c != nil && !c.upstream && c.state == clientReading && c.start == len(c.in) {
+		if c != nil && !c.upstream && c.state == clientReading && c.start == len(c.In) {
 			l.closeClient(c)
 		}
 	}
@@ -564,15 +535,11 @@ func (l *eloop) wait() (int, error) {
 			look = ms
 		}
 	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
-		uintptr(len(l.events)), uintptr(look), 0, 0)
-	if errno != 0 {
-		return 0, errno
+	n, err := l.poll.WaitRaw(look)
+	if n > 0 || l.s.spareP || err != nil {
+		return n, err
 	}
-	if n > 0 || l.s.spareP {
-		return int(n), nil
-	}
-	return unix.EpollWait(l.ep, l.events[:], ms)
+	return l.poll.Wait(ms)
 }
 
 // deadline is the next time the loop must wake up by itself, 0 for none.
@@ -684,7 +651,7 @@ func (l *eloop) accept() error {
 		}
 		l.s.conns.Add(1)
 		l.clients++
-		c.writeReady = true
+		c.WriteReady = true
 		c.first = true
 		c.remote = sockaddrString(sa)
 		l.setDeadline(c, l.s.opts.ReadHeaderTimeout)
@@ -705,17 +672,16 @@ func sockaddrString(sa unix.Sockaddr) string {
 
 // add registers fd, edge-triggered for both directions.
 func (l *eloop) add(fd int, upstream bool) (*econn, error) {
-	l.seq++
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(l.seq)}
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	seq, err := l.poll.Add(fd)
+	if err != nil {
 		unix.Close(fd) //nolint:errcheck
 		return nil, fmt.Errorf("epoll server: epoll_ctl add: %w", err)
 	}
-	c := &econn{fd: fd, seq: l.seq, upstream: upstream, length: -1}
+	c := &econn{Conn: epoll.Conn{Fd: fd}, seq: seq, upstream: upstream, length: -1}
 	if upstream {
-		c.in = make([]byte, 0, 4<<10)
+		c.In = make([]byte, 0, 4<<10)
 	} else {
-		c.in = make([]byte, 0, 2<<10)
+		c.In = make([]byte, 0, 2<<10)
 	}
 	for len(l.conns) <= fd {
 		l.conns = append(l.conns, nil)
@@ -726,9 +692,9 @@ func (l *eloop) add(fd int, upstream bool) (*econn, error) {
 
 // forget takes c out of the loop, leaving its fd open.
 func (l *eloop) forget(c *econn) {
-	unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil) //nolint:errcheck
-	if l.conns[c.fd] == c {
-		l.conns[c.fd] = nil
+	unix.EpollCtl(l.poll.Fd, unix.EPOLL_CTL_DEL, c.Fd, nil) //nolint:errcheck
+	if l.conns[c.Fd] == c {
+		l.conns[c.Fd] = nil
 	}
 	c.closed = true
 }
@@ -742,19 +708,14 @@ const (
 
 // econn is a client or an upstream connection.
 type econn struct {
-	fd       int
+	// The socket, its readiness and its buffers: In is read and not yet
+	// consumed from start, Out is to write.
+	epoll.Conn
 	seq      uint32
 	upstream bool
 	closed   bool
 
-	// readReady: the socket may hold data or an EOF; writeReady: it may
-	// take more; eof: the peer has closed or failed.
-	readReady, writeReady, eof bool
-
-	in       []byte // read and not yet consumed, from start
 	start    int
-	out      []byte // to write, from sent
-	sent     int
 	peer     *econn
 	deadline int64 // monoNow by which the loop acts on c; 0 for none
 
@@ -791,15 +752,7 @@ func (fdConn) Write(func(fd uintptr) bool) error   { return errors.ErrUnsupporte
 
 // event records what epoll said of c and moves c on.
 func (l *eloop) event(c *econn, ev uint32) {
-	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.eof = true
-	}
-	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.readReady = true
-	}
-	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.writeReady = true
-	}
+	c.Note(ev)
 	if c.upstream {
 		l.driveUpstream(c)
 	} else {
@@ -807,74 +760,12 @@ func (l *eloop) event(c *econn, ev uint32) {
 	}
 }
 
-// sys is read(2) or write(2) on fd through RawSyscall: the socket never
-// blocks. p must not be empty.
-func sys(trap uintptr, fd int, p []byte) (int, error) {
-	n, _, errno := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-// read reads once into c.in's free room, which must not be empty: 0 and
-// no error when the socket has nothing now, io.EOF when the peer closed.
-func (c *econn) read() (int, error) {
-	room := c.in[len(c.in):cap(c.in)]
-	for {
-		n, err := sys(unix.SYS_READ, c.fd, room)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			c.readReady = false
-			return 0, nil
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
-		}
-		c.in = c.in[:len(c.in)+n]
-		if n < len(room) && !c.eof {
-			// A short read emptied the socket: the next byte brings a
-			// new edge.
-			c.readReady = false
-		}
-		return n, nil
-	}
-}
-
-// flush writes c.out from sent and reports whether all of it is written.
-func (c *econn) flush() (bool, error) {
-	for c.sent < len(c.out) {
-		if !c.writeReady {
-			return false, nil
-		}
-		n, err := sys(unix.SYS_WRITE, c.fd, c.out[c.sent:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			c.writeReady = false
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		c.sent += n
-		if c.sent < len(c.out) {
-			c.writeReady = false
-		}
-	}
-	c.out, c.sent = c.out[:0], 0
-	return true, nil
-}
-
 // driveClient moves client c on as far as it can go without waiting.
 func (l *eloop) driveClient(c *econn) {
 	for !c.closed {
 		switch c.state {
 		case clientWriting:
-			done, err := c.flush()
+			done, err := c.Flush()
 			if err != nil {
 				l.closeClient(c)
 				return
@@ -897,7 +788,7 @@ func (l *eloop) driveClient(c *econn) {
 				return
 			}
 		case clientWaiting:
-			if c.eof {
+			if c.EOF {
 				// The client is gone, or half-closed, which nginx takes
 				// as gone too, even when the end came with the request's
 				// head (ngx_http_upstream_init_request checks the client
@@ -915,26 +806,26 @@ func (l *eloop) driveClient(c *econn) {
 // readRequest reads c's next request head and serves it or hands c off;
 // it reports whether driveClient should go on.
 func (l *eloop) readRequest(c *econn) bool {
-	end := headEnd(c.in[c.start:])
+	end := h1.HeadEnd(c.In[c.start:])
 	for end < 0 {
-		if !c.readReady {
+		if !c.ReadReady {
 			return false
 		}
 		if c.start > 0 {
-			c.in = c.in[:copy(c.in, c.in[c.start:])]
+			c.In = c.In[:copy(c.In, c.In[c.start:])]
 			c.start = 0
 		}
-		if len(c.in) == cap(c.in) {
-			if cap(c.in) >= maxLoopHead {
+		if len(c.In) == cap(c.In) {
+			if cap(c.In) >= maxLoopHead {
 				l.handOff(c) // a head the lean server bounds and answers
 				return false
 			}
-			c.in = append(c.in, 0)[:len(c.in)]
+			c.In = append(c.In, 0)[:len(c.In)]
 		}
-		before := len(c.in)
-		n, err := c.read()
+		before := len(c.In)
+		n, err := c.Fill()
 		if err != nil {
-			if len(c.in) > 0 {
+			if len(c.In) > 0 {
 				l.handOff(c) // a partial head and the end: as the lean server answers it
 			} else {
 				l.closeClient(c)
@@ -949,17 +840,17 @@ func (l *eloop) readRequest(c *econn) bool {
 			// client_header_timeout bounds the rest.
 			l.setDeadline(c, l.s.opts.ReadHeaderTimeout)
 		}
-		end = headEnd(c.in[c.start:])
+		end = h1.HeadEnd(c.In[c.start:])
 	}
 	c.deadline = 0
-	head := c.in[c.start : c.start+end]
+	head := c.In[c.start : c.start+end]
 	r, ok := l.leanRequest(c, head)
 	if !ok {
 		l.handOff(c)
 		return false
 	}
-	if c.start += end; c.start == len(c.in) {
-		c.in, c.start = c.in[:0], 0
+	if c.start += end; c.start == len(c.In) {
+		c.In, c.start = c.In[:0], 0
 	}
 	c.req = r
 	c.keep = !r.Close
@@ -1015,7 +906,7 @@ func (l *eloop) serve(c *econn) {
 	l.s.lean.Add(1)
 	if h.Policy != nil {
 		l.rec.reset()
-		if !h.admit(&c.a, &l.rec, r, fdConn(c.fd), nil) {
+		if !h.admit(&c.a, &l.rec, r, fdConn(c.Fd), nil) {
 			c.fwd.put()
 			c.fwd = nil
 			c.a.end(h)
@@ -1031,13 +922,13 @@ func (l *eloop) serve(c *econn) {
 // respond makes c's response with serve, as the lean server would write
 // it, and starts writing it.
 func (l *eloop) respond(c *econn, serve func(w http.ResponseWriter)) {
-	l.out.b = c.out[:0]
+	l.out.b = c.Out[:0]
 	if l.draining {
 		// As the lean server answers once it is shutting down.
 		c.req.Close = true
 	}
 	keep, aborted := l.responder.Respond(&l.out, c.req, serve)
-	c.out, c.sent = l.out.b, 0
+	c.Out, c.Sent = l.out.b, 0
 	l.out.b = nil
 	c.keep = c.keep && keep
 	c.abort = aborted
@@ -1051,7 +942,7 @@ func (l *eloop) forward(c *econn) {
 		n := len(l.idle)
 		u = l.idle[n-1]
 		l.idle = l.idle[:n-1]
-		if l.now-u.born < int64(l.s.p.t.pool.maxAge) && !u.eof && !u.readReady {
+		if l.now-u.born < int64(l.s.p.t.pool.maxAge) && !u.EOF && !u.ReadReady {
 			break
 		}
 		l.closeUp(u)
@@ -1067,8 +958,8 @@ func (l *eloop) forward(c *econn) {
 		}
 	}
 	u.requests++
-	u.out, u.sent = c.fwd.buf, 0
-	u.in, u.headLen, u.length, u.timedOut = u.in[:0], 0, -1, false
+	u.Out, u.Sent = c.fwd.buf, 0
+	u.In, u.headLen, u.length, u.timedOut = u.In[:0], 0, -1, false
 	u.peer, c.peer = c, u
 	u.deadline = 0
 	if u.connecting {
@@ -1079,26 +970,16 @@ func (l *eloop) forward(c *econn) {
 
 // dial opens a new upstream connection; the connect completes in the loop.
 func (l *eloop) dial() (*econn, error) {
-	family := unix.AF_INET
-	if _, ok := l.up.(*unix.SockaddrInet6); ok {
-		family = unix.AF_INET6
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, connecting, err := epoll.Dial(l.up)
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", err)}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
-	err = unix.Connect(fd, l.up)
-	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd) //nolint:errcheck
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}
+	u, err := l.add(fd, true)
+	if err != nil {
+		return nil, err
 	}
-	u, aerr := l.add(fd, true)
-	if aerr != nil {
-		return nil, aerr
-	}
-	u.connecting = err != nil
-	u.writeReady = err == nil
+	u.connecting = connecting
+	u.WriteReady = !connecting
 	u.born = l.now
 	return u, nil
 }
@@ -1109,37 +990,33 @@ func (l *eloop) driveUpstream(u *econn) {
 	if u.peer == nil {
 		// Idle: an event now means the upstream closed it or sent
 		// something unasked; nginx closes it then.
-		if u.readReady || u.eof {
-			if u.eof {
+		if u.ReadReady || u.EOF {
+			if u.EOF {
 				l.dropIdle(u)
 				return
 			}
-			_, err := sys(unix.SYS_READ, u.fd, l.oneByte[:]) // a peek would leave it readable
+			_, err := epoll.Sys(unix.SYS_READ, u.Fd, l.oneByte[:]) // a peek would leave it readable
 			if err != unix.EAGAIN {
 				l.dropIdle(u)
 				return
 			}
-			u.readReady = false
+			u.ReadReady = false
 		}
 		return
 	}
 	if u.connecting {
-		if !u.writeReady {
+		if !u.WriteReady {
 			return
 		}
-		soerr, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil && soerr != 0 {
-			err = syscall.Errno(soerr)
-		}
-		if err != nil {
+		if err := u.ConnectError(); err != nil {
 			l.upstreamFailed(u, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)})
 			return
 		}
 		u.connecting = false
 		u.deadline = 0
 	}
-	if len(u.out) > 0 {
-		done, err := u.flush()
+	if len(u.Out) > 0 {
+		done, err := u.Flush()
 		if err != nil {
 			l.upstreamFailed(u, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)})
 			return
@@ -1153,34 +1030,34 @@ func (l *eloop) driveUpstream(u *econn) {
 	}
 	for {
 		if u.headLen == 0 {
-			if end := headEnd(u.in); end >= 0 {
-				length, ok := loopFraming(u.in[:end], u.peer.req)
+			if end := h1.HeadEnd(u.In); end >= 0 {
+				length, ok := loopFraming(u.In[:end], u.peer.req)
 				if !ok || length > maxLoopBody {
 					l.streamUp(u)
 					return
 				}
 				u.headLen, u.length = end, length
-				if cap(u.in) < end+length {
-					in := make([]byte, len(u.in), end+length)
-					copy(in, u.in)
-					u.in = in
+				if cap(u.In) < end+length {
+					in := make([]byte, len(u.In), end+length)
+					copy(in, u.In)
+					u.In = in
 				}
-			} else if len(u.in) >= maxUpstreamHeader {
+			} else if len(u.In) >= maxUpstreamHeader {
 				l.upstreamFailed(u, errUpstreamHeader)
 				return
 			}
 		}
-		if u.headLen > 0 && len(u.in) >= u.headLen+u.length {
+		if u.headLen > 0 && len(u.In) >= u.headLen+u.length {
 			l.deliver(u)
 			return
 		}
-		if !u.readReady {
+		if !u.ReadReady {
 			return
 		}
-		if len(u.in) == cap(u.in) {
-			u.in = append(u.in, 0)[:len(u.in)] // a head longer than the buffer: grow
+		if len(u.In) == cap(u.In) {
+			u.In = append(u.In, 0)[:len(u.In)] // a head longer than the buffer: grow
 		}
-		n, err := u.read()
+		n, err := u.Fill()
 		if err != nil {
 			if u.headLen > 0 {
 				l.deliver(u) // cut off mid-body
@@ -1238,7 +1115,7 @@ func loopFraming(b []byte, req *http.Request) (int, bool) {
 		}
 		name := line[:colon]
 		switch {
-		case equalFoldASCII(name, "content-length"):
+		case h1.EqualFold(name, "content-length"):
 			if length >= 0 {
 				return 0, false
 			}
@@ -1253,7 +1130,7 @@ func loopFraming(b []byte, req *http.Request) (int, bool) {
 				}
 				length = length*10 + int(d-'0')
 			}
-		case equalFoldASCII(name, "transfer-encoding"):
+		case h1.EqualFold(name, "transfer-encoding"):
 			return 0, false
 		}
 	}
@@ -1263,34 +1140,18 @@ func loopFraming(b []byte, req *http.Request) (int, bool) {
 	return length, length >= 0
 }
 
-// equalFoldASCII reports whether b is the lower-case s in any ASCII case.
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // deliver answers u's client with the response u holds (whole, or cut
 // off by the upstream's close or the read timeout), and keeps u if it can
 // serve another request.
 func (l *eloop) deliver(u *econn) {
 	c := u.peer
 	u.peer, c.peer = nil, nil
-	u.deadline, u.out, u.sent = 0, nil, 0
+	u.deadline, u.Out, u.Sent = 0, nil, 0
 	r := c.req
-	l.urd.Reset(u.in)
+	l.urd.Reset(u.In)
 	l.ubr.Reset(&l.urd)
 	resp, err := readResponse(l.ubr, r, &l.plain, &l.known)
-	whole := u.headLen > 0 && len(u.in) == u.headLen+u.length
+	whole := u.headLen > 0 && len(u.In) == u.headLen+u.length
 	keep := err == nil && whole && !u.timedOut && !resp.Close && resp.ProtoAtLeast(1, 1) &&
 		u.requests < l.s.p.t.pool.maxRequests && l.now-u.born < int64(l.s.p.t.pool.maxAge)
 	if err != nil {
@@ -1369,7 +1230,7 @@ func (l *eloop) respondError(c *econn, err error) {
 func (l *eloop) upstreamFailed(u *econn, err error) {
 	c := u.peer
 	u.peer, c.peer = nil, nil
-	u.out, u.sent = nil, 0
+	u.Out, u.Sent = nil, 0
 	l.closeUp(u)
 	t := l.s.p.t
 	retry := u.reused && !t.noRetry && !IsTimeout(err) && !errors.Is(err, errUpstreamHeader)
@@ -1383,16 +1244,16 @@ func (l *eloop) upstreamFailed(u *econn, err error) {
 // putIdle makes u idle, closing the least recently used idle connection
 // if the loop keeps as many as it may.
 func (l *eloop) putIdle(u *econn) {
-	u.in, u.headLen, u.length = u.in[:0], 0, -1
-	if cap(u.in) > 64<<10 {
-		u.in = make([]byte, 0, 4<<10)
+	u.In, u.headLen, u.length = u.In[:0], 0, -1
+	if cap(u.In) > 64<<10 {
+		u.In = make([]byte, 0, 4<<10)
 	}
 	if len(l.idle) >= l.s.p.t.pool.max {
 		l.closeUp(l.idle[0])
 	}
 	l.idle = append(l.idle, u)
 	l.setDeadline(u, l.s.p.t.pool.timeout)
-	if u.readReady || u.eof {
+	if u.ReadReady || u.EOF {
 		l.driveUpstream(u)
 	}
 }
@@ -1414,10 +1275,10 @@ func (l *eloop) closeUp(u *econn) {
 		u.peer, c.peer = nil, nil
 	}
 	if !u.closed {
-		if l.conns[u.fd] == u {
-			l.conns[u.fd] = nil
+		if l.conns[u.Fd] == u {
+			l.conns[u.Fd] = nil
 		}
-		unix.Close(u.fd) //nolint:errcheck
+		unix.Close(u.Fd) //nolint:errcheck
 		u.closed = true
 	}
 }
@@ -1434,10 +1295,10 @@ func (l *eloop) closeClient(c *econn) {
 	}
 	c.a.end(l.s.h)
 	l.release(c)
-	if l.conns[c.fd] == c {
-		l.conns[c.fd] = nil
+	if l.conns[c.Fd] == c {
+		l.conns[c.Fd] = nil
 	}
-	unix.Close(c.fd) //nolint:errcheck
+	unix.Close(c.Fd) //nolint:errcheck
 	c.closed = true
 	l.clients--
 	l.s.conns.Add(-1)
@@ -1450,8 +1311,8 @@ func (l *eloop) handOff(c *econn) {
 	l.forget(c)
 	l.clients--
 	l.s.handed.Add(1)
-	prefix := append([]byte(nil), c.in[c.start:]...)
-	nc, err := fdNetConn(c.fd, nil)
+	prefix := append([]byte(nil), c.In[c.start:]...)
+	nc, err := fdNetConn(c.Fd, nil)
 	if err != nil {
 		l.s.conns.Add(-1)
 		return
@@ -1521,14 +1382,14 @@ func (l *eloop) streamUp(u *econn) {
 	}
 	x := &streamed{
 		s: l.s, req: c.req, a: c.a, dry: append([]string(nil), c.dry...), deadline: deadline,
-		upIn: append([]byte(nil), u.in...), clientIn: append([]byte(nil), c.in[c.start:]...),
-		keep: c.keep, fwd: c.fwd, watch: !c.eof,
+		upIn: append([]byte(nil), u.In...), clientIn: append([]byte(nil), c.In[c.start:]...),
+		keep: c.keep, fwd: c.fwd, watch: !c.EOF,
 	}
 	c.a, c.fwd = admission{}, nil
 	var err error
-	if x.up, err = fdNetConn(u.fd, nil); err == nil {
+	if x.up, err = fdNetConn(u.Fd, nil); err == nil {
 		// The holder asks the new socket before the loop's fd closes.
-		x.client, err = fdNetConn(c.fd, func(nc net.Conn) {
+		x.client, err = fdNetConn(c.Fd, func(nc net.Conn) {
 			if x.a.holder == nil {
 				return
 			}
@@ -1542,7 +1403,7 @@ func (l *eloop) streamUp(u *econn) {
 			x.up.Close()
 		}
 	} else {
-		unix.Close(c.fd) //nolint:errcheck
+		unix.Close(c.Fd) //nolint:errcheck
 	}
 	if err != nil {
 		x.a.end(l.s.h)
@@ -1722,15 +1583,3 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
 	return len(p), nil
 }
-
-// headEnd is the length of the head at the start of b, its blank line
-// included, or -1 when b does not hold a whole one.
-func headEnd(b []byte) int {
-	i := bytes.Index(b, crlfcrlf)
-	if i < 0 {
-		return -1
-	}
-	return i + 4
-}
-
-var crlfcrlf = []byte("\r\n\r\n")

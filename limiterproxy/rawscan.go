@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+
+	"stampede/internal/h1"
 )
 
 // reqScan follows the bytes a server reads from one client connection and
@@ -166,15 +168,15 @@ func (s *reqScan) header(line []byte, long bool) {
 	}
 	name, value := line[:colon], trimOWS(line[colon+1:])
 	switch {
-	case equalFold(name, "content-length"):
+	case h1.EqualFold(name, "content-length"):
 		s.cur.contentLengths++
 		s.cur.length = -1
 		if v, err := strconv.ParseUint(string(value), 10, 63); err == nil && !long {
 			s.cur.length = int64(v)
 		}
-	case equalFold(name, "transfer-encoding"):
+	case h1.EqualFold(name, "transfer-encoding"):
 		s.cur.transferEncodings++
-	case equalFold(name, "host"):
+	case h1.EqualFold(name, "host"):
 		s.cur.hosts++
 		if len(value) == 0 && !long {
 			s.cur.emptyHost = true
@@ -190,21 +192,4 @@ func trimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// equalFold reports whether b is lower, ignoring ASCII case.
-func equalFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }

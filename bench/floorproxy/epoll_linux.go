@@ -11,9 +11,11 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"stampede/internal/epoll"
+	"stampede/internal/h1"
 )
 
 // This file is -server epoll: the proxy of -keepalive without Go's
@@ -36,7 +38,8 @@ import (
 // nothing is read or written while it is clear. So after a request is
 // written upstream the answer is not read until epoll says it is there, and
 // after a response is written the client is not read until its next
-// request comes: no read that can only return EAGAIN.
+// request comes: no read that can only return EAGAIN. internal/epoll holds
+// that poller and connection, which stampede proxy --server epoll runs on too.
 
 // epollServer is the -server epoll proxy. Serve runs it; Close, safe to
 // call from any goroutine and more than once, stops it.
@@ -171,20 +174,19 @@ func (s *epollServer) Close() error {
 
 // eloop is one event loop; only its own goroutine touches it.
 type eloop struct {
-	ep, ln, wake int
-	upstream     *unix.SockaddrInet4
-	keep         int      // idle upstream connections kept at most
-	idle         []*econn // idle upstream connections, the last the most recently used
-	conns        []*econn // by fd; nil for none
-	seq          uint32   // the last econn.seq given
-	events       [128]unix.EpollEvent
-	raw          bool // system calls through RawSyscall (see serveEpoll)
+	poll     epoll.Poller // the loop's epoll instance (Fd -1 once closed) and its events
+	ln, wake int
+	upstream *unix.SockaddrInet4
+	keep     int      // idle upstream connections kept at most
+	idle     []*econn // idle upstream connections, the last the most recently used
+	conns    []*econn // by fd; nil for none
+	raw      bool     // system calls through RawSyscall (see serveEpoll)
 }
 
 func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
 	// A SockaddrInet4 holds the raw form it passes to the kernel: each loop has its own.
 	up := *ua
-	l := &eloop{ep: -1, ln: -1, wake: -1, upstream: &up, keep: keepAlive}
+	l := &eloop{poll: epoll.Poller{Fd: -1}, ln: -1, wake: -1, upstream: &up, keep: keepAlive}
 	fail := func(what string, err error) (*eloop, error) {
 		l.closeAll()
 		if l.wake >= 0 {
@@ -193,23 +195,11 @@ func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
 		return nil, fmt.Errorf("epoll server: %s: %w", what, err)
 	}
 	var err error
-	if l.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+	if l.poll.Fd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return fail("epoll_create1", err)
 	}
-	if l.ln, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fail("socket", err)
-	}
-	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return fail("SO_REUSEADDR", err)
-	}
-	if err = unix.SetsockoptInt(l.ln, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		return fail("SO_REUSEPORT", err)
-	}
-	if err = unix.Bind(l.ln, la); err != nil {
-		return fail(fmt.Sprintf("bind %v:%d", net.IP(la.Addr[:]), la.Port), err)
-	}
-	if err = unix.Listen(l.ln, 4096); err != nil {
-		return fail("listen", err)
+	if l.ln, err = epoll.Listen(la); err != nil {
+		return fail(fmt.Sprintf("listen %v:%d", net.IP(la.Addr[:]), la.Port), err)
 	}
 	if l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fail("eventfd", err)
@@ -217,7 +207,7 @@ func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
 	// Both level-triggered: the listener's backlog is drained a bounded
 	// number at a time, and the wake-up is never read.
 	for _, fd := range []int{l.ln, l.wake} {
-		if err = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+		if err = unix.EpollCtl(l.poll.Fd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 			return fail("epoll_ctl", err)
 		}
 	}
@@ -229,16 +219,16 @@ func newLoop(la, ua *unix.SockaddrInet4, keepAlive int) (*eloop, error) {
 func (l *eloop) closeAll() {
 	for _, c := range l.conns {
 		if c != nil {
-			unix.Close(c.fd) //nolint:errcheck
+			unix.Close(c.Fd) //nolint:errcheck
 		}
 	}
 	l.conns, l.idle = nil, nil
-	for _, fd := range []int{l.ln, l.ep} {
+	for _, fd := range []int{l.ln, l.poll.Fd} {
 		if fd >= 0 {
 			unix.Close(fd) //nolint:errcheck
 		}
 	}
-	l.ln, l.ep = -1, -1
+	l.ln, l.poll.Fd = -1, -1
 }
 
 // run waits for events and handles them until the wake-up fd is written.
@@ -254,7 +244,7 @@ func (l *eloop) run() error {
 		if err != nil {
 			return fmt.Errorf("epoll server: epoll_wait: %w", err)
 		}
-		for _, ev := range l.events[:n] {
+		for _, ev := range l.poll.Events[:n] {
 			switch fd := int(ev.Fd); fd {
 			case l.wake:
 				return nil
@@ -276,14 +266,9 @@ func (l *eloop) run() error {
 // wait is epoll_wait, through RawSyscall with raw (see serveEpoll).
 func (l *eloop) wait() (int, error) {
 	if !l.raw {
-		return unix.EpollWait(l.ep, l.events[:], -1)
+		return l.poll.Wait(-1)
 	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.events[0])),
-		uintptr(len(l.events)), 10, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
+	return l.poll.WaitRaw(10)
 }
 
 // accept takes up to 64 new clients off the listener's backlog (it is
@@ -305,41 +290,34 @@ func (l *eloop) accept() error {
 		if err != nil {
 			return err
 		}
-		c.writeReady = true
+		c.WriteReady = true
 	}
 	return nil
 }
 
 // dial opens a new upstream connection; the connect completes in the loop.
 func (l *eloop) dial() (*econn, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, connecting, err := epoll.Dial(l.upstream)
 	if err != nil {
-		return nil, fmt.Errorf("epoll server: upstream socket: %w", err)
+		return nil, fmt.Errorf("epoll server: upstream: %w", err)
 	}
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) //nolint:errcheck
-	err = unix.Connect(fd, l.upstream)
-	if err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd) //nolint:errcheck
-		return nil, fmt.Errorf("epoll server: connect upstream: %w", err)
+	u, err := l.add(fd, true)
+	if err != nil {
+		return nil, err
 	}
-	u, aerr := l.add(fd, true)
-	if aerr != nil {
-		return nil, aerr
-	}
-	u.connecting = err != nil
-	u.writeReady = err == nil
+	u.connecting = connecting
+	u.WriteReady = !connecting
 	return u, nil
 }
 
 // add registers fd, edge-triggered for both directions.
 func (l *eloop) add(fd int, upstream bool) (*econn, error) {
-	l.seq++
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd), Pad: int32(l.seq)}
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	seq, err := l.poll.Add(fd)
+	if err != nil {
 		unix.Close(fd) //nolint:errcheck
 		return nil, fmt.Errorf("epoll server: epoll_ctl add: %w", err)
 	}
-	c := &econn{fd: fd, seq: l.seq, upstream: upstream, raw: l.raw, in: make([]byte, 0, 4096), length: -1}
+	c := &econn{Conn: epoll.Conn{Fd: fd, Syscall: !l.raw, In: make([]byte, 0, 4096)}, seq: seq, upstream: upstream, length: -1}
 	for len(l.conns) <= fd {
 		l.conns = append(l.conns, nil)
 	}
@@ -357,10 +335,10 @@ func (l *eloop) close(c *econn) {
 			l.close(p) // its answer has nobody to go to
 		}
 	}
-	if l.conns[c.fd] == c {
-		l.conns[c.fd] = nil
+	if l.conns[c.Fd] == c {
+		l.conns[c.Fd] = nil
 	}
-	unix.Close(c.fd) //nolint:errcheck
+	unix.Close(c.Fd) //nolint:errcheck
 	c.closed = true
 }
 
@@ -373,21 +351,14 @@ const (
 
 // econn is a client or an upstream connection.
 type econn struct {
-	fd       int
+	// The socket, its readiness and its buffers: In is read and not yet
+	// consumed from start, Out is to write.
+	epoll.Conn
 	seq      uint32
 	upstream bool
 	closed   bool
-	raw      bool // system calls through RawSyscall (see serveEpoll)
 
-	// readReady: the socket may hold data or an EOF; writeReady: it may
-	// take more; eof: the peer has closed or failed (EPOLLRDHUP, EPOLLHUP,
-	// EPOLLERR), so a short read does not clear readReady.
-	readReady, writeReady, eof bool
-
-	in    []byte // read and not yet consumed, from start
 	start int
-	out   []byte // to write, from sent
-	sent  int
 	peer  *econn // the other end of the exchange in progress, or nil
 
 	// Client connections.
@@ -407,89 +378,12 @@ type econn struct {
 
 // event records what epoll said of c and moves c on.
 func (l *eloop) event(c *econn, ev uint32) {
-	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.eof = true
-	}
-	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.readReady = true
-	}
-	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		c.writeReady = true
-	}
+	c.Note(ev)
 	if c.upstream {
 		l.driveUpstream(c)
 	} else {
 		l.driveClient(c)
 	}
-}
-
-// read reads once into c.in's free room, which must not be empty. It
-// returns 0 and no error when the socket has nothing now, io.EOF when the
-// peer has closed.
-func (c *econn) read() (int, error) {
-	room := c.in[len(c.in):cap(c.in)]
-	for {
-		n, err := c.sys(unix.SYS_READ, room)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			c.readReady = false
-			return 0, nil
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
-		}
-		c.in = c.in[:len(c.in)+n]
-		if n < len(room) && !c.eof {
-			// A stream socket gives all it holds: a short read emptied
-			// it, and the next byte to come brings a new edge.
-			c.readReady = false
-		}
-		return n, nil
-	}
-}
-
-// sys is read(2) or write(2) on c's socket, through RawSyscall with raw
-// (see serveEpoll): the socket never blocks. p must not be empty.
-func (c *econn) sys(trap uintptr, p []byte) (int, error) {
-	var n uintptr
-	var errno unix.Errno
-	if c.raw {
-		n, _, errno = unix.RawSyscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	} else {
-		n, _, errno = unix.Syscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	}
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-// flush writes c.out from sent; it reports whether all of it is written.
-func (c *econn) flush() (bool, error) {
-	for c.sent < len(c.out) {
-		if !c.writeReady {
-			return false, nil
-		}
-		n, err := c.sys(unix.SYS_WRITE, c.out[c.sent:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			c.writeReady = false
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		c.sent += n
-		if c.sent < len(c.out) {
-			c.writeReady = false // short: the send buffer is full
-		}
-	}
-	c.out, c.sent = c.out[:0], 0
-	return true, nil
 }
 
 // driveClient moves client c on as far as it can go without waiting.
@@ -501,7 +395,7 @@ func (l *eloop) driveClient(c *econn) {
 	for !c.closed {
 		switch c.state {
 		case clientWriting:
-			done, err := c.flush()
+			done, err := c.Flush()
 			if err != nil || done && !c.keep {
 				l.close(c)
 				return
@@ -511,26 +405,26 @@ func (l *eloop) driveClient(c *econn) {
 			}
 			c.state = clientReading
 		case clientReading:
-			end := headEnd(c.in[c.start:])
+			end := h1.HeadEnd(c.In[c.start:])
 			if end < 0 {
-				if !c.readReady {
+				if !c.ReadReady {
 					return
 				}
 				if c.start > 0 {
-					c.in = c.in[:copy(c.in, c.in[c.start:])]
+					c.In = c.In[:copy(c.In, c.In[c.start:])]
 					c.start = 0
 				}
-				if len(c.in) == cap(c.in) {
+				if len(c.In) == cap(c.In) {
 					l.close(c) // a request head of 4 KiB or more: not for this floor
 					return
 				}
-				if _, err := c.read(); err != nil {
+				if _, err := c.Fill(); err != nil {
 					l.close(c)
 					return
 				}
 				continue
 			}
-			head := c.in[c.start : c.start+end]
+			head := c.In[c.start : c.start+end]
 			uri, host, keep, ok := parseRequest(head)
 			if !ok {
 				l.close(c)
@@ -540,8 +434,8 @@ func (l *eloop) driveClient(c *econn) {
 				"GET "...), uri...), " HTTP/1.1\r\nHost: "...), host...), "\r\n\r\n"...)
 			c.keep = keep
 			// What follows the head is the next request, pipelined.
-			if c.start += end; c.start == len(c.in) {
-				c.in, c.start = c.in[:0], 0
+			if c.start += end; c.start == len(c.In) {
+				c.In, c.start = c.In[:0], 0
 			}
 			c.state = clientWaiting
 			l.forward(c)
@@ -566,7 +460,7 @@ func (l *eloop) forward(c *econn) {
 		}
 		u.reused = false
 	}
-	u.out, u.sent = c.req, 0
+	u.Out, u.Sent = c.req, 0
 	u.peer, c.peer = c, u
 	l.driveUpstream(u)
 }
@@ -574,18 +468,18 @@ func (l *eloop) forward(c *econn) {
 // respond makes status and body c's response and writes it, unless
 // driveClient is already on c's stack and will.
 func (l *eloop) respond(c *econn, status int, body []byte) {
-	c.out = append(c.out[:0], "HTTP/1.1 "...)
-	c.out = strconv.AppendInt(c.out, int64(status), 10)
-	c.out = append(c.out, ' ')
-	c.out = append(c.out, http.StatusText(status)...)
-	c.out = append(c.out, "\r\nContent-Type: text/plain\r\nContent-Length: "...)
-	c.out = strconv.AppendInt(c.out, int64(len(body)), 10)
+	c.Out = append(c.Out[:0], "HTTP/1.1 "...)
+	c.Out = strconv.AppendInt(c.Out, int64(status), 10)
+	c.Out = append(c.Out, ' ')
+	c.Out = append(c.Out, http.StatusText(status)...)
+	c.Out = append(c.Out, "\r\nContent-Type: text/plain\r\nContent-Length: "...)
+	c.Out = strconv.AppendInt(c.Out, int64(len(body)), 10)
 	if !c.keep {
-		c.out = append(c.out, "\r\nConnection: close"...)
+		c.Out = append(c.Out, "\r\nConnection: close"...)
 	}
-	c.out = append(c.out, "\r\n\r\n"...)
-	c.out = append(c.out, body...)
-	c.sent = 0
+	c.Out = append(c.Out, "\r\n\r\n"...)
+	c.Out = append(c.Out, body...)
+	c.Sent = 0
 	c.state = clientWriting
 	if !c.driving {
 		l.driveClient(c)
@@ -597,24 +491,24 @@ func (l *eloop) respond(c *econn, status int, body []byte) {
 func (l *eloop) driveUpstream(u *econn) {
 	if u.peer == nil {
 		// Idle: an event now means the upstream closed it, or is stale.
-		if u.readReady {
-			if n, err := u.read(); n > 0 || err != nil {
+		if u.ReadReady {
+			if n, err := u.Fill(); n > 0 || err != nil {
 				l.dropIdle(u)
 			}
 		}
 		return
 	}
 	if u.connecting {
-		if !u.writeReady {
+		if !u.WriteReady {
 			return
 		}
-		if soerr, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || soerr != 0 {
+		if u.ConnectError() != nil {
 			l.upstreamFailed(u)
 			return
 		}
 		u.connecting = false
 	}
-	if done, err := u.flush(); err != nil {
+	if done, err := u.Flush(); err != nil {
 		l.upstreamFailed(u)
 		return
 	} else if !done {
@@ -623,38 +517,38 @@ func (l *eloop) driveUpstream(u *econn) {
 	// Each pass parses or reads: a bounded number before one waits.
 	for {
 		if u.length < 0 && u.headLen == 0 {
-			if end := headEnd(u.in); end >= 0 {
-				status, length, keep, ok := parseResponse(u.in[:end])
+			if end := h1.HeadEnd(u.In); end >= 0 {
+				status, length, keep, ok := parseResponse(u.In[:end])
 				if !ok {
 					u.upKeep = false
 					l.upstreamFailed(u)
 					return
 				}
 				u.headLen, u.length, u.status, u.upKeep = end, length, status, keep
-				if length > 0 && cap(u.in) < end+length {
-					in := make([]byte, len(u.in), end+length)
-					copy(in, u.in)
-					u.in = in
+				if length > 0 && cap(u.In) < end+length {
+					in := make([]byte, len(u.In), end+length)
+					copy(in, u.In)
+					u.In = in
 				}
 			}
 		}
-		if u.headLen > 0 && u.length >= 0 && len(u.in) >= u.headLen+u.length {
+		if u.headLen > 0 && u.length >= 0 && len(u.In) >= u.headLen+u.length {
 			l.deliver(u)
 			return
 		}
-		if !u.readReady {
+		if !u.ReadReady {
 			return
 		}
-		if len(u.in) == cap(u.in) {
+		if len(u.In) == cap(u.In) {
 			if u.headLen == 0 {
 				l.upstreamFailed(u) // a response head of 4 KiB or more
 				return
 			}
-			u.in = append(u.in, 0)[:len(u.in)] // a body up to EOF: grow
+			u.In = append(u.In, 0)[:len(u.In)] // a body up to EOF: grow
 		}
-		n, err := u.read()
+		n, err := u.Fill()
 		if err == io.EOF && u.headLen > 0 && u.length < 0 {
-			u.length = len(u.in) - u.headLen
+			u.length = len(u.In) - u.headLen
 			l.deliver(u)
 			return
 		}
@@ -674,15 +568,15 @@ func (l *eloop) deliver(u *econn) {
 	c := u.peer
 	u.peer, c.peer = nil, nil
 	// Bytes past the response are none the floor asked for: do not reuse.
-	keep := u.upKeep && len(u.in) == u.headLen+u.length
-	status, body := u.status, u.in[u.headLen:u.headLen+u.length]
+	keep := u.upKeep && len(u.In) == u.headLen+u.length
+	status, body := u.status, u.In[u.headLen:u.headLen+u.length]
 	// respond copies the body before u's buffer can be read into again.
-	u.out, u.sent = nil, 0
+	u.Out, u.Sent = nil, 0
 	u.headLen, u.length = 0, -1
 	if keep {
-		u.in = u.in[:0]
-		if cap(u.in) > 64<<10 {
-			u.in = make([]byte, 0, 4096)
+		u.In = u.In[:0]
+		if cap(u.In) > 64<<10 {
+			u.In = make([]byte, 0, 4096)
 		}
 	}
 	if !keep || len(l.idle) >= l.keep {
@@ -698,7 +592,7 @@ func (l *eloop) deliver(u *econn) {
 // another; otherwise the client has a 502.
 func (l *eloop) upstreamFailed(u *econn) {
 	c := u.peer
-	retry := u.reused && len(u.in) == 0
+	retry := u.reused && len(u.In) == 0
 	u.peer, c.peer = nil, nil
 	l.close(u)
 	if retry {
@@ -717,17 +611,6 @@ func (l *eloop) dropIdle(u *econn) {
 		}
 	}
 	l.close(u)
-}
-
-// headEnd is the length of the head at the start of b, its blank line
-// included, or -1 when b does not hold a whole one.
-func headEnd(b []byte) int {
-	for i := 3; i < len(b); i++ {
-		if b[i] == '\n' && b[i-1] == '\r' && b[i-2] == '\n' && b[i-3] == '\r' {
-			return i + 1
-		}
-	}
-	return -1
 }
 
 // errBadHead is what the parsers say of a head they do not take.
@@ -759,19 +642,19 @@ func parseRequest(head []byte) (uri, host []byte, keep, ok bool) {
 		switch {
 		case err != nil:
 			return nil, nil, false, false
-		case equalFold(name, "host"):
+		case h1.EqualFold(name, "host"):
 			host = value
-		case equalFold(name, "connection"):
-			if equalFold(value, "close") {
+		case h1.EqualFold(name, "connection"):
+			if h1.EqualFold(value, "close") {
 				keep = false
-			} else if equalFold(value, "keep-alive") {
+			} else if h1.EqualFold(value, "keep-alive") {
 				keep = true
 			}
-		case equalFold(name, "content-length"):
+		case h1.EqualFold(name, "content-length"):
 			if string(value) != "0" {
 				return nil, nil, false, false
 			}
-		case equalFold(name, "transfer-encoding"):
+		case h1.EqualFold(name, "transfer-encoding"):
 			return nil, nil, false, false
 		}
 	}
@@ -805,15 +688,15 @@ func parseResponse(head []byte) (status, length int, keep, ok bool) {
 		switch {
 		case err != nil:
 			return 0, 0, false, false
-		case equalFold(name, "content-length"):
+		case h1.EqualFold(name, "content-length"):
 			if length, err = digits(value); err != nil {
 				return 0, 0, false, false
 			}
-		case equalFold(name, "connection"):
-			if equalFold(value, "close") {
+		case h1.EqualFold(name, "connection"):
+			if h1.EqualFold(value, "close") {
 				keep = false
 			}
-		case equalFold(name, "transfer-encoding"):
+		case h1.EqualFold(name, "transfer-encoding"):
 			return 0, 0, false, false
 		}
 	}
@@ -859,23 +742,6 @@ func headerField(line []byte) (name, value []byte, err error) {
 		value = value[:len(value)-1]
 	}
 	return name, value, nil
-}
-
-// equalFold reports whether b is s, ASCII letters of any case; s is lower-case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // digits is b as a decimal number of at most 18 digits.

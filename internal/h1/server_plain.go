@@ -137,8 +137,6 @@ func PlainHead(br *bufio.Reader) ([]byte, bool) {
 	return buf[:end+2], true
 }
 
-var crlfcrlf = []byte("\r\n\r\n")
-
 // HasToken reports whether the comma-separated values hold token, in any
 // ASCII case, as net/http reads Connection.
 func HasToken(values []string, token string) bool {
