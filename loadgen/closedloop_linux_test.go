@@ -97,20 +97,11 @@ func newRawServer(t *testing.T, answer func(path string) (pieces []string, close
 				defer open.Delete(nc)
 				br := bufio.NewReader(nc)
 				for {
-					line, err := br.ReadString('\n')
+					line, err := readRequestHead(br)
 					if err != nil {
 						return
 					}
 					f := strings.Fields(line)
-					for {
-						h, err := br.ReadString('\n')
-						if err != nil {
-							return
-						}
-						if h == "\r\n" {
-							break
-						}
-					}
 					if len(f) < 2 {
 						return
 					}
@@ -638,14 +629,8 @@ func TestLoopNoResendAfter1xx(t *testing.T) {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for n := 0; ; n++ {
-					for {
-						line, err := br.ReadString('\n')
-						if err != nil {
-							return
-						}
-						if line == "\r\n" {
-							break
-						}
+					if _, err := readRequestHead(br); err != nil {
+						return
 					}
 					requests.Add(1)
 					if n > 0 {
@@ -672,4 +657,14 @@ func TestLoopNoResendAfter1xx(t *testing.T) {
 			t.Errorf("%s: results %+v, the server saw %d requests; want ok then an error, 2 requests", path, sink.got, requests.Load())
 		}
 	}
+}
+
+// readRequestHead reads a request head from br up to its empty line and
+// returns its request line.
+func readRequestHead(br *bufio.Reader) (string, error) {
+	line, err := br.ReadString('\n')
+	for h := line; err == nil && h != "\r\n"; {
+		h, err = br.ReadString('\n')
+	}
+	return line, err
 }

@@ -74,7 +74,7 @@ type RunInfo struct {
 //
 // Add costs a few array increments and three histogram records (about
 // 130 ns); a group's latencies are copied into their bucket's histogram
-// when the bucket ends (see flushGroup). It allocates only when a result
+// when the bucket ends (see groupRec.flush). It allocates only when a result
 // opens a series bucket past the scenario's duration, when a group's
 // bucket ends, or for a latency no earlier one of its tenant had to the
 // histogram's precision; the tenants' histograms are sparse so that 250
@@ -160,12 +160,12 @@ type groupRec struct {
 	counts  [][numOutcomes]uint32
 	hists   []*hdr.PackedHistogram // per bucket; nil until an ok response ends in it
 	// open holds the latencies of ok responses ending in bucket openB that
-	// are not in hists[openB] yet; nil until one is. See flushGroup.
+	// are not in hists[openB] yet; nil until one is. See groupRec.flush.
 	open  *hdr.PackedHistogram
 	openB int
 }
 
-// flushGroup moves the latencies g holds open into the histogram of their
+// flush moves the latencies g holds open into the histogram of their
 // bucket. Results end in bucket order (the simulator's exactly, the live
 // engine's nearly), so a bucket's latencies are recorded into a histogram
 // kept from one bucket to the next, which has grown its slices, and copied
@@ -173,7 +173,7 @@ type groupRec struct {
 // its slices a dozen times (0.45 of recorder/250's 0.67 allocations a
 // request). A histogram has the same counts whatever order its values come
 // in.
-func (r *Recorder) flushGroup(g *groupRec) {
+func (g *groupRec) flush() {
 	o := g.open
 	if o == nil || o.TotalCount() == 0 {
 		return
@@ -195,7 +195,7 @@ func (r *Recorder) flushGroup(g *groupRec) {
 // flush records every pending latency.
 func (r *Recorder) flush() {
 	for i := range r.groups {
-		r.flushGroup(&r.groups[i])
+		r.groups[i].flush()
 	}
 }
 
@@ -394,7 +394,7 @@ func (r *Recorder) Add(res *workload.Result) {
 			g.open = newHist()
 		}
 		if b != g.openB {
-			r.flushGroup(g)
+			g.flush()
 			g.openB = b
 		}
 		g.open.RecordValue(us) // in range by micros
