@@ -294,6 +294,16 @@ func TestRunRefusesRemoteTarget(t *testing.T) {
 	}
 }
 
+func TestRunRefusesPortOutOfRange(t *testing.T) {
+	for _, target := range []string{"http://127.0.0.1:99999/", "http://127.0.0.1:0/", "http://[::1]:65536"} {
+		_, err := runResults(context.Background(), story(4), Options{Target: target})
+		var te *TargetError
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), "is not a TCP port") {
+			t.Errorf("Run(target %s): error %v, want a TargetError saying the port is not a TCP port", target, err)
+		}
+	}
+}
+
 func TestRunRefusesUnreachableTarget(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -24,12 +25,18 @@ type TargetError struct{ Err error }
 func (e *TargetError) Error() string { return e.Err.Error() }
 func (e *TargetError) Unwrap() error { return e.Err }
 
-// checkTarget parses raw, an http URL, and refuses hosts outside loopback
-// unless allowRemote.
+// checkTarget parses raw, an http URL whose port, if given, is one a
+// connection can go to, and refuses hosts outside loopback unless
+// allowRemote.
 func checkTarget(ctx context.Context, what, raw string, allowRemote bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("live: %s %q: want an http:// URL with a host (e.g. http://127.0.0.1:8080)", what, raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("live: %s %q: port %s is not a TCP port (1 to 65535)", what, raw, p)
+		}
 	}
 	if allowRemote {
 		return u, nil
