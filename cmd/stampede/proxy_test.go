@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"stampede/internal/testproc"
 )
 
 func TestProxyPrintNginx(t *testing.T) {
@@ -35,6 +33,10 @@ func TestProxyPrintNginxKeepAlive(t *testing.T) {
 }
 
 var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
+
+// metricsListeningRE finds, beside where the proxy listens, where its
+// --metrics server does, said on the next line.
+var metricsListeningRE = regexp.MustCompile(`listening on (http://\S+),.*\n.*metrics on (http://\S+?)/metrics `)
 
 // startProxyCLI runs `stampede proxy` in-process until the test ends and
 // returns its URL.
@@ -123,14 +125,17 @@ func testProxyDoneWhen(t *testing.T, backend string, server []string) {
 func TestProxyMetricsFlag(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer backend.Close()
-	maddr := testproc.FreeAddr(t)
-	base := startProxyCLI(t, "--upstream", backend.URL, "--limit-conn", "$host=4", "--metrics", maddr)
+	// Port 0: the proxy says where its metrics listen, so no other
+	// program can take a port picked for it before it listens there.
+	m := startCLI(t, metricsListeningRE, "proxy", "--listen", "127.0.0.1:0", "--upstream", backend.URL,
+		"--limit-conn", "$host=4", "--metrics", "127.0.0.1:0")
+	base, metricsBase := m[1], m[2]
 	resp, err := http.Get(base + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	resp, err = http.Get("http://" + maddr + "/metrics")
+	resp, err = http.Get(metricsBase + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
