@@ -47,8 +47,9 @@
 # outside the timed rounds so that perf's cost is in none of their figures:
 # "syscalls/req" is that run's system calls per request.
 # BASELINE, a stampede binary built from another tree (say main), runs
-# beside this tree's as "stampede base" in every mode and round, so that a
-# change is measured before and after in the same run. MODES (default
+# beside this tree's as "stampede base" in every mode and round, and in
+# the keep-alive mode as "stampede base epoll" with --server epoll too, so
+# that a change is measured before and after in the same run. MODES (default
 # "off ka") picks the modes.
 # Everything it starts is stopped when it exits. On a machine busy with
 # other connections, put UPSTREAM_PORT and PORT_BASE below the kernel's
@@ -166,6 +167,12 @@ for mode in $MODES; do
       --limit-conn "$LIMIT" --upstream-keepalive "$ka" 2>"$work/baseline-$mode.log" &
     pids+=($!)
     add "stampede base $mode" $!
+    if [ "$mode" = ka ]; then
+      "$BASELINE" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
+        --limit-conn "$LIMIT" --upstream-keepalive "$ka" --server epoll 2>"$work/baseline-epoll-$mode.log" &
+      pids+=($!)
+      add "stampede base epoll $mode" $!
+    fi
   fi
   mkdir -p "$work/nginx-$mode"
   "$work/stampede" proxy --listen "127.0.0.1:$next_port" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
@@ -365,9 +372,15 @@ for mode in $MODES; do
     printf '%-34s %-24s %s\n' "stampede/$peer ($mode)" "$(ratio "$s" "$o" 1)" "$(ratio "$s" "$o" 4)"
   done
 done
+# The epoll servers of the two builds, beside each other.
+e=$(index_of "stampede epoll ka")
+b=$(index_of "stampede base epoll ka")
+if [ -n "$e" ] && [ -n "$b" ]; then
+  printf '%-34s %-24s %s\n' "stampede epoll/base epoll (ka)" "$(ratio "$e" "$b" 1)" "$(ratio "$e" "$b" 4)"
+fi
 for mode in $MODES; do
   g=$(index_of "nginx $mode")
-  for peer in "stampede epoll" "stampede base" caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll" "floor epoll syscall"; do
+  for peer in "stampede epoll" "stampede base" "stampede base epoll" caddy haproxy "floor net/http" "floor h1" "floor raw" "floor epoll" "floor epoll syscall"; do
     o=$(index_of "$peer $mode")
     [ -n "$o" ] || continue
     printf '%-34s %-24s %s\n' "$peer/nginx ($mode)" "$(ratio "$o" "$g" 1)" "$(ratio "$o" "$g" 4)"
