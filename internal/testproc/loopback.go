@@ -11,18 +11,6 @@ import (
 	"time"
 )
 
-// FreeAddr returns 127.0.0.1:PORT with a port that was free a moment ago,
-// for a program that takes its address from its configuration or command
-// line. Another process may take the port first; the program then fails
-// to bind and says so. A program that can inherit its listener takes one
-// from Inherit instead.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln := Listen(t)
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // Listen returns a TCP listener on a free loopback port, for a server the
 // test runs in-process; it is closed when the test ends. It fails the test
 // when there is no port to listen on.
