@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/internal/testproc"
 	"stampede/limit"
 	"stampede/report"
 	"stampede/scenarios"
@@ -305,13 +305,8 @@ func TestRunRefusesPortOutOfRange(t *testing.T) {
 }
 
 func TestRunRefusesUnreachableTarget(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
-	_, err = runResults(context.Background(), story(4), Options{Target: target})
+	target := "http://" + testproc.Refusing(t)
+	_, err := runResults(context.Background(), story(4), Options{Target: target})
 	var te *TargetError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "nothing accepts connections") {
 		t.Errorf("Run(target %s with nothing listening): error %v, want a TargetError saying nothing accepts connections", target, err)

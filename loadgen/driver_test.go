@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"stampede/fakebackend"
+	"stampede/internal/testproc"
 	"stampede/limiterproxy"
 	"stampede/scenarios"
 	"stampede/workload"
@@ -196,12 +197,7 @@ func TestDriverStatusOutcomes(t *testing.T) {
 }
 
 func TestDriverTransportErrorIsError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connections are refused
+	addr := testproc.Refusing(t) // connections are refused
 	load := &scenarios.Load{Model: scenarios.Closed, Users: 2, Iterations: 3, Routes: []scenarios.WeightedRoute{{Route: 0, Weight: 1}}}
 	d := newDriver(t, "http://"+addr, DriverOptions{
 		Tenants: []scenarios.Tenant{{Name: "x", Host: "x", Load: load}}, Horizon: time.Second, TimeScale: 0.1})

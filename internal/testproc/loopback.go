@@ -1,12 +1,15 @@
 package testproc
 
-// This file holds what a test needs of the loopback network: a free port,
-// a listener on one, and whether and what a server there answers.
+// This file holds what a test needs of the loopback network: a listener
+// on a free port, a port where connections are refused, and whether and
+// what a server there answers.
 
 import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,4 +52,25 @@ func Get(t testing.TB, url string) (status int, body string) {
 		t.Fatalf("GET %s: reading the body: %v", url, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// Refusing returns 127.0.0.1:PORT where connections are refused: a
+// socket bound to the port but not listening holds it until the test
+// ends, so no other program can listen there meanwhile, as one could on
+// the port of a listener that was closed.
+func Refusing(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatalf("socket for a refusing port: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("bind a refusing port: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("the refusing port's address: %v", err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }

@@ -78,6 +78,19 @@ func TestListenDials(t *testing.T) {
 	}
 }
 
+// TestRefusing checks that nothing accepts connections at Refusing's
+// address, and that no listener can take its port while the test runs.
+func TestRefusing(t *testing.T) {
+	addr := Refusing(t)
+	if Dials(addr) {
+		t.Errorf("Dials(%s) = true at a refusing port", addr)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Errorf("listen on the refusing %s: no error, want the port held", addr)
+	}
+}
+
 // TestWriteFile checks that WriteFile's file is in dir and holds the data.
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
