@@ -1347,6 +1347,14 @@ type prefixConn struct {
 	prefix []byte
 }
 
+// CloseWrite half-closes the connection, as limitConn's does.
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {
 		n := copy(p, c.prefix)

@@ -215,6 +215,16 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite half-closes the connection, so that a server that answered
+// a request it refused can go on reading what the client still sends
+// before it closes (see h1's refuse, net/http's closeWriteAndWait).
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	if c.released.CompareAndSwap(false, true) {

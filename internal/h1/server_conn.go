@@ -297,8 +297,22 @@ func (c *serverConn) refuse(status int, why string) {
 	}
 	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n%s", status, http.StatusText(status), text)
-	c.bw.Flush()
+	if c.bw.Flush() != nil {
+		return
+	}
+	// What the client still sends is read and dropped for a while before
+	// the connection closes (nginx's lingering close, net/http's
+	// closeWriteAndWait): closed with it unread, the connection would be
+	// reset, and the reset can reach the client before it read the answer.
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		c.rwc.SetReadDeadline(time.Now().Add(lingerFor))
+		io.Copy(io.Discard, c.rwc)
+	}
 }
+
+// lingerFor bounds how long refuse reads what a refused client still
+// sends, as net/http's rstAvoidanceDelay.
+const lingerFor = 500 * time.Millisecond
 
 // clearDeadline lifts the header deadline before a handler's read; c.mu
 // is held.
