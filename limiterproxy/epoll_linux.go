@@ -1348,12 +1348,7 @@ type prefixConn struct {
 }
 
 // CloseWrite half-closes the connection, as limitConn's does.
-func (c *prefixConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+func (c *prefixConn) CloseWrite() error { return h1.CloseWrite(c.Conn) }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {

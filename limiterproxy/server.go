@@ -218,12 +218,7 @@ func (c *limitConn) Read(p []byte) (int, error) {
 // CloseWrite half-closes the connection, so that a server that answered
 // a request it refused can go on reading what the client still sends
 // before it closes (see h1's refuse, net/http's closeWriteAndWait).
-func (c *limitConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+func (c *limitConn) CloseWrite() error { return h1.CloseWrite(c.Conn) }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()

@@ -239,9 +239,7 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 	}
 	if w.closeAfter {
 		if err := c.bw.Flush(); err == nil {
-			if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
-				cw.CloseWrite()
-			}
+			CloseWrite(c.rwc)
 		}
 		return false
 	}
@@ -304,10 +302,19 @@ func (c *serverConn) refuse(status int, why string) {
 	// the connection closes (nginx's lingering close, net/http's
 	// closeWriteAndWait): closed with it unread, the connection would be
 	// reset, and the reset can reach the client before it read the answer.
-	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+	if CloseWrite(c.rwc) == nil {
 		c.rwc.SetReadDeadline(time.Now().Add(lingerFor))
 		io.Copy(io.Discard, c.rwc)
 	}
+}
+
+// CloseWrite half-closes c where c can (a *net.TCPConn, or a wrapper of
+// one with a CloseWrite of its own), else reports errors.ErrUnsupported.
+func CloseWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // lingerFor bounds how long refuse reads what a refused client still
