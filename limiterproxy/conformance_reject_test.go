@@ -219,3 +219,71 @@ func playReject(t *testing.T, up *confUpstream, addr string, tc rejectCase, key 
 	}
 	return seen
 }
+
+// TestConformanceHeaderTooLarge sends a head with a header line over
+// every cap (nginx's large_client_header_buffers 4 8k, stampede's 32 KiB
+// MaxHeaderBytes), goes on sending the rest of its head for a while and
+// a request after it, and only then reads, at nginx and at `stampede
+// proxy`'s h1 and epoll servers (which hands such a head to its h1
+// server). Measured on nginx 1.22: it answers at once, 400 "Request
+// Header Or Cookie Too Large" with Connection: close, half-closes, and
+// reads and drops what the client still sends (lingering close: until the
+// client is silent for lingering_timeout 5s, for lingering_time 30s at
+// most), so that the client's writes succeed, it reads the whole answer
+// and then the end of the connection, not a reset, and the request after
+// the head is never answered. stampede answers 431, the status for it
+// (ServerOptions.MaxHeaderBytes); otherwise it must do the same.
+// NewServer's net/http server is not held to it: it reads what follows
+// for 500 ms only (closeWriteAndWait), which it cannot be told otherwise.
+func TestConformanceHeaderTooLarge(t *testing.T) {
+	nginxtest.Require(t)
+	_, us := startConfUpstream(t)
+	// The rest of the head: more than half a second of it, far less than
+	// lingering_timeout between two writes.
+	const more, gap = 30, 50 * time.Millisecond
+	for _, target := range finTargets(t, rejectCfg, us, 8, false, false) {
+		t.Run(target.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(target.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: site1\r\nX-Big: "+strings.Repeat("a", 40<<10)+"\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range more {
+				time.Sleep(gap)
+				if _, err := fmt.Fprintf(c, "X-More-%d: %s\r\n", i, strings.Repeat("b", 1<<10)); err != nil {
+					t.Fatalf("the head's line %d after the one over the cap: %v; nginx reads and drops them", i, err)
+				}
+			}
+			if _, err := io.WriteString(c, "\r\nGET /fast HTTP/1.1\r\nHost: site1\r\n\r\n"); err != nil {
+				t.Fatalf("the end of the head and a request after it: %v; nginx reads and drops them", err)
+			}
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("%v after %q; nginx's answer comes whole, then the end of the connection", err, got)
+			}
+			want := 431
+			if target.name == "nginx" {
+				want = 400
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(got))), nil)
+			if err != nil {
+				t.Fatalf("%v in %q", err, got)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("the answer's body: %v in %q", err, got)
+			}
+			if resp.StatusCode != want || !resp.Close {
+				t.Errorf("%q, Connection: close %t; want %d and close", resp.Status, resp.Close, want)
+			}
+			if n := strings.Count(string(got), "HTTP/1.1 "); n != 1 {
+				t.Errorf("%d answers in %q; want one, none to the request after the head", n, got)
+			}
+			t.Logf("%s %q, %d bytes of body, then the end", resp.Proto, resp.Status, len(body))
+		})
+	}
+}

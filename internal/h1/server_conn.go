@@ -298,13 +298,38 @@ func (c *serverConn) refuse(status int, why string) {
 	if c.bw.Flush() != nil {
 		return
 	}
-	// What the client still sends is read and dropped for a while before
-	// the connection closes (nginx's lingering close, net/http's
-	// closeWriteAndWait): closed with it unread, the connection would be
-	// reset, and the reset can reach the client before it read the answer.
-	if CloseWrite(c.rwc) == nil {
-		c.rwc.SetReadDeadline(time.Now().Add(lingerFor))
-		io.Copy(io.Discard, c.rwc)
+	c.linger()
+}
+
+// linger half-closes the connection and reads and drops what the client
+// still sends, as nginx's lingering close does: until the client ends its
+// side, stays silent for lingerTimeout, or lingerTime has passed, or the
+// server shuts down. Closed with bytes unread, the connection would be
+// reset, and the reset can reach the client before it has read the
+// answer; a client still sending (the rest of a large head, a body) would
+// see its writes fail where nginx lets it finish and read the answer.
+func (c *serverConn) linger() {
+	if CloseWrite(c.rwc) != nil {
+		return
+	}
+	// Answered and half-closed, the connection is as good as idle:
+	// Shutdown closes it rather than wait for it.
+	c.idle.Store(true)
+	defer c.idle.Store(false)
+	if c.srv.closed.Load() {
+		return
+	}
+	end := time.Now().Add(lingerTime)
+	buf := c.hold[:]
+	for {
+		d := min(time.Until(end), lingerTimeout)
+		if d <= 0 {
+			return
+		}
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		if _, err := c.rwc.Read(buf); err != nil {
+			return
+		}
 	}
 }
 
@@ -317,9 +342,13 @@ func CloseWrite(c net.Conn) error {
 	return errors.ErrUnsupported
 }
 
-// lingerFor bounds how long refuse reads what a refused client still
-// sends, as net/http's rstAvoidanceDelay.
-const lingerFor = 500 * time.Millisecond
+// lingerTime and lingerTimeout bound linger as nginx's lingering_time
+// and lingering_timeout do, with their defaults: in all, and for each
+// wait for the client's next bytes.
+const (
+	lingerTime    = 30 * time.Second
+	lingerTimeout = 5 * time.Second
+)
 
 // clearDeadline lifts the header deadline before a handler's read; c.mu
 // is held.

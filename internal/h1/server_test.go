@@ -190,6 +190,50 @@ func TestServerRefuses(t *testing.T) {
 	}
 }
 
+// TestServerRefuseLingers sends a head over MaxHeaderBytes on loopback TCP
+// and goes on sending for a second, twice net/http's 500 ms of reading
+// what follows and far within nginx's lingering_timeout between two
+// writes, before it reads: every write must succeed, and the whole 431
+// come, then the end of the connection, as at nginx (see limiterproxy's
+// TestConformanceHeaderTooLarge).
+func TestServerRefuseLingers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := &Server{MaxHeaderBytes: 1 << 10, ErrorLog: log.New(io.Discard, "", 0), Handler: http.NotFoundHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nX: "+strings.Repeat("y", 16<<10)+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	const writes, gap = 20, 50 * time.Millisecond
+	for i := range writes {
+		time.Sleep(gap) // the client's pace, not a wait for the server
+		if _, err := fmt.Fprintf(c, "X-%d: %s\r\n", i, strings.Repeat("z", 1<<10)); err != nil {
+			t.Fatalf("write %d after the head went over: %v", i, err)
+		}
+	}
+	io.WriteString(c, "\r\n")
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("%v after %q", err, got)
+	}
+	r, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(got))), nil)
+	if err != nil {
+		t.Fatalf("%v in %q", err, got)
+	}
+	if b, err := io.ReadAll(r.Body); err != nil || r.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !r.Close {
+		t.Errorf("%d close %v, body %q %v; want 431, close and the whole body", r.StatusCode, r.Close, b, err)
+	}
+}
+
 func TestServerBodies(t *testing.T) {
 	big := strings.Repeat("0123456789", 1000) // past bufferBeforeCommit: chunked
 	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
