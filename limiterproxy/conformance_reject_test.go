@@ -23,7 +23,7 @@ type rejectCase struct {
 	conn   bool   // rejected by limit_conn (a request on another connection holds the slot), else by limit_req
 	status int    // the status both answer
 	method string // GET, or POST with body
-	body   string // "5" or "chunked": what the POST sends
+	body   string // "5", "chunked", "512k", or "late" (5 bytes, 3 of them once the answer is in): what the POST sends
 	keep   bool   // nginx keeps the connection for the next request (a check on the test itself)
 }
 
@@ -61,8 +61,9 @@ var rejectCfg = func() limit.Config {
 // reuses its connections opens as many as the proxy closes.
 //
 // Measured on nginx 1.22: a rejection is an error page
-// (ngx_http_special_response_handler), which discards the request's body,
-// all of it and after the answer, and keeps the connection, unless the
+// (ngx_http_special_response_handler), answered at once, before the
+// request's body has come; then nginx reads and drops all of the body
+// and keeps the connection, unless the
 // status is one after which nginx never keeps one: 400, 413, 414, 500,
 // 501. The reason phrase is nginx's own ("503 Service Temporarily
 // Unavailable"), which clients do not read; stampede's body names the
@@ -74,7 +75,7 @@ func TestConformanceRejectKeepAlive(t *testing.T) {
 	nginxtest.Require(t)
 	up, us := startConfUpstream(t)
 	var cases []rejectCase
-	for _, b := range []struct{ method, body string }{{"GET", ""}, {"POST", "5"}, {"POST", "chunked"}} {
+	for _, b := range []struct{ method, body string }{{"GET", ""}, {"POST", "5"}, {"POST", "chunked"}, {"POST", "512k"}, {"POST", "late"}} {
 		cases = append(cases,
 			rejectCase{name: "limit_req", path: "/req/", status: 503, method: b.method, body: b.body, keep: true},
 			rejectCase{name: "limit_conn", path: "/conn/", conn: true, status: 503, method: b.method, body: b.body, keep: true},
@@ -98,6 +99,12 @@ func TestConformanceRejectKeepAlive(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			for _, target := range targets {
+				if target.name == "net/http" && (tc.body == "512k" || tc.body == "late") {
+					// net/http reads up to 256 KiB of a body its handler
+					// left before it writes the answer, and closes past
+					// them, which NewServer cannot change.
+					continue
+				}
 				up.reset()
 				key := fmt.Sprintf("%s.%d", target.name, i)
 				got := playReject(t, up, strings.TrimPrefix(target.base, "http://"), tc, key)
@@ -180,6 +187,7 @@ func playReject(t *testing.T, up *confUpstream, addr string, tc rejectCase, key 
 		}
 	}
 	var req strings.Builder
+	var rest string // sent once the answer is in
 	fmt.Fprintf(&req, "%s %s?k=%s HTTP/1.1\r\nHost: site1\r\n", tc.method, tc.path, key)
 	switch tc.body {
 	case "":
@@ -188,6 +196,13 @@ func playReject(t *testing.T, up *confUpstream, addr string, tc rejectCase, key 
 		req.WriteString("Content-Length: 5\r\n\r\nabcde")
 	case "chunked":
 		req.WriteString("Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n")
+	case "512k":
+		// Over net/http's 256 KiB of a body it discards, under nginx's
+		// client_max_body_size 1m, past which nginx answers 413 first.
+		fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n%s", 512<<10, strings.Repeat("b", 512<<10))
+	case "late":
+		req.WriteString("Content-Length: 5\r\n\r\nab")
+		rest = "cde"
 	}
 	// Written while the answer is read: a server may answer before it
 	// has read the body.
@@ -209,7 +224,7 @@ func playReject(t *testing.T, up *confUpstream, addr string, tc rejectCase, key 
 	if err := <-written; err != nil {
 		return seen
 	}
-	if _, err := io.WriteString(c, "GET /next HTTP/1.1\r\nHost: site1\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, rest+"GET /next HTTP/1.1\r\nHost: site1\r\n\r\n"); err != nil {
 		return seen
 	}
 	if next, err := http.ReadResponse(br, nil); err == nil {

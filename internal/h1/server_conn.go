@@ -18,9 +18,10 @@ import (
 )
 
 // maxPostHandlerRead bounds the unread request body the server discards
-// after the handler to keep the connection, as net/http does; a longer one
-// closes it.
-const maxPostHandlerRead = 256 << 10
+// after the handler to keep the connection; a longer one closes it. nginx
+// discards all of a body it does not read, up to client_max_body_size
+// (1m by default), past which it answers 413 first.
+const maxPostHandlerRead = 1 << 20
 
 // serverConn is one connection of a Server and the state its goroutine keeps
 // across requests.
@@ -219,7 +220,7 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 	w := &x.w
 	*w = response{c: c, req: req, contentLength: -1}
 	if req.Body != http.NoBody {
-		b := &requestBody{c: c, w: w, rc: req.Body}
+		b := &requestBody{c: c, w: w, rc: req.Body, length: req.ContentLength}
 		if expectsContinue(req) {
 			b.wantContinue = true
 		}
@@ -243,7 +244,24 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		}
 		return false
 	}
-	return c.bw.Flush() == nil
+	if c.bw.Flush() != nil {
+		return false
+	}
+	if w.body != nil {
+		// The answer said keep-alive; a body that did not end in time
+		// closes the connection, and one longer than the server discards
+		// closes it once the client has sent the rest, or at linger's
+		// bounds, so that the reset of a close with bytes unread cannot
+		// overtake the answer.
+		switch err := w.body.drain(); {
+		case err == errBodyOver:
+			c.linger()
+			return false
+		case err != nil:
+			return false
+		}
+	}
+	return true
 }
 
 // readRequest reads the next request: a plain one whose head is in the

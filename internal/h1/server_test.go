@@ -295,6 +295,71 @@ func TestServerBodies(t *testing.T) {
 	}
 }
 
+// TestServerAnswersBeforeUnreadBody checks that a handler that leaves
+// the body unread is answered before the client has sent the body, as
+// nginx sends an error page and then discards the body: the body is read
+// and dropped after the answer and the connection carries the next
+// request; a body that does not come for lingerTimeout closes it.
+func TestServerAnswersBeforeUnreadBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dial := startServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/ignore" {
+				http.Error(w, "no", http.StatusServiceUnavailable)
+				return
+			}
+			io.WriteString(w, "ok")
+		})})
+		c := dial()
+		br := bufio.NewReader(c)
+		answer := func(step string) *http.Response {
+			t.Helper()
+			type read struct {
+				r   *http.Response
+				err error
+			}
+			got := make(chan read, 1)
+			go func() {
+				r, err := http.ReadResponse(br, nil)
+				if err == nil {
+					_, err = io.Copy(io.Discard, r.Body)
+				}
+				got <- read{r, err}
+			}()
+			synctest.Wait()
+			select {
+			case g := <-got:
+				if g.err != nil {
+					t.Fatalf("%s: %v", step, g.err)
+				}
+				return g.r
+			default:
+				t.Fatalf("%s: no answer while the client waits", step)
+				return nil
+			}
+		}
+		io.WriteString(c, "POST /ignore HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nab")
+		if r := answer("step 1"); r == nil || r.StatusCode != http.StatusServiceUnavailable || r.Close {
+			t.Fatalf("step 1: %v, want 503 and keep-alive before the rest of the body", r)
+		}
+		io.WriteString(c, "cdeGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+		if r := answer("step 2"); r == nil || r.StatusCode != http.StatusOK {
+			t.Fatalf("step 2: %v, want 200 on the same connection once the body came", r)
+		}
+		io.WriteString(c, "POST /ignore HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+		if r := answer("step 3"); r == nil || r.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("step 3: %v, want 503 before the body", r)
+		}
+		start := time.Now()
+		c.SetReadDeadline(start.Add(2 * lingerTimeout))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Errorf("step 4: a body that never comes: read = %d, %v; want 0, EOF (closed)", n, err)
+		}
+		if waited := time.Since(start); waited != lingerTimeout {
+			t.Errorf("step 4: closed after %v, want lingerTimeout (%v)", waited, lingerTimeout)
+		}
+	})
+}
+
 func TestServerContinue(t *testing.T) {
 	c := startServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/refuse" {
