@@ -266,12 +266,20 @@ func (h *Handler) clock() *clock.Clock {
 	return &h.clk
 }
 
-// reject answers a request a limit turned away.
+// reject answers a request a limit turned away. After some statuses
+// nginx never keeps the connection (ngx_http_special_response_handler:
+// 400, 413, 414, 500, 501), and neither does reject: a client that reuses
+// its connections opens a new one after them, as at nginx.
 func reject(w http.ResponseWriter, rule, key string, status int) {
 	if status == 0 {
 		status = limit.DefaultStatus
 	}
 	hdr := w.Header()
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong,
+		http.StatusInternalServerError, http.StatusNotImplemented:
+		hdr.Set("Connection", "close")
+	}
 	hdr.Set(LimitHeader, rule+" "+key)
 	hdr.Set("Content-Type", "text/plain; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")

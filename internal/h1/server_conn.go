@@ -18,9 +18,10 @@ import (
 )
 
 // maxPostHandlerRead bounds the unread request body the server discards
-// after the handler to keep the connection, as net/http does; a longer one
-// closes it.
-const maxPostHandlerRead = 256 << 10
+// after the handler to keep the connection; a longer one closes it. nginx
+// discards all of a body it does not read, up to client_max_body_size
+// (1m by default), past which it answers 413 first.
+const maxPostHandlerRead = 1 << 20
 
 // serverConn is one connection of a Server and the state its goroutine keeps
 // across requests.
@@ -219,7 +220,7 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 	w := &x.w
 	*w = response{c: c, req: req, contentLength: -1}
 	if req.Body != http.NoBody {
-		b := &requestBody{c: c, w: w, rc: req.Body}
+		b := &requestBody{c: c, w: w, rc: req.Body, length: req.ContentLength}
 		if expectsContinue(req) {
 			b.wantContinue = true
 		}
@@ -243,7 +244,24 @@ func (c *serverConn) serveRequest(ctx context.Context) bool {
 		}
 		return false
 	}
-	return c.bw.Flush() == nil
+	if c.bw.Flush() != nil {
+		return false
+	}
+	if w.body != nil {
+		// The answer said keep-alive; a body that did not end in time
+		// closes the connection, and one longer than the server discards
+		// closes it once the client has sent the rest, or at linger's
+		// bounds, so that the reset of a close with bytes unread cannot
+		// overtake the answer.
+		switch err := w.body.drain(); {
+		case err == errBodyOver:
+			c.linger()
+			return false
+		case err != nil:
+			return false
+		}
+	}
+	return true
 }
 
 // readRequest reads the next request: a plain one whose head is in the
@@ -298,13 +316,38 @@ func (c *serverConn) refuse(status int, why string) {
 	if c.bw.Flush() != nil {
 		return
 	}
-	// What the client still sends is read and dropped for a while before
-	// the connection closes (nginx's lingering close, net/http's
-	// closeWriteAndWait): closed with it unread, the connection would be
-	// reset, and the reset can reach the client before it read the answer.
-	if CloseWrite(c.rwc) == nil {
-		c.rwc.SetReadDeadline(time.Now().Add(lingerFor))
-		io.Copy(io.Discard, c.rwc)
+	c.linger()
+}
+
+// linger half-closes the connection and reads and drops what the client
+// still sends, as nginx's lingering close does: until the client ends its
+// side, stays silent for lingerTimeout, or lingerTime has passed, or the
+// server shuts down. Closed with bytes unread, the connection would be
+// reset, and the reset can reach the client before it has read the
+// answer; a client still sending (the rest of a large head, a body) would
+// see its writes fail where nginx lets it finish and read the answer.
+func (c *serverConn) linger() {
+	if CloseWrite(c.rwc) != nil {
+		return
+	}
+	// Answered and half-closed, the connection is as good as idle:
+	// Shutdown closes it rather than wait for it.
+	c.idle.Store(true)
+	defer c.idle.Store(false)
+	if c.srv.closed.Load() {
+		return
+	}
+	end := time.Now().Add(lingerTime)
+	buf := c.hold[:]
+	for {
+		d := min(time.Until(end), lingerTimeout)
+		if d <= 0 {
+			return
+		}
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		if _, err := c.rwc.Read(buf); err != nil {
+			return
+		}
 	}
 }
 
@@ -317,9 +360,13 @@ func CloseWrite(c net.Conn) error {
 	return errors.ErrUnsupported
 }
 
-// lingerFor bounds how long refuse reads what a refused client still
-// sends, as net/http's rstAvoidanceDelay.
-const lingerFor = 500 * time.Millisecond
+// lingerTime and lingerTimeout bound linger as nginx's lingering_time
+// and lingering_timeout do, with their defaults: in all, and for each
+// wait for the client's next bytes.
+const (
+	lingerTime    = 30 * time.Second
+	lingerTimeout = 5 * time.Second
+)
 
 // clearDeadline lifts the header deadline before a handler's read; c.mu
 // is held.

@@ -2,7 +2,9 @@ package h1
 
 import (
 	"context"
+	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,15 +123,21 @@ type requestBody struct {
 	c            *serverConn
 	w            *response
 	rc           io.ReadCloser
-	started      bool // read from
+	length       int64 // the declared length; -1 for none (chunked)
+	read         int64 // the bytes read
+	started      bool  // read from
 	wantContinue bool
 	sentContinue bool
 	eof          bool
 	err          error // a read error other than io.EOF
+	// discarding: the response is committed; what the handler left of
+	// the body is the server's to read and drop (drain), and the
+	// handler reads its end.
+	discarding atomic.Bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
-	if b.eof {
+	if b.eof || b.discarding.Load() {
 		return 0, io.EOF
 	}
 	if !b.started {
@@ -148,6 +156,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
 	if err == io.EOF {
 		b.eof = true
 		b.c.sawBodyEOF()
@@ -159,16 +168,58 @@ func (b *requestBody) Read(p []byte) (int, error) {
 
 func (b *requestBody) Close() error { return nil }
 
-// drain reads what the handler left of the body, up to
-// maxPostHandlerRead, and reports whether the connection can carry
-// another request after it.
-func (b *requestBody) drain() bool {
+// discard marks the body as the server's to drain once the response is
+// written, as nginx discards a body it does not read after its answer
+// (ngx_http_discard_request_body), so that the answer does not wait for
+// the body, and reports whether the connection can carry another request
+// after it: not when the client still waits for 100 Continue to send it,
+// or more than maxPostHandlerRead of it is known to be left.
+func (b *requestBody) discard() bool {
 	if b.eof {
 		return true
 	}
 	if b.err != nil || b.wantContinue && !b.sentContinue {
 		return false // the client is still waiting to send it
 	}
-	_, err := io.CopyN(io.Discard, b, maxPostHandlerRead+1)
-	return err == io.EOF
+	b.discarding.Store(true)
+	return b.length < 0 || b.length-b.read <= maxPostHandlerRead
 }
+
+// drain reads and drops what the handler left of the body, up to
+// maxPostHandlerRead, with the header's deadline lifted and a deadline of
+// its own, as nginx's discarding reads have: lingerTimeout for each read,
+// lingerTime in all. It returns nil when the body ended, so that the
+// connection can carry another request, errBodyOver when more of it was
+// left, else the read's error.
+func (b *requestBody) drain() error {
+	if b.eof {
+		return nil
+	}
+	if b.err != nil {
+		return b.err
+	}
+	c := b.c
+	end := time.Now().Add(lingerTime)
+	buf := c.hold[:]
+	for left := int64(maxPostHandlerRead) + 1; left > 0; {
+		d := min(time.Until(end), lingerTimeout)
+		if d <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.deadline = true
+		n, err := b.rc.Read(buf[:min(int64(len(buf)), left)])
+		left -= int64(n)
+		if err == io.EOF {
+			b.eof = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return errBodyOver
+}
+
+// errBodyOver says more of a body was left than drain reads.
+var errBodyOver = errors.New("h1: more of the request body left than the server discards")

@@ -265,7 +265,7 @@ func (w *response) commit(final bool) {
 		return
 	}
 	c := w.c
-	if w.body != nil && !w.body.drain() || c.srv.closed.Load() {
+	if w.body != nil && !w.body.discard() || c.srv.closed.Load() {
 		w.closeAfter = true
 	}
 	bw := c.bw

@@ -190,6 +190,50 @@ func TestServerRefuses(t *testing.T) {
 	}
 }
 
+// TestServerRefuseLingers sends a head over MaxHeaderBytes on loopback TCP
+// and goes on sending for a second, twice net/http's 500 ms of reading
+// what follows and far within nginx's lingering_timeout between two
+// writes, before it reads: every write must succeed, and the whole 431
+// come, then the end of the connection, as at nginx (see limiterproxy's
+// TestConformanceHeaderTooLarge).
+func TestServerRefuseLingers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := &Server{MaxHeaderBytes: 1 << 10, ErrorLog: log.New(io.Discard, "", 0), Handler: http.NotFoundHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nX: "+strings.Repeat("y", 16<<10)+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	const writes, gap = 20, 50 * time.Millisecond
+	for i := range writes {
+		time.Sleep(gap) // the client's pace, not a wait for the server
+		if _, err := fmt.Fprintf(c, "X-%d: %s\r\n", i, strings.Repeat("z", 1<<10)); err != nil {
+			t.Fatalf("write %d after the head went over: %v", i, err)
+		}
+	}
+	io.WriteString(c, "\r\n")
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("%v after %q", err, got)
+	}
+	r, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(got))), nil)
+	if err != nil {
+		t.Fatalf("%v in %q", err, got)
+	}
+	if b, err := io.ReadAll(r.Body); err != nil || r.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !r.Close {
+		t.Errorf("%d close %v, body %q %v; want 431, close and the whole body", r.StatusCode, r.Close, b, err)
+	}
+}
+
 func TestServerBodies(t *testing.T) {
 	big := strings.Repeat("0123456789", 1000) // past bufferBeforeCommit: chunked
 	srv := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -249,6 +293,71 @@ func TestServerBodies(t *testing.T) {
 	if b, err := io.ReadAll(r.Body); string(b) != "short" || err != io.ErrUnexpectedEOF {
 		t.Errorf("step 6: body %q, %v; want \"short\" cut off", b, err)
 	}
+}
+
+// TestServerAnswersBeforeUnreadBody checks that a handler that leaves
+// the body unread is answered before the client has sent the body, as
+// nginx sends an error page and then discards the body: the body is read
+// and dropped after the answer and the connection carries the next
+// request; a body that does not come for lingerTimeout closes it.
+func TestServerAnswersBeforeUnreadBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dial := startServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/ignore" {
+				http.Error(w, "no", http.StatusServiceUnavailable)
+				return
+			}
+			io.WriteString(w, "ok")
+		})})
+		c := dial()
+		br := bufio.NewReader(c)
+		answer := func(step string) *http.Response {
+			t.Helper()
+			type read struct {
+				r   *http.Response
+				err error
+			}
+			got := make(chan read, 1)
+			go func() {
+				r, err := http.ReadResponse(br, nil)
+				if err == nil {
+					_, err = io.Copy(io.Discard, r.Body)
+				}
+				got <- read{r, err}
+			}()
+			synctest.Wait()
+			select {
+			case g := <-got:
+				if g.err != nil {
+					t.Fatalf("%s: %v", step, g.err)
+				}
+				return g.r
+			default:
+				t.Fatalf("%s: no answer while the client waits", step)
+				return nil
+			}
+		}
+		io.WriteString(c, "POST /ignore HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nab")
+		if r := answer("step 1"); r == nil || r.StatusCode != http.StatusServiceUnavailable || r.Close {
+			t.Fatalf("step 1: %v, want 503 and keep-alive before the rest of the body", r)
+		}
+		io.WriteString(c, "cdeGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+		if r := answer("step 2"); r == nil || r.StatusCode != http.StatusOK {
+			t.Fatalf("step 2: %v, want 200 on the same connection once the body came", r)
+		}
+		io.WriteString(c, "POST /ignore HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n")
+		if r := answer("step 3"); r == nil || r.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("step 3: %v, want 503 before the body", r)
+		}
+		start := time.Now()
+		c.SetReadDeadline(start.Add(2 * lingerTimeout))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Errorf("step 4: a body that never comes: read = %d, %v; want 0, EOF (closed)", n, err)
+		}
+		if waited := time.Since(start); waited != lingerTimeout {
+			t.Errorf("step 4: closed after %v, want lingerTimeout (%v)", waited, lingerTimeout)
+		}
+	})
 }
 
 func TestServerContinue(t *testing.T) {
