@@ -72,9 +72,10 @@ type RunInfo struct {
 // series. Group histograms are the merge of their tenants' when Results is
 // called, so nothing is recorded twice.
 //
-// Add costs a few array increments and three histogram records (about
-// 130 ns); a group's latencies are copied into their bucket's histogram
-// when the bucket ends (see groupRec.flush). It allocates only when a result
+// Add costs a few array increments, two histogram records and an entry in
+// a log of the tenants' latencies, which go into their histograms a tenant
+// after another (see tenantLatency); a group's latencies are copied into
+// their bucket's histogram when the bucket ends (see groupRec.flush). It allocates only when a result
 // opens a series bucket past the scenario's duration, when a group's
 // bucket ends, or for a latency no earlier one of its tenant had to the
 // histogram's precision; the tenants' histograms are sparse so that 250

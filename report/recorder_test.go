@@ -826,3 +826,50 @@ func TestRecorderGroupHistsAsRecordValue(t *testing.T) {
 	a.Merge(b)
 	check("merged", a)
 }
+
+// TestRecorderTenantHistsAsRecordValue holds the tenants' histograms, which
+// take their latencies from a log (Recorder.lat) several times over the
+// run, to histograms that recorded every latency as it came; with Merge
+// and Results flushing what the log holds at their call.
+func TestRecorderTenantHistsAsRecordValue(t *testing.T) {
+	sc := fleetScenario(300)
+	rng := rand.New(rand.NewPCG(3, 9))
+	r, other := NewRecorder(sc), NewRecorder(sc)
+	want := make([]*hdr.PackedHistogram, len(r.ten))
+	for i := range want {
+		want[i] = newHist()
+	}
+	n := 3*cap(r.lat) + 17 // the log fills three times and holds 17 at the end
+	for i := range n {
+		ti := int32(rng.IntN(len(want)))
+		lat := time.Duration(float64(30*time.Millisecond) * math.Exp(0.9*rng.NormFloat64()))
+		res := workload.Result{Tenant: ti, Outcome: workload.OK, Status: 200, Intended: time.Duration(i) * time.Millisecond, Latency: lat}
+		into := r
+		if i%5 == 0 {
+			into = other
+		}
+		into.Add(&res)
+		if err := want[ti].RecordValue(micros(lat)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.lat) == 0 || len(other.lat) == 0 {
+		t.Fatalf("the logs hold %d and %d latencies before Merge; want some in each, so that Merge is seen to flush them", len(r.lat), len(other.lat))
+	}
+	r.Merge(other)
+	res := r.Results(RunInfo{Engine: "sim"})
+	for i, w := range want {
+		got := r.ten[i].hist
+		if got.TotalCount() != w.TotalCount() {
+			t.Fatalf("tenant %d: %d latencies, want %d", i, got.TotalCount(), w.TotalCount())
+		}
+		for _, q := range []float64{0, 50, 90, 99, 99.9, 100} {
+			if g, e := got.ValueAtPercentile(q), w.ValueAtPercentile(q); g != e {
+				t.Errorf("tenant %d: p%v %d µs, want %d", i, q, g, e)
+			}
+		}
+		if l := latencyOf(w); res.Tenants[i].Latency != l {
+			t.Errorf("tenant %d: results' latency %+v, want %+v", i, res.Tenants[i].Latency, l)
+		}
+	}
+}
