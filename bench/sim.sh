@@ -4,7 +4,7 @@
 # its other sites grown to 250 ... 250,000 tenants on its 8 workers, into a
 # counter, "count", and into a report.Recorder, "recorder") and
 # BenchmarkSimScaleWorkers (2,500 ... 100,000 tenants with the workers
-# grown with them, 8 per 250, "workers").
+# grown with them, 8 per 250, "workers/count" and "workers/recorder").
 #
 # The test binary is built once and run ROUNDS times, every size in every
 # round, so that a slow spell of the machine falls on all sizes. It prints
@@ -45,7 +45,7 @@ for line in open(sys.argv[1]):
     m = re.match(r"BenchmarkSimScale(Workers)?/(?:(\w+)/)?tenants=(\d+)(?:-\d+)?\s+\d+\s+(.*)", line)
     if not m:
         continue
-    series = "workers" if m.group(1) else m.group(2)
+    series = ("workers/" if m.group(1) else "") + m.group(2)
     fields = m.group(4).split()
     metrics = {fields[i + 1]: float(fields[i]) for i in range(0, len(fields) - 1, 2)}
     runs[(series, int(m.group(3)))].append(metrics)
@@ -56,18 +56,18 @@ def mm(v, fmt):
     return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(v), min(v), max(v))
 
 print("simulator scaling: median (min-max) over the rounds")
-print("%-9s %8s %-26s %-26s %-10s %-26s %s" % ("series", "tenants", "req/s", "req/cpu-s", "events/req", "events/cpu-s", "B/tenant"))
+print("%-16s %8s %-26s %-26s %-10s %-26s %s" % ("series", "tenants", "req/s", "req/cpu-s", "events/req", "events/cpu-s", "B/tenant"))
 med = collections.defaultdict(dict)
-for (series, n) in sorted(runs, key=lambda k: (["count", "recorder", "workers"].index(k[0]), k[1])):
+for (series, n) in sorted(runs, key=lambda k: (["count", "recorder", "workers/count", "workers/recorder"].index(k[0]), k[1])):
     rs = runs[(series, n)]
     col = lambda k: [r[k] for r in rs]
     med[series][n] = (statistics.median(col("req/cpu-s")), statistics.median(col("events/cpu-s")))
-    print("%-9s %8d %-26s %-26s %-10.2f %-26s %.0f" % (series, n, mm(col("req/s"), "%.0f"), mm(col("req/cpu-s"), "%.0f"),
+    print("%-16s %8d %-26s %-26s %-10.2f %-26s %.0f" % (series, n, mm(col("req/s"), "%.0f"), mm(col("req/cpu-s"), "%.0f"),
           statistics.median(col("events/req")), mm(col("events/cpu-s"), "%.0f"), statistics.median(col("B/tenant"))))
 print()
 print("spread, the largest median over the smallest (goal: req/cpu-s within 1.5x)")
 for series, by in med.items():
     req = [v[0] for v in by.values()]
     ev = [v[1] for v in by.values()]
-    print("  %-9s req/cpu-s %.2fx   events/cpu-s %.2fx" % (series, max(req) / min(req), max(ev) / min(ev)))
+    print("  %-16s req/cpu-s %.2fx   events/cpu-s %.2fx" % (series, max(req) / min(req), max(ev) / min(ev)))
 PY
