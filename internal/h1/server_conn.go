@@ -339,16 +339,24 @@ func (c *serverConn) linger() {
 	}
 	end := time.Now().Add(lingerTime)
 	buf := c.hold[:]
-	for {
-		d := min(time.Until(end), lingerTimeout)
-		if d <= 0 {
-			return
-		}
-		c.rwc.SetReadDeadline(time.Now().Add(d))
+	for c.lingerDeadline(end) {
 		if _, err := c.rwc.Read(buf); err != nil {
 			return
 		}
 	}
+}
+
+// lingerDeadline sets the read deadline of a lingering read, one that
+// drops what the client sends after its answer: lingerTimeout on, but not
+// past end, a lingerTime after the first. It reports false, setting none,
+// when end has passed.
+func (c *serverConn) lingerDeadline(end time.Time) bool {
+	d := min(time.Until(end), lingerTimeout)
+	if d <= 0 {
+		return false
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(d))
+	return true
 }
 
 // CloseWrite half-closes c where c can (a *net.TCPConn, or a wrapper of

@@ -202,11 +202,9 @@ func (b *requestBody) drain() error {
 	end := time.Now().Add(lingerTime)
 	buf := c.hold[:]
 	for left := int64(maxPostHandlerRead) + 1; left > 0; {
-		d := min(time.Until(end), lingerTimeout)
-		if d <= 0 {
+		if !c.lingerDeadline(end) {
 			return os.ErrDeadlineExceeded
 		}
-		c.rwc.SetReadDeadline(time.Now().Add(d))
 		c.deadline = true
 		n, err := b.rc.Read(buf[:min(int64(len(buf)), left)])
 		left -= int64(n)
