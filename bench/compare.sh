@@ -20,6 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-5}
+case $ROUNDS in
+'' | *[!0-9]* | 0) echo "bench/compare.sh: ROUNDS=$ROUNDS is not a positive whole number" >&2; exit 2 ;;
+esac
 BASELINE=${BASELINE:-}
 SCENARIO=${SCENARIO:-scenarios/stock-balance.yaml}
 

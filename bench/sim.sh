@@ -22,6 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
+case $ROUNDS in
+'' | *[!0-9]* | 0) echo "bench/sim.sh: ROUNDS=$ROUNDS is not a positive whole number" >&2; exit 2 ;;
+esac
 BENCHTIME=${BENCHTIME:-2x}
 command -v python3 >/dev/null || { echo "bench/sim.sh: python3 is not installed" >&2; exit 1; }
 
